@@ -1,0 +1,1 @@
+"""Shared building blocks per backend (imported only when that backend is built)."""

@@ -1,0 +1,300 @@
+"""skrl building blocks shared by every rlplug skrl backend.
+
+Seeding, the training environment, MLP policies and value/Q models, the table that turns setting
+strings into skrl classes, and RNG-state capture for ``weights_only`` checkpoints. This module imports
+torch and skrl at the top: it is imported only when a skrl backend is built.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import skrl
+import torch
+from skrl.envs.wrappers.torch import Wrapper, wrap_env
+from skrl.models.torch import CategoricalMixin, DeterministicMixin, GaussianMixin, Model
+from skrl.resources.noises.torch import GaussianNoise, OrnsteinUhlenbeckNoise
+from skrl.resources.preprocessors.torch import RunningStandardScaler
+from skrl.resources.schedulers.torch import KLAdaptiveLR
+from skrl.utils import set_seed
+from torch import nn
+
+from ..errors import UnknownNameError
+from ..suggest import did_you_mean
+
+# ---- seeding ------------------------------------------------------------------------------------
+
+
+def seed_everything(seed: int) -> None:
+    """One torch thread, then seed python ``random``, numpy, torch and skrl's env key with ``seed``.
+
+    One thread: on small shared CPUs torch's OpenMP threads spin on busy cores and collapse PPO
+    throughput by orders of magnitude (reference §13). ``set_seed`` also sets ``skrl.config.torch.key``,
+    which skrl's gymnasium wrapper reads when it is constructed (reference §8).
+    """
+    torch.set_num_threads(1)
+    set_seed(seed)
+
+
+# ---- environments -------------------------------------------------------------------------------
+
+
+def make_vector_env(env_id: str, env_kwargs: Mapping[str, Any], num_envs: int, seed: int, device: str) -> Wrapper:
+    """A sync gymnasium vector env wrapped by skrl, seeded with ``seed`` (sub-env ``i`` gets ``seed + i``).
+
+    Autoreset: gymnasium's default NEXT_STEP mode makes the step after an episode's end a no-op
+    reset that skrl stores as a real transition (an ignored action, reward 0, not done): one junk
+    sample per episode that PPO would train its policy and value on. SAME_STEP resets inside the
+    ending step, so every stored transition is real; it hands the reset observation back as the next
+    observation and the true last observation in ``infos["final_obs"]``, which
+    ``true_next_observations`` puts back wherever truncation bootstrapping needs it.
+
+    Box actions are clipped to the space's bounds inside each sub-env; the agent still stores the
+    unclipped sample, so log-probabilities stay those of the Gaussian it drew from.
+    """
+    probe = gym.make(env_id, **env_kwargs)
+    clip_actions = isinstance(probe.action_space, gym.spaces.Box)
+    probe.close()
+    vector_env = gym.make_vec(
+        env_id,
+        num_envs=num_envs,
+        vectorization_mode="sync",
+        vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP},
+        wrappers=[gym.wrappers.ClipAction] if clip_actions else None,
+        **env_kwargs,
+    )
+    # the wrapper seeds the first reset with skrl's key, captured when it is constructed
+    skrl.config.torch.key = seed
+    env = wrap_env(vector_env, wrapper="gymnasium", verbose=False)
+    # skrl picks cuda whenever it is available; keep env tensors on the device the models live on
+    env._device = torch.device(device)
+    return env
+
+
+def true_next_observations(next_observations: torch.Tensor, infos: Mapping[str, Any], ended: torch.Tensor) -> torch.Tensor:
+    """``next_observations`` with the last observation of every episode that ended in this step.
+
+    Under SAME_STEP autoreset the rows of ended episodes already hold the next episode's first
+    observation; bootstrapping a truncated episode must use the state it was cut in instead.
+    """
+    mask = np.asarray(infos.get("_final_obs", ended.reshape(-1).cpu().numpy()), dtype=bool)
+    if not mask.any():
+        return next_observations
+    finals = np.stack([np.asarray(o, dtype=np.float32).reshape(-1) for o in infos["final_obs"][mask]])
+    patched = next_observations.clone()
+    patched[torch.as_tensor(mask, device=patched.device)] = torch.as_tensor(finals, device=patched.device)
+    return patched
+
+
+# ---- networks and models ------------------------------------------------------------------------
+
+ACTIVATIONS: dict[str, type[nn.Module]] = {"tanh": nn.Tanh, "relu": nn.ReLU, "elu": nn.ELU}
+
+
+def mlp(input_size: int, hidden_sizes: Sequence[int], output_size: int, activation: str = "tanh") -> nn.Sequential:
+    """Linear layers of ``hidden_sizes`` with ``activation`` between them and a linear output layer."""
+    if activation not in ACTIVATIONS:
+        raise UnknownNameError(f"unknown activation '{activation}'" + did_you_mean(activation, ACTIVATIONS))
+    layers: list[nn.Module] = []
+    size = input_size
+    for hidden in hidden_sizes:
+        layers += [nn.Linear(size, hidden), ACTIVATIONS[activation]()]
+        size = hidden
+    layers.append(nn.Linear(size, output_size))
+    return nn.Sequential(*layers)
+
+
+class GaussianPolicy(GaussianMixin, Model):
+    """Diagonal Gaussian over Box actions: an MLP mean and a state-independent learned ``log_std``."""
+
+    def __init__(
+        self,
+        observation_space: gym.Space,
+        action_space: gym.Space,
+        device: str,
+        hidden_sizes: Sequence[int],
+        activation: str = "tanh",
+        initial_log_std: float = 0.0,
+        clip_actions: bool = False,
+        min_log_std: float = -20.0,
+        max_log_std: float = 2.0,
+    ) -> None:
+        Model.__init__(self, observation_space=observation_space, action_space=action_space, device=device)
+        GaussianMixin.__init__(self, clip_actions=clip_actions, min_log_std=min_log_std, max_log_std=max_log_std)
+        self.net = mlp(self.num_observations, hidden_sizes, self.num_actions, activation)
+        self.log_std_parameter = nn.Parameter(torch.full((self.num_actions,), float(initial_log_std)))
+
+    def compute(self, inputs: Mapping[str, Any], role: str = "") -> tuple[torch.Tensor, dict[str, Any]]:
+        return self.net(inputs["observations"]), {"log_std": self.log_std_parameter}
+
+
+class CategoricalPolicy(CategoricalMixin, Model):
+    """Categorical over Discrete actions from MLP logits."""
+
+    def __init__(
+        self,
+        observation_space: gym.Space,
+        action_space: gym.Space,
+        device: str,
+        hidden_sizes: Sequence[int],
+        activation: str = "tanh",
+    ) -> None:
+        Model.__init__(self, observation_space=observation_space, action_space=action_space, device=device)
+        CategoricalMixin.__init__(self, unnormalized_log_prob=True)
+        self.net = mlp(self.num_observations, hidden_sizes, self.num_actions, activation)
+
+    def compute(self, inputs: Mapping[str, Any], role: str = "") -> tuple[torch.Tensor, dict[str, Any]]:
+        return self.net(inputs["observations"]), {}
+
+
+class DeterministicModel(DeterministicMixin, Model):
+    """An MLP with a deterministic output: a state value V(s) or, with ``with_actions``, Q(s, a).
+
+    ``input_key`` picks what it reads: ``"observations"``, or ``"states"`` for a centralised critic
+    (MAPPO). ``output_size`` defaults to 1; a DQN Q-network passes the number of actions.
+    """
+
+    def __init__(
+        self,
+        observation_space: gym.Space,
+        action_space: gym.Space,
+        device: str,
+        hidden_sizes: Sequence[int],
+        activation: str = "tanh",
+        output_size: int = 1,
+        with_actions: bool = False,
+        input_key: str = "observations",
+        state_space: gym.Space | None = None,
+    ) -> None:
+        Model.__init__(
+            self, observation_space=observation_space, state_space=state_space, action_space=action_space, device=device
+        )
+        DeterministicMixin.__init__(self, clip_actions=False)
+        self.input_key = input_key
+        self.with_actions = with_actions
+        input_size = self.num_states if input_key == "states" else self.num_observations
+        if with_actions:
+            input_size += self.num_actions
+        self.net = mlp(input_size, hidden_sizes, output_size, activation)
+
+    def compute(self, inputs: Mapping[str, Any], role: str = "") -> tuple[torch.Tensor, dict[str, Any]]:
+        x = inputs[self.input_key]
+        if self.with_actions:
+            x = torch.cat([x, inputs["taken_actions"]], dim=-1)
+        return self.net(x), {}
+
+
+def stochastic_policy(
+    observation_space: gym.Space,
+    action_space: gym.Space,
+    device: str,
+    hidden_sizes: Sequence[int],
+    activation: str = "tanh",
+    initial_log_std: float = 0.0,
+) -> Model:
+    """A Categorical policy for Discrete actions, a Gaussian one for Box actions."""
+    if isinstance(action_space, gym.spaces.Discrete):
+        return CategoricalPolicy(observation_space, action_space, device, hidden_sizes, activation)
+    if isinstance(action_space, gym.spaces.Box):
+        return GaussianPolicy(observation_space, action_space, device, hidden_sizes, activation, initial_log_std)
+    raise TypeError(f"no default stochastic policy for action space {action_space}")
+
+
+def value_model(
+    observation_space: gym.Space, action_space: gym.Space, device: str, hidden_sizes: Sequence[int], activation: str = "tanh"
+) -> DeterministicModel:
+    """V(s): one output from the observations."""
+    return DeterministicModel(observation_space, action_space, device, hidden_sizes, activation)
+
+
+def q_model(
+    observation_space: gym.Space, action_space: gym.Space, device: str, hidden_sizes: Sequence[int], activation: str = "relu"
+) -> DeterministicModel:
+    """Q(s, a) for Box actions (observations and actions concatenated), or Q(s, ·) for Discrete actions."""
+    if isinstance(action_space, gym.spaces.Discrete):
+        return DeterministicModel(
+            observation_space, action_space, device, hidden_sizes, activation, output_size=int(action_space.n)
+        )
+    return DeterministicModel(observation_space, action_space, device, hidden_sizes, activation, with_actions=True)
+
+
+def policy_mean_or_argmax(policy: Model, observations: torch.Tensor) -> torch.Tensor:
+    """The deterministic action of a stochastic policy: Gaussian mean or argmax of the logits.
+
+    Calls ``compute`` rather than ``act``, so evaluating draws nothing from torch's RNG and a run's
+    random stream is the same with or without evaluations in between.
+    """
+    output, _ = policy.compute({"observations": observations, "states": None}, role="policy")
+    if isinstance(policy, CategoricalMixin):
+        return output.argmax(dim=-1)
+    return output
+
+
+# ---- names in settings -> skrl classes ---------------------------------------------------------
+# Settings hold class names as strings; only the classes listed here can be named (never eval).
+
+SCHEDULERS: dict[str, type] = {
+    "KLAdaptiveLR": KLAdaptiveLR,
+    "LinearLR": torch.optim.lr_scheduler.LinearLR,
+    "CosineAnnealingLR": torch.optim.lr_scheduler.CosineAnnealingLR,
+    "StepLR": torch.optim.lr_scheduler.StepLR,
+}
+PREPROCESSORS: dict[str, type] = {"RunningStandardScaler": RunningStandardScaler}
+NOISES: dict[str, type] = {"GaussianNoise": GaussianNoise, "OrnsteinUhlenbeckNoise": OrnsteinUhlenbeckNoise}
+_TABLES = {"scheduler": SCHEDULERS, "preprocessor": PREPROCESSORS, "noise": NOISES}
+
+
+def resolve_class(kind: str, name: str | None) -> type | None:
+    """The class ``name`` stands for in the ``kind`` table (scheduler, preprocessor, noise); ``None`` stays ``None``."""
+    if name is None:
+        return None
+    table = _TABLES[kind]
+    if name not in table:
+        raise UnknownNameError(f"unknown skrl {kind} '{name}'" + did_you_mean(name, table))
+    return table[name]
+
+
+def preprocessor(name: str | None, size: Any, device: str) -> tuple[type | None, dict[str, Any]]:
+    """``(class, kwargs)`` for an agent config's ``*_preprocessor`` / ``*_preprocessor_kwargs`` pair."""
+    cls = resolve_class("preprocessor", name)
+    return cls, ({"size": size, "device": device} if cls is not None else {})
+
+
+# ---- RNG state for weights_only checkpoints ----------------------------------------------------
+
+
+def capture_rng_state() -> dict[str, Any]:
+    """torch, numpy (legacy global) and python ``random`` states as tensors, numbers and lists."""
+    _, keys, position, has_gauss, cached_gaussian = np.random.get_state(legacy=True)
+    version, internal, gauss_next = random.getstate()
+    return {
+        "torch": torch.get_rng_state(),
+        "numpy": {
+            "keys": torch.from_numpy(keys.astype(np.int64)),
+            "position": int(position),
+            "has_gauss": int(has_gauss),
+            "cached_gaussian": float(cached_gaussian),
+        },
+        "python": {"version": int(version), "internal": torch.tensor(internal, dtype=torch.int64), "gauss_next": gauss_next},
+    }
+
+
+def restore_rng_state(state: Mapping[str, Any]) -> None:
+    """Undo ``capture_rng_state``."""
+    torch.set_rng_state(state["torch"])
+    numpy_state = state["numpy"]
+    np.random.set_state(
+        (
+            "MT19937",
+            numpy_state["keys"].numpy().astype(np.uint32),
+            numpy_state["position"],
+            numpy_state["has_gauss"],
+            numpy_state["cached_gaussian"],
+        )
+    )
+    python_state = state["python"]
+    random.setstate((python_state["version"], tuple(python_state["internal"].tolist()), python_state["gauss_next"]))

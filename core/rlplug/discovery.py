@@ -1,0 +1,170 @@
+"""Plugin discovery: entry points of group ``rlplug.plugins``, loaded onto one pluggy manager.
+
+Listing entry points reads metadata only. Loading imports each plugin's entry module (cheap by
+contract: no torch), never its backend modules. A plugin that fails to import, declares an
+algorithm another plugin already claims, or targets another core API version is recorded with the
+reason; every other plugin keeps working.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any
+
+import pluggy
+
+from .errors import PluginError, UnknownNameError
+from .hookspecs import API_VERSION, RlplugSpec
+from .losses import LossRegistry
+from .schema import AlgorithmSpec
+from .suggest import did_you_mean
+
+GROUP = "rlplug.plugins"
+FIRST_PARTY = frozenset(f"rlplug-{a}" for a in ("ppo", "sac", "dqn", "td3", "iql", "cql", "mappo"))
+CORE_VERSION = "0.1.0"
+
+
+@dataclass
+class PluginRecord:
+    """One plugin: where it came from and what became of it."""
+
+    name: str
+    value: str
+    dist: str
+    version: str
+    first_party: bool
+    status: str = "ok"  # ok | broken | incompatible
+    error: str = ""
+    obj: Any = None
+    algorithms: list[AlgorithmSpec] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return f"{self.dist} {self.version}".strip()
+
+
+def _entry_point_records() -> list[PluginRecord]:
+    records = []
+    for ep in entry_points(group=GROUP):
+        dist = ep.dist.name if ep.dist is not None else "?"
+        version = ep.dist.version if ep.dist is not None else ""
+        records.append(PluginRecord(ep.name, ep.value, dist, version, dist in FIRST_PARTY))
+    # first-party plugins are registered first so third-party tryfirst implementations win
+    records.sort(key=lambda r: (not r.first_party, r.dist, r.name))
+    return records
+
+
+def _load_object(value: str) -> Any:
+    module_name, _, attribute = value.partition(":")
+    obj = importlib.import_module(module_name)
+    for part in filter(None, attribute.split(".")):
+        obj = getattr(obj, part)
+    return obj
+
+
+class PluginHost:
+    """The plugin manager, the algorithms plugins declared, and the loss registry."""
+
+    def __init__(self, extra_modules: tuple[str, ...] = (), objects: tuple[Any, ...] = (), entry_points: bool = True):
+        self.pm = pluggy.PluginManager("rlplug")
+        self.pm.add_hookspecs(RlplugSpec)
+        self.records: list[PluginRecord] = _entry_point_records() if entry_points else []
+        self.algorithms: dict[str, AlgorithmSpec] = {}
+        self.owners: dict[str, PluginRecord] = {}
+        self.conflicts: dict[str, list[PluginRecord]] = {}
+        self.losses = LossRegistry()
+        for record in self.records:
+            self._load_record(record)
+        for module in extra_modules:
+            record = PluginRecord(module, module, module, "", False)
+            self.records.append(record)
+            try:
+                record.obj = importlib.import_module(module)
+            except Exception as err:  # noqa: BLE001 - any import failure is reported, not raised
+                raise PluginError(f"--plugin {module}: cannot import it: {type(err).__name__}: {err}") from None
+            self._register(record)
+        for obj in objects:
+            self.register(obj)
+        self.pm.hook.rlplug_register_losses.call_historic(kwargs={"losses": self.losses})
+
+    def _load_record(self, record: PluginRecord) -> None:
+        try:
+            record.obj = _load_object(record.value)
+        except Exception as err:  # noqa: BLE001 - a broken plugin must not break the others
+            record.status, record.error = "broken", f"{type(err).__name__}: {err}"
+            return
+        self._register(record)
+
+    def register(self, obj: Any, name: str | None = None) -> PluginRecord:
+        """Register a user plugin object (module, class instance) after every entry-point plugin."""
+        label = name or getattr(obj, "__name__", None) or type(obj).__name__
+        record = PluginRecord(label, label, label, "", False, obj=obj)
+        self.records.append(record)
+        self._register(record)
+        return record
+
+    def _register(self, record: PluginRecord) -> None:
+        try:
+            self.pm.register(record.obj, name=f"{record.dist}:{record.name}:{id(record.obj)}")
+        except ValueError as err:  # already registered (the same module under two names)
+            record.status, record.error = "broken", str(err)
+            return
+        except pluggy.PluginValidationError as err:
+            record.status, record.error = "broken", f"invalid hook implementation: {err}"
+            return
+        declare = getattr(record.obj, "rlplug_algorithms", None)
+        try:
+            specs = list(declare()) if declare is not None else []
+        except Exception as err:  # noqa: BLE001
+            record.status, record.error = "broken", f"rlplug_algorithms() failed: {type(err).__name__}: {err}"
+            self.pm.unregister(record.obj)
+            return
+        wrong = [s for s in specs if s.api_version != API_VERSION]
+        if wrong:
+            record.status = "incompatible"
+            record.error = (
+                f"implements rlplug API {wrong[0].api_version}, but this rlplug {CORE_VERSION} implements API "
+                f"{API_VERSION}; install a release of {record.dist} built for API {API_VERSION} "
+                f"(rlplug {CORE_VERSION} meets plugins declaring api_version = {API_VERSION})"
+            )
+            self.pm.unregister(record.obj)
+            return
+        for spec in specs:
+            object.__setattr__(spec, "plugin", record.dist)
+            object.__setattr__(spec, "plugin_version", record.version)
+            record.algorithms.append(spec)
+            owner = self.owners.get(spec.name)
+            if owner is not None and owner is not record:
+                self.conflicts.setdefault(spec.name, [owner]).append(record)
+                continue
+            self.owners[spec.name] = record
+            self.algorithms[spec.name] = spec
+
+    # ---- lookups used by the pipeline and the CLI -------------------------------------------
+    def algorithm(self, name: str) -> AlgorithmSpec:
+        if name in self.conflicts:
+            who = " and ".join(r.label for r in self.conflicts[name])
+            raise PluginError(f"algorithm '{name}' is claimed by two plugins: {who}; uninstall one of them")
+        if name in self.algorithms:
+            return self.algorithms[name]
+        for record in self.records:
+            if record.status != "ok" and record.name == name:
+                raise PluginError(f"algorithm '{name}' comes from plugin {record.label}, which {self._why(record)}")
+        hint = did_you_mean(name, self.algorithms)
+        if name in {d.removeprefix("rlplug-") for d in FIRST_PARTY}:
+            hint = f" (install it: pip install ./plugins/{name}, i.e. the rlplug-{name} distribution)"
+        raise UnknownNameError(f"unknown algorithm '{name}': no installed plugin provides it" + hint)
+
+    @staticmethod
+    def _why(record: PluginRecord) -> str:
+        if record.status == "broken":
+            return f"failed to load: {record.error}"
+        return record.error
+
+    def recipe_tables(self) -> list[tuple[str, list[dict[str, Any]]]]:
+        out = []
+        for impl in self.pm.hook.rlplug_recipes.get_hookimpls():
+            out.append((impl.plugin_name.split(":")[0], list(impl.function() or [])))
+        return out

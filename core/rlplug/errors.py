@@ -1,0 +1,37 @@
+"""Exceptions users see. Every one of them prints as one line and exits with code 2."""
+
+from __future__ import annotations
+
+
+class RlplugError(Exception):
+    """Base for every error caused by bad input; the CLI prints ``str(err)`` and exits 2."""
+
+    exit_code = 2
+
+
+class RecipeError(RlplugError):
+    """A recipe is unknown, malformed, or fails validation."""
+
+
+class UnknownNameError(RlplugError):
+    """An unknown recipe, algorithm, backend, loss or hyperparameter name."""
+
+
+class PluginError(RlplugError):
+    """A plugin failed to import, conflicts with another one, or targets another API version."""
+
+
+class BackendMissingError(RlplugError):
+    """The library behind a backend (skrl, torchrl) is not installed."""
+
+
+class SpaceError(RlplugError):
+    """An environment's spaces do not fit the algorithm or backend."""
+
+
+class RunDirError(RlplugError):
+    """A run directory does not exist, holds no checkpoint, or its checkpoint is unusable."""
+
+
+class LossRegistrationError(RlplugError):
+    """A loss name is registered twice without ``override=True``, or is not registered."""

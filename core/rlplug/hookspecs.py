@@ -1,0 +1,153 @@
+"""The contract between the core and every plugin: hook specifications, ``Build`` and ``Trainer``.
+
+Call order for one run (``rlplug.build``):
+
+1. discovery registers every plugin on ``PluginManager("rlplug")`` (first-party, then third-party
+   entry points, then ``--plugin`` modules, then ``rlplug.register(obj)`` objects);
+2. ``rlplug_algorithms`` and ``rlplug_recipes`` are read to list and validate;
+3. ``rlplug_register_losses`` (historic) fills the loss registry;
+4. the five ``firstresult`` construction hooks run in order on one ``Build``:
+   models -> memory -> loss -> target updater -> trainer.
+   Each sees what the earlier stages stored on the ``Build``. An implementation returns ``None``
+   for cells (algorithm, backend) it does not own; pluggy then asks the next one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import pluggy
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+    from .losses import LossEntry, LossRegistry
+    from .recipes import Recipe
+    from .schema import AlgorithmSpec
+
+API_VERSION = 1
+"""Bumped when the hook signatures or the ``Build``/``Trainer`` contract change incompatibly."""
+
+hookspec = pluggy.HookspecMarker("rlplug")
+hookimpl = pluggy.HookimplMarker("rlplug")
+
+
+@dataclass
+class Build:
+    """Everything one run is made of; flows through the construction hooks, which fill its slots."""
+
+    recipe: Recipe
+    algorithm: AlgorithmSpec
+    backend: str
+    hp: dict[str, Any]
+    """Validated backend-neutral hyperparameters, defaults filled in."""
+    settings: dict[str, Any]
+    """The backend's own settings translated from ``hp``, with the recipe's raw overrides applied."""
+    env_id: str
+    env_kwargs: dict[str, Any]
+    num_envs: int
+    observation_space: Any
+    action_space: Any
+    seed: int
+    device: str
+    loss_entry: LossEntry
+    # slots filled by the construction hooks, in this order
+    models: Any = None
+    memory: Any = None
+    loss: Any = None
+    target_updater: Any = None
+    trainer: Trainer | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+    """Scratch space for stages that need to hand something along (an environment, a collector)."""
+
+    @property
+    def cell(self) -> tuple[str, str]:
+        return (self.algorithm.name, self.backend)
+
+    def is_cell(self, algorithm: str, backend: str) -> bool:
+        return self.algorithm.name == algorithm and self.backend == backend
+
+
+@runtime_checkable
+class Trainer(Protocol):
+    """What every cell's ``rlplug_build_trainer`` returns; the run layer talks only to this.
+
+    ``rlplug.trainer.TrainerBase`` implements ``train`` on top of ``step``; subclass it.
+    """
+
+    env_steps: int
+    """Environment transitions collected so far (summed over vectorised environments)."""
+    iterations: int
+    """Calls of ``step`` so far."""
+
+    def step(self) -> dict[str, float]:
+        """Run one iteration (collect a rollout or a few transitions, then update); return its metrics."""
+
+    def train(self, steps: int, callbacks: Iterable[Callable[[Trainer, dict[str, float]], Any]] = ()) -> None:
+        """Call ``step`` until ``env_steps >= steps``; after each, call every ``callback(trainer, metrics)``."""
+
+    def evaluate(self, episodes: int) -> list[float]:
+        """Return the undiscounted return of ``episodes`` deterministic episodes on a separate environment."""
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to resume: models, optimisers, memory, schedules, counters (tensors, numbers, strings)."""
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what ``state_dict`` returned."""
+
+    def close(self) -> None:
+        """Release environments and collectors."""
+
+
+class RlplugSpec:
+    """Hook specifications; every hook name starts with ``rlplug_``."""
+
+    @hookspec
+    def rlplug_algorithms(self) -> list[AlgorithmSpec]:
+        """Declare the algorithms this plugin provides.
+
+        Called by discovery when algorithms are listed or resolved (``rlplug list``, ``recipes``,
+        ``train``). Must be cheap: no torch, skrl or torchrl imports. Returns a list of
+        ``rlplug.AlgorithmSpec`` (name, summary, kind, backends with their action spaces and settings
+        translators, the hyperparameter schema, the core API version implemented, the losses offered).
+        """
+
+    @hookspec
+    def rlplug_recipes(self) -> list[dict[str, Any]]:
+        """Contribute recipes: a list of tables with the schema of ``registry.toml`` entries plus ``name``.
+
+        Called when the recipe book is loaded; first-party ``registry.toml`` recipes come first, then
+        plugin recipes, then ``--recipes FILE``. Must be cheap.
+        """
+
+    @hookspec(historic=True)
+    def rlplug_register_losses(self, losses: LossRegistry) -> None:
+        """Register named losses per (algorithm, backend) with ``losses.register(...)``.
+
+        Historic: a plugin registered later still receives the call. Built-in default losses are
+        registered through this same hook. Registering a taken name raises unless ``override=True``.
+        """
+
+    @hookspec(firstresult=True)
+    def rlplug_build_models(self, build: Build) -> Any:
+        """Return the cell's models (skrl: ``{role: Model}``; TorchRL: ``{"actor": ..., "critic": ...}``).
+
+        Called first. Return ``None`` when ``build.cell`` is not yours.
+        """
+
+    @hookspec(firstresult=True)
+    def rlplug_build_memory(self, build: Build) -> Any:
+        """Return the rollout or replay memory for ``build.models``; ``None`` when not yours."""
+
+    @hookspec(firstresult=True)
+    def rlplug_build_loss(self, build: Build) -> Any:
+        """Return the loss object named by ``build.loss_entry`` (the default implementation calls its factory)."""
+
+    @hookspec(firstresult=True)
+    def rlplug_build_target_updater(self, build: Build) -> Any:
+        """Return the target-network updater (soft or hard), or ``None`` if the cell has no target networks."""
+
+    @hookspec(firstresult=True)
+    def rlplug_build_trainer(self, build: Build) -> Trainer:
+        """Return a ``Trainer`` wired from the models, memory, loss and updater already on ``build``."""

@@ -1,0 +1,179 @@
+"""name -> Recipe -> validated Build -> construction hooks -> Trainer."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from .discovery import PluginHost
+from .envs import action_space_kind, check_observation_space, probe_spaces
+from .errors import BackendMissingError, PluginError, RecipeError, SpaceError, UnknownNameError
+from .hookspecs import Build
+from .recipes import BACKEND_TABLES, Recipe, RecipeBook, first_party_registry
+from .schema import AlgorithmSpec, check_type
+from .suggest import did_you_mean
+
+STAGES = (
+    ("models", "rlplug_build_models"),
+    ("memory", "rlplug_build_memory"),
+    ("loss", "rlplug_build_loss"),
+    ("target_updater", "rlplug_build_target_updater"),
+    ("trainer", "rlplug_build_trainer"),
+)
+
+
+class Session:
+    """A plugin host plus the recipe book it sees: what one CLI invocation or Python user works with."""
+
+    def __init__(
+        self,
+        plugins: Sequence[str] = (),
+        recipe_files: Sequence[str] = (),
+        objects: Sequence[Any] = (),
+        entry_points: bool = True,
+    ) -> None:
+        self.host = PluginHost(tuple(plugins), tuple(objects), entry_points=entry_points)
+        self.book = RecipeBook()
+        registry = first_party_registry()
+        if registry is not None:
+            self.book.add_file(registry)
+        for source, tables in self.host.recipe_tables():
+            self.book.add_tables(tables, source=f"plugin {source}")
+        for path in recipe_files:
+            self.book.add_file(path)
+
+    # ---- recipes -------------------------------------------------------------------------------
+    def resolve(self, ref: str, overrides: Iterable[str] = ()) -> Recipe:
+        """Resolve a recipe by name and apply ``key=value`` overrides; checks it against its algorithm."""
+        overrides = list(overrides)
+        table, _ = self.book.raw(ref)
+        hp_names: list[str] = []
+        algorithm = _override_of(overrides, "algorithm") or table.get("algorithm")
+        if isinstance(algorithm, str) and algorithm in self.host.algorithms:
+            hp_names = [p.name for p in self.host.algorithms[algorithm].params]
+        recipe = self.book.resolve(ref, overrides, hp_names)
+        spec = self.host.algorithm(recipe.algorithm)
+        check_backend(spec, recipe.backend, f"recipe '{recipe.name}'")
+        recipe.hyperparameters = validate_hyperparameters(spec, recipe)
+        for backend in recipe.backend_settings:
+            check_backend(spec, backend, f"recipe '{recipe.name}': table [{backend}]")
+        return recipe
+
+    # ---- builds --------------------------------------------------------------------------------
+    def prepare(self, recipe: Recipe | str, backend: str | None = None, overrides: Iterable[str] = (), device: str = "cpu") -> Build:
+        """Validate everything and return a ``Build`` whose stages are still empty (nothing imported)."""
+        if isinstance(recipe, str):
+            recipe = self.resolve(recipe, overrides)
+        elif overrides:
+            raise RecipeError("overrides apply when resolving by name; pass the recipe's name instead")
+        spec = self.host.algorithm(recipe.algorithm)
+        backend = backend or recipe.backend
+        check_backend(spec, backend, f"recipe '{recipe.name}'")
+        hp = {**spec.defaults(), **recipe.hyperparameters}
+        observation_space, action_space = probe_spaces(recipe.env, recipe.env_kwargs)
+        check_action_space(spec, backend, action_space, recipe)
+        check_observation_space(observation_space, recipe.env)
+        settings = backend_settings(spec, backend, hp, recipe)
+        loss_name = recipe.loss or spec.default_loss
+        loss_entry = self.host.losses.get(spec.name, backend, loss_name)
+        return Build(
+            recipe=recipe,
+            algorithm=spec,
+            backend=backend,
+            hp=hp,
+            settings=settings,
+            env_id=recipe.env,
+            env_kwargs=dict(recipe.env_kwargs),
+            num_envs=recipe.num_envs,
+            observation_space=observation_space,
+            action_space=action_space,
+            seed=recipe.seed,
+            device=device,
+            loss_entry=loss_entry,
+        )
+
+    def construct(self, build: Build) -> Build:
+        """Run the five construction hooks in order; each sees what the earlier ones stored."""
+        require_backend_libraries(build.algorithm, build.backend)
+        for slot, hook_name in STAGES:
+            setattr(build, slot, getattr(self.host.pm.hook, hook_name)(build=build))
+        if build.trainer is None:
+            raise PluginError(f"no plugin built a trainer for {build.algorithm.name}/{build.backend}")
+        return build
+
+    def build(self, recipe: Recipe | str, backend: str | None = None, overrides: Iterable[str] = (), device: str = "cpu") -> Build:
+        return self.construct(self.prepare(recipe, backend, overrides, device))
+
+
+def _override_of(overrides: list[str], key: str) -> str | None:
+    for item in reversed(overrides):
+        k, _, v = item.partition("=")
+        if k.strip() == key:
+            return v.strip()
+    return None
+
+
+def check_backend(spec: AlgorithmSpec, backend: str, where: str) -> None:
+    if backend not in spec.backends:
+        known = list(spec.backends)
+        close = did_you_mean(backend, known)
+        hint = close if "did you mean" in close else ""
+        raise UnknownNameError(
+            f"{where}: algorithm '{spec.name}' has no backend '{backend}'{hint}; it runs on {', '.join(known)}"
+        )
+
+
+def validate_hyperparameters(spec: AlgorithmSpec, recipe: Recipe) -> dict[str, Any]:
+    params = spec.param_map
+    out = {}
+    for name, value in recipe.hyperparameters.items():
+        if name not in params:
+            raise UnknownNameError(
+                f"recipe '{recipe.name}': unknown hyperparameter '{name}' for {spec.name}" + did_you_mean(name, params)
+            )
+        try:
+            out[name] = params[name].validate(value, f"hyperparameter '{name}'")
+        except (TypeError, ValueError) as err:
+            raise RecipeError(f"recipe '{recipe.name}': {err}") from None
+    return out
+
+
+def check_action_space(spec: AlgorithmSpec, backend: str, action_space: Any, recipe: Recipe) -> None:
+    kind = action_space_kind(action_space)
+    supported = spec.backends[backend].action_spaces
+    if kind not in supported:
+        raise SpaceError(
+            f"recipe '{recipe.name}': {spec.name} on {backend} cannot handle the {kind} action space of "
+            f"'{recipe.env}' ({action_space}); it supports {', '.join(supported)} actions"
+        )
+
+
+def backend_settings(spec: AlgorithmSpec, backend: str, hp: dict[str, Any], recipe: Recipe) -> dict[str, Any]:
+    """Translate neutral hyperparameters to the backend's settings, then apply the recipe's raw table."""
+    translate = spec.backends[backend].settings
+    settings = dict(translate(hp, recipe)) if translate is not None else {}
+    for key, value in recipe.backend_settings.get(backend, {}).items():
+        if key not in settings:
+            raise UnknownNameError(
+                f"recipe '{recipe.name}': unknown {backend} setting '{key}' for {spec.name}" + did_you_mean(key, settings)
+            )
+        current = settings[key]
+        if current is not None and not isinstance(current, (dict, list)):
+            try:
+                value = check_type(value, type(current), f"{backend} setting '{key}'")
+            except TypeError as err:
+                raise RecipeError(f"recipe '{recipe.name}': {err}") from None
+        settings[key] = value
+    return settings
+
+
+def require_backend_libraries(spec: AlgorithmSpec, backend: str) -> None:
+    backend_spec = spec.backends[backend]
+    for library in backend_spec.requires:
+        if importlib.util.find_spec(library) is None:
+            extra = backend_spec.extra or backend
+            raise BackendMissingError(
+                f"the {backend} backend of {spec.name} needs '{library}', which is not installed: "
+                f"pip install 'rlplug[{extra}]'"
+            )

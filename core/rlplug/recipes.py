@@ -1,0 +1,310 @@
+"""Recipes: parse registry files, resolve names (``name`` or ``name@version``), ``extends``, overrides.
+
+A recipe file is TOML with one table per recipe under ``[recipes]``; the key is the name, optionally
+``name@version``. Fields are listed in ``FIELDS``; a table named after a backend (``[recipes.X.skrl]``)
+holds raw settings for that backend. Nothing in a recipe is evaluated or imported.
+"""
+
+from __future__ import annotations
+
+import copy
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import RecipeError, UnknownNameError
+from .schema import check_type
+from .suggest import did_you_mean
+
+# name -> (type, default, one-line doc); ``None`` default means required
+FIELDS: dict[str, tuple[type, Any, str]] = {
+    "version": (int, 1, "recipe version; `name` means the newest, `name@N` a given one"),
+    "description": (str, "", "one line shown by `rlplug recipes`"),
+    "extends": (str, "", "recipe this one starts from (`name` or `name@N`)"),
+    "algorithm": (str, None, "algorithm name, as `rlplug list` shows it"),
+    "env": (str, None, "Gymnasium environment id"),
+    "env_kwargs": (dict, {}, "keyword arguments for the environment constructor"),
+    "backend": (str, None, "default backend"),
+    "steps": (int, None, "environment-step budget (transitions, summed over environments)"),
+    "seed": (int, 0, "random seed"),
+    "num_envs": (int, 1, "vectorised environments"),
+    "loss": (str, "", "registered loss name; empty means the algorithm's default"),
+    "hyperparameters": (dict, {}, "backend-neutral hyperparameters"),
+    "target": (float, None, "evaluation return `rlplug bench` requires"),
+    "eval_episodes": (int, 10, "deterministic evaluation episodes"),
+}
+BACKEND_TABLES = ("skrl", "torchrl")
+"""Known backend names; a table with one of these names holds raw backend settings."""
+
+
+@dataclass
+class Recipe:
+    """A fully resolved recipe (``extends`` applied, overrides applied, types checked)."""
+
+    name: str
+    version: int
+    algorithm: str
+    env: str
+    backend: str
+    steps: int
+    target: float
+    seed: int = 0
+    num_envs: int = 1
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    loss: str = ""
+    hyperparameters: dict[str, Any] = field(default_factory=dict)
+    backend_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    eval_episodes: int = 10
+    description: str = ""
+    source: str = ""
+
+    @property
+    def ref(self) -> str:
+        return f"{self.name}@{self.version}"
+
+    def to_table(self) -> dict[str, Any]:
+        """The recipe as a plain table (what ``rlplug show`` prints and run directories store)."""
+        table = {
+            "name": self.name,
+            "version": self.version,
+            "description": self.description,
+            "algorithm": self.algorithm,
+            "env": self.env,
+            "env_kwargs": dict(self.env_kwargs),
+            "backend": self.backend,
+            "steps": self.steps,
+            "seed": self.seed,
+            "num_envs": self.num_envs,
+            "loss": self.loss,
+            "target": self.target,
+            "eval_episodes": self.eval_episodes,
+            "hyperparameters": copy.deepcopy(self.hyperparameters),
+        }
+        for backend, settings in self.backend_settings.items():
+            table[backend] = copy.deepcopy(settings)
+        return table
+
+    @classmethod
+    def from_table(cls, table: Mapping[str, Any], source: str = "") -> Recipe:
+        table = dict(table)
+        settings = {b: dict(table.pop(b)) for b in list(table) if b in BACKEND_TABLES}
+        table.pop("extends", None)
+        return cls(**table, backend_settings=settings, source=source)
+
+
+@dataclass
+class _Entry:
+    name: str
+    version: int
+    table: dict[str, Any]
+    source: str
+
+
+def split_ref(ref: str) -> tuple[str, int | None]:
+    """``"ppo-cartpole@2"`` -> ``("ppo-cartpole", 2)``; ``"ppo-cartpole"`` -> ``("ppo-cartpole", None)``."""
+    name, at, version = ref.partition("@")
+    if not at:
+        return name, None
+    if not version.isdigit():
+        raise RecipeError(f"recipe reference '{ref}': the version after '@' must be a whole number")
+    return name, int(version)
+
+
+def parse_recipe_file(path: Path | str) -> list[_Entry]:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RecipeError(f"recipe file {path} does not exist") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise RecipeError(f"{path}: malformed TOML: {err}") from None
+    unknown = set(data) - {"recipes"}
+    if unknown:
+        key = sorted(unknown)[0]
+        raise RecipeError(f"{path}: unknown top-level table '{key}'" + did_you_mean(key, ["recipes"]))
+    recipes = data.get("recipes", {})
+    if not isinstance(recipes, dict):
+        raise RecipeError(f"{path}: 'recipes' must be a table of recipes")
+    return [_entry_from_table(key, table, str(path)) for key, table in recipes.items()]
+
+
+def _entry_from_table(key: str, table: Any, source: str) -> _Entry:
+    if not isinstance(table, dict):
+        raise RecipeError(f"{source}: recipe '{key}' must be a table")
+    name, version = split_ref(key)
+    table = dict(table)
+    table.pop("name", None)
+    if version is not None:
+        if "version" in table and table["version"] != version:
+            raise RecipeError(f"{source}: recipe '{key}' says version = {table['version']!r}, its name says {version}")
+        table["version"] = version
+    version = table.get("version", 1)
+    _check_fields(table, f"recipe '{name}' in {source}")
+    return _Entry(name, version, table, source)
+
+
+def _check_fields(table: Mapping[str, Any], where: str) -> None:
+    """Reject unknown keys and wrong types; hyperparameter names are checked against the algorithm later."""
+    for key, value in table.items():
+        if key in BACKEND_TABLES:
+            if not isinstance(value, dict):
+                raise RecipeError(f"{where}: '{key}' must be a table of {key} settings")
+            continue
+        if key not in FIELDS:
+            raise RecipeError(f"{where}: unknown field '{key}'" + did_you_mean(key, [*FIELDS, *BACKEND_TABLES]))
+        try:
+            check_type(value, FIELDS[key][0], f"'{key}'")
+        except TypeError as err:
+            raise RecipeError(f"{where}: {err}") from None
+
+
+def _deep_merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    merged = copy.deepcopy(base)
+    for key, value in top.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict) and key != "env_kwargs":
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def parse_value(text: str) -> Any:
+    """``--set`` values are TOML values (``3e-4``, ``true``, ``[64, 64]``, ``"x"``); anything else is a string."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+class RecipeBook:
+    """All known recipes: first-party ``registry.toml``, plugin contributions, then user files."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, dict[int, _Entry]] = {}
+
+    def add(self, entry: _Entry) -> None:
+        versions = self._entries.setdefault(entry.name, {})
+        if entry.version in versions:
+            other = versions[entry.version].source
+            if other != entry.source:
+                raise RecipeError(
+                    f"recipe '{entry.name}@{entry.version}' is defined twice: in {other} and in {entry.source}"
+                )
+        versions[entry.version] = entry
+
+    def add_file(self, path: Path | str) -> None:
+        for entry in parse_recipe_file(path):
+            self.add(entry)
+
+    def add_tables(self, tables: Iterable[Mapping[str, Any]], source: str) -> None:
+        for table in tables:
+            table = dict(table)
+            if "name" not in table:
+                raise RecipeError(f"a recipe contributed by {source} has no 'name'")
+            self.add(_entry_from_table(str(table.pop("name")), table, source))
+
+    def names(self) -> list[str]:
+        return sorted(self._entries)
+
+    def refs(self) -> list[tuple[str, int]]:
+        return [(n, v) for n in self.names() for v in sorted(self._entries[n])]
+
+    def _entry(self, ref: str) -> _Entry:
+        name, version = split_ref(ref)
+        versions = self._entries.get(name)
+        if not versions:
+            raise UnknownNameError(f"unknown recipe '{name}'" + did_you_mean(name, self._entries))
+        if version is None:
+            return versions[max(versions)]
+        if version not in versions:
+            raise UnknownNameError(
+                f"recipe '{name}' has no version {version} (versions: {', '.join(map(str, sorted(versions)))})"
+            )
+        return versions[version]
+
+    def raw(self, ref: str, _seen: tuple[str, ...] = ()) -> tuple[dict[str, Any], _Entry]:
+        """The recipe's table with its ``extends`` chain merged in (parents first)."""
+        entry = self._entry(ref)
+        key = f"{entry.name}@{entry.version}"
+        if key in _seen:
+            raise RecipeError(f"recipe '{entry.name}' extends itself: {' -> '.join((*_seen, key))}")
+        table = entry.table
+        parent_ref = table.get("extends")
+        if parent_ref:
+            parent, _ = self.raw(parent_ref, (*_seen, key))
+            parent.pop("version", None)
+            parent.pop("description", None)
+            table = _deep_merge(parent, table)
+        return copy.deepcopy(table), entry
+
+    def resolve(self, ref: str, overrides: Iterable[str] = (), hyperparameter_names: Iterable[str] = ()) -> Recipe:
+        """Resolve ``ref`` and apply ``--set key=value`` overrides.
+
+        ``hyperparameter_names`` lets a bare hyperparameter name (``--set lr=1e-3``) address
+        ``hyperparameters.lr``. Unknown hyperparameter names are caught by validation against the algorithm.
+        """
+        table, entry = self.raw(ref)
+        hp_names = set(hyperparameter_names)
+        for item in overrides:
+            apply_override(table, item, hp_names)
+        where = f"recipe '{entry.name}'"
+        _check_fields(table, where)
+        missing = [k for k, (_, default, _) in FIELDS.items() if default is None and k not in table]
+        if missing:
+            raise RecipeError(f"{where} ({entry.source}) is missing required field '{missing[0]}'")
+        for key, (_, default, _) in FIELDS.items():
+            if key not in table and key != "extends":
+                table[key] = copy.deepcopy(default)
+        table["target"] = float(table["target"])
+        if table["num_envs"] < 1 or table["steps"] < 1:
+            raise RecipeError(f"{where}: 'steps' and 'num_envs' must be at least 1")
+        return Recipe.from_table({"name": entry.name, **table}, source=entry.source)
+
+
+def apply_override(table: dict[str, Any], item: str, hp_names: set[str]) -> None:
+    """Apply one ``key=value``: a recipe field, a dotted path, or a bare hyperparameter name."""
+    key, eq, text = item.partition("=")
+    key = key.strip()
+    if not eq or not key:
+        raise RecipeError(f"--set expects key=value, got '{item}'")
+    value = parse_value(text.strip())
+    path = key.split(".")
+    if len(path) == 1:
+        if key in FIELDS:
+            expected = FIELDS[key][0]
+            if expected is str and not isinstance(value, str):
+                value = text.strip()  # `--set env=1` style values stay strings where a string is expected
+            table[key] = value
+            return
+        if key in hp_names:
+            table.setdefault("hyperparameters", {})[key] = value
+            return
+        raise RecipeError(
+            f"--set {key}: not a recipe field or a hyperparameter of this algorithm"
+            + did_you_mean(key, [*FIELDS, *hp_names])
+        )
+    head = path[0]
+    if head not in ("hyperparameters", "env_kwargs", *BACKEND_TABLES):
+        raise RecipeError(
+            f"--set {key}: '{head}' is not a table"
+            + did_you_mean(head, ["hyperparameters", "env_kwargs", *BACKEND_TABLES])
+        )
+    node = table
+    for part in path[:-1]:
+        node = node.setdefault(part, {})
+        if not isinstance(node, dict):
+            raise RecipeError(f"--set {key}: '{part}' is not a table")
+    node[path[-1]] = value
+
+
+def first_party_registry() -> Path | None:
+    """``registry.toml`` shipped inside the wheel, or at the source tree's top in a checkout."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "registry.toml", here.parent.parent / "registry.toml"):
+        if candidate.is_file():
+            return candidate
+    return None

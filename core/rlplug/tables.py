@@ -1,0 +1,55 @@
+"""Plain-text output helpers for the CLI: aligned tables and a small TOML writer for ``rlplug show``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, Mapping):
+        if not value:
+            return "{}"
+        return "{ " + ", ".join(f"{_key(k)} = {_toml_value(v)}" for k, v in value.items()) + " }"
+    raise TypeError(f"cannot write {type(value).__name__} as TOML")
+
+
+def _key(key: str) -> str:
+    return key if key.replace("-", "").replace("_", "").isalnum() else json.dumps(key)
+
+
+def to_toml(table: Mapping[str, Any], prefix: str = "") -> str:
+    """TOML text for a table of plain values; ``None`` values are written as comments (TOML has no null)."""
+    plain, nested = [], []
+    for key, value in table.items():
+        if isinstance(value, Mapping) and value and all(not isinstance(v, Mapping) or not v for v in value.values()):
+            nested.append((key, value))
+        elif value is None:
+            plain.append(f"# {_key(key)} = (none)")
+        else:
+            plain.append(f"{_key(key)} = {_toml_value(value)}")
+    out = []
+    if prefix:
+        out.append(f"[{prefix}]")
+    out.extend(plain)
+    for key, value in nested:
+        out.append("")
+        out.append(to_toml(value, f"{prefix}.{_key(key)}" if prefix else _key(key)))
+    return "\n".join(out)

@@ -1,0 +1,83 @@
+"""``TrainerBase``: the part of the ``Trainer`` protocol every cell shares (the train loop, evaluation)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+from .evaluation import evaluate_policy
+from .hookspecs import Build
+
+
+class EpisodeTracker:
+    """Sums rewards per vectorised environment and reports returns of episodes that ended."""
+
+    def __init__(self, num_envs: int) -> None:
+        self.running = np.zeros(num_envs, dtype=np.float64)
+        self.finished: list[float] = []
+        self.episodes = 0
+
+    def update(self, rewards: Any, dones: Any) -> None:
+        rewards = np.asarray(rewards, dtype=np.float64).reshape(-1)
+        dones = np.asarray(dones, dtype=bool).reshape(-1)
+        self.running += rewards
+        if dones.any():
+            self.finished.extend(self.running[dones].tolist())
+            self.episodes += int(dones.sum())
+            self.running[dones] = 0.0
+
+    def pop_mean(self) -> float | None:
+        """Mean return of the episodes finished since the last call, or ``None`` if none finished."""
+        if not self.finished:
+            return None
+        mean = float(np.mean(self.finished))
+        self.finished.clear()
+        return mean
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"running": self.running.tolist(), "episodes": self.episodes}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.running = np.asarray(state["running"], dtype=np.float64)
+        self.episodes = int(state["episodes"])
+
+
+class TrainerBase:
+    """Subclass and implement ``step``, ``act_deterministic``, ``state_dict`` and ``load_state_dict``."""
+
+    def __init__(self, build: Build) -> None:
+        self.build = build
+        self.env_steps = 0
+        self.iterations = 0
+        self.episodes = EpisodeTracker(build.num_envs)
+
+    def step(self) -> dict[str, float]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def act_deterministic(self, observations: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+        """Greedy / mean action for a batch of raw (unnormalised) observations."""
+        raise NotImplementedError
+
+    def train(self, steps: int, callbacks: Iterable[Callable[[Any, dict[str, float]], Any]] = ()) -> None:
+        callbacks = list(callbacks)
+        while self.env_steps < steps:
+            metrics = self.step()
+            for callback in callbacks:
+                if callback(self, metrics) is False:
+                    return
+
+    def evaluate(self, episodes: int) -> list[float]:
+        return evaluate_policy(self.build.env_id, self.build.env_kwargs, self.act_deterministic, episodes, self.build.seed)
+
+    def counters(self) -> dict[str, Any]:
+        return {"env_steps": self.env_steps, "iterations": self.iterations, "episodes": self.episodes.state_dict()}
+
+    def load_counters(self, state: dict[str, Any]) -> None:
+        self.env_steps = int(state["env_steps"])
+        self.iterations = int(state["iterations"])
+        self.episodes.load_state_dict(state["episodes"])
+
+    def close(self) -> None:
+        pass
