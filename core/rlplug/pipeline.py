@@ -70,6 +70,7 @@ class Session:
         spec = self.host.algorithm(recipe.algorithm)
         backend = backend or recipe.backend
         check_backend(spec, backend, f"recipe '{recipe.name}'")
+        require_backend_libraries(spec, backend)
         hp = {**spec.defaults(), **recipe.hyperparameters}
         observation_space, action_space = probe_spaces(recipe.env, recipe.env_kwargs)
         check_action_space(spec, backend, action_space, recipe)
@@ -95,7 +96,6 @@ class Session:
 
     def construct(self, build: Build) -> Build:
         """Run the five construction hooks in order; each sees what the earlier ones stored."""
-        require_backend_libraries(build.algorithm, build.backend)
         for slot, hook_name in STAGES:
             setattr(build, slot, getattr(self.host.pm.hook, hook_name)(build=build))
         if build.trainer is None:

@@ -185,15 +185,15 @@ class RecipeBook:
 
     def __init__(self) -> None:
         self._entries: dict[str, dict[int, _Entry]] = {}
+        self.conflicts: dict[str, list[str]] = {}
 
     def add(self, entry: _Entry) -> None:
+        """Add a recipe; the same name and version from two sources is an error when that recipe is used."""
         versions = self._entries.setdefault(entry.name, {})
-        if entry.version in versions:
-            other = versions[entry.version].source
-            if other != entry.source:
-                raise RecipeError(
-                    f"recipe '{entry.name}@{entry.version}' is defined twice: in {other} and in {entry.source}"
-                )
+        other = versions.get(entry.version)
+        if other is not None and other.source != entry.source:
+            self.conflicts.setdefault(f"{entry.name}@{entry.version}", [other.source]).append(entry.source)
+            return
         versions[entry.version] = entry
 
     def add_file(self, path: Path | str) -> None:
@@ -219,11 +219,14 @@ class RecipeBook:
         if not versions:
             raise UnknownNameError(f"unknown recipe '{name}'" + did_you_mean(name, self._entries))
         if version is None:
-            return versions[max(versions)]
+            version = max(versions)
         if version not in versions:
             raise UnknownNameError(
                 f"recipe '{name}' has no version {version} (versions: {', '.join(map(str, sorted(versions)))})"
             )
+        sources = self.conflicts.get(f"{name}@{version}")
+        if sources:
+            raise RecipeError(f"recipe '{name}@{version}' is defined twice: in {' and in '.join(sources)}")
         return versions[version]
 
     def raw(self, ref: str, _seen: tuple[str, ...] = ()) -> tuple[dict[str, Any], _Entry]:

@@ -52,9 +52,10 @@ class Param:
         if self.choices is not None and value not in self.choices:
             from .suggest import did_you_mean
 
+            hint = did_you_mean(str(value), map(str, self.choices))
             raise ValueError(
                 f"{where} = {value!r} is not one of {', '.join(map(repr, self.choices))}"
-                + did_you_mean(str(value), map(str, self.choices)).replace(" (choose from", " (from")
+                + (hint if "did you mean" in hint else "")
             )
         return value
 

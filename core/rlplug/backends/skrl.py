@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import gymnasium as gym
@@ -53,20 +54,20 @@ def make_vector_env(env_id: str, env_kwargs: Mapping[str, Any], num_envs: int, s
     observation and the true last observation in ``infos["final_obs"]``, which
     ``true_next_observations`` puts back wherever truncation bootstrapping needs it.
 
-    Box actions are clipped to the space's bounds inside each sub-env; the agent still stores the
+    Box actions are clipped to the space's bounds before they reach the env; the agent still stores the
     unclipped sample, so log-probabilities stay those of the Gaussian it drew from.
     """
-    probe = gym.make(env_id, **env_kwargs)
-    clip_actions = isinstance(probe.action_space, gym.spaces.Box)
-    probe.close()
     vector_env = gym.make_vec(
         env_id,
         num_envs=num_envs,
         vectorization_mode="sync",
         vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP},
-        wrappers=[gym.wrappers.ClipAction] if clip_actions else None,
         **env_kwargs,
     )
+    space = vector_env.single_action_space
+    if isinstance(space, gym.spaces.Box):
+        # one np.clip over the whole batch per step
+        vector_env = gym.wrappers.vector.TransformAction(vector_env, func=partial(np.clip, a_min=space.low, a_max=space.high))
     # the wrapper seeds the first reset with skrl's key, captured when it is constructed
     skrl.config.torch.key = seed
     env = wrap_env(vector_env, wrapper="gymnasium", verbose=False)
@@ -75,15 +76,15 @@ def make_vector_env(env_id: str, env_kwargs: Mapping[str, Any], num_envs: int, s
     return env
 
 
-def true_next_observations(next_observations: torch.Tensor, infos: Mapping[str, Any], ended: torch.Tensor) -> torch.Tensor:
+def true_next_observations(next_observations: torch.Tensor, infos: Mapping[str, Any]) -> torch.Tensor:
     """``next_observations`` with the last observation of every episode that ended in this step.
 
     Under SAME_STEP autoreset the rows of ended episodes already hold the next episode's first
     observation; bootstrapping a truncated episode must use the state it was cut in instead.
     """
-    mask = np.asarray(infos.get("_final_obs", ended.reshape(-1).cpu().numpy()), dtype=bool)
-    if not mask.any():
+    if "_final_obs" not in infos:
         return next_observations
+    mask = np.asarray(infos["_final_obs"], dtype=bool)
     finals = np.stack([np.asarray(o, dtype=np.float32).reshape(-1) for o in infos["final_obs"][mask]])
     patched = next_observations.clone()
     patched[torch.as_tensor(mask, device=patched.device)] = torch.as_tensor(finals, device=patched.device)

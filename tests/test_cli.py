@@ -1,0 +1,119 @@
+"""The command line in a subprocess: cheap commands stay cheap, bad input gives one line and exit 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from conftest import assert_one_line_error, run_cli
+
+HEAVY = ("torch", "skrl", "torchrl", "tensordict")
+
+
+def test_listing_commands_import_no_torch():
+    code = (
+        "import sys, contextlib, io\n"
+        "from rlplug.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    for argv in (['list'], ['recipes'], ['show', 'ppo-cartpole'], ['show', 'ppo-pendulum', '--backend', 'torchrl']):\n"
+        "        assert main(argv) == 0, argv\n"
+        f"print([m for m in {HEAVY!r} if m in sys.modules])\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+def test_help_lists_every_command():
+    result = run_cli("--help")
+    for command in ("list", "recipes", "show", "losses", "train", "eval", "resume", "bench", "doctor"):
+        assert command in result.stdout
+
+
+def test_show_prints_translated_backend_settings():
+    result = run_cli("show", "ppo-cartpole", "--backend", "torchrl", "--set", "epochs=3")
+    assert result.returncode == 0, result.stderr
+    assert "[torchrl]" in result.stdout and "num_epochs = 3" in result.stdout
+    assert "frames_per_batch = 512" in result.stdout
+    skrl = run_cli("show", "ppo-cartpole", "--json")
+    data = json.loads(skrl.stdout)
+    assert data["backend_settings"]["skrl"]["learning_rate_scheduler"] == "KLAdaptiveLR"
+    assert data["recipe"]["hyperparameters"]["rollout_steps"] == 64
+
+
+def test_versioned_recipe_names():
+    assert run_cli("show", "ppo-cartpole@1").returncode == 0
+    assert_one_line_error(run_cli("show", "ppo-cartpole@7"), "recipe 'ppo-cartpole' has no version 7 (versions: 1)")
+
+
+def test_unknown_recipe():
+    assert_one_line_error(run_cli("train", "ppo-cartpol"), "unknown recipe 'ppo-cartpol' (did you mean 'ppo-cartpole'?)")
+
+
+def test_unknown_backend():
+    assert_one_line_error(
+        run_cli("train", "ppo-cartpole", "--backend", "torchlr", "--no-write"),
+        "algorithm 'ppo' has no backend 'torchlr' (did you mean 'torchrl'?); it runs on skrl, torchrl",
+    )
+
+
+def test_unknown_algorithm(tmp_path):
+    recipes = tmp_path / "r.toml"
+    recipes.write_text('[recipes.mine]\nalgorithm = "ppp"\nenv = "CartPole-v1"\nbackend = "skrl"\nsteps = 10\ntarget = 1.0\n')
+    assert_one_line_error(
+        run_cli("show", "mine", "--recipes", str(recipes)),
+        "unknown algorithm 'ppp': no installed plugin provides it (did you mean 'ppo'?)",
+    )
+
+
+def test_missing_first_party_plugin_says_what_to_install(tmp_path):
+    recipes = tmp_path / "r.toml"
+    recipes.write_text('[recipes.s]\nalgorithm = "sac"\nenv = "Pendulum-v1"\nbackend = "skrl"\nsteps = 10\ntarget = 1.0\n')
+    assert_one_line_error(run_cli("show", "s", "--recipes", str(recipes)), "unknown algorithm 'sac': no installed plugin provides it (install it")
+
+
+def test_unknown_hyperparameter_in_set():
+    assert_one_line_error(
+        run_cli("train", "ppo-cartpole", "--set", "hyperparameters.learning_rat=1e-3", "--no-write"),
+        "unknown hyperparameter 'learning_rat' for ppo (did you mean 'learning_rate'?)",
+    )
+    assert_one_line_error(run_cli("show", "ppo-cartpole", "--set", "entropy_coeff=0.1"), "(did you mean 'entropy_coef'?)")
+
+
+def test_wrong_type_in_set():
+    assert_one_line_error(
+        run_cli("show", "ppo-cartpole", "--set", "epochs=many"), "hyperparameter 'epochs' must be int, got str 'many'"
+    )
+    assert_one_line_error(run_cli("show", "ppo-cartpole", "--set", "lr_schedule=cosine"), "hyperparameter 'lr_schedule' = 'cosine' is not one of 'constant', 'linear', 'kl_adaptive'")
+
+
+def test_unknown_backend_setting():
+    assert_one_line_error(
+        run_cli("show", "ppo-cartpole", "--set", "skrl.rolouts=8"), "unknown skrl setting 'rolouts' for ppo (did you mean 'rollouts'?)"
+    )
+
+
+def test_malformed_recipe_file(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[recipes.x]\nsteps = \n")
+    assert_one_line_error(run_cli("recipes", "--recipes", str(bad)), "bad.toml: malformed TOML: Invalid value (at line 2, column 9)")
+
+
+def test_wrong_type_in_recipe_file(tmp_path):
+    bad = tmp_path / "typed.toml"
+    bad.write_text('[recipes.x]\nextends = "ppo-cartpole"\nnum_envs = "8"\n')
+    assert_one_line_error(run_cli("show", "x", "--recipes", str(bad)), "'num_envs' must be int, got str '8'")
+
+
+def test_run_dir_that_does_not_exist(tmp_path):
+    assert_one_line_error(run_cli("eval", str(tmp_path / "nope")), f"run directory {tmp_path / 'nope'} does not exist")
+
+
+def test_run_dir_without_checkpoint(tmp_path):
+    (tmp_path / "recipe.json").write_text(json.dumps({"backend": "skrl", "recipe": {}}))
+    assert_one_line_error(run_cli("resume", str(tmp_path)), "holds no checkpoint (checkpoints/latest.pt is missing)")
+
+
+def test_bad_plugin_module():
+    assert_one_line_error(run_cli("list", "--plugin", "no_such_module_xyz"), "--plugin no_such_module_xyz: cannot import it: ModuleNotFoundError")

@@ -1,0 +1,83 @@
+"""Discovery of entry-point plugins: broken, conflicting and incompatible plugins, in a subprocess."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import assert_one_line_error, run_cli
+
+FAKE_ALGO = """
+from rlplug import AlgorithmPlugin, AlgorithmSpec, BackendSpec, Param
+
+SPEC = AlgorithmSpec(
+    name={name!r}, summary="test algorithm", kind="on-policy", api_version={api},
+    backends={{"skrl": BackendSpec(module="nowhere", action_spaces={spaces!r}, requires={requires!r}, extra="skrl")}},
+    params=(Param("alpha", 1.0, "a number"),),
+)
+plugin = AlgorithmPlugin(SPEC, recipes=[{{"name": "{name}-cartpole", "algorithm": {name!r}, "env": "CartPole-v1",
+    "backend": "skrl", "steps": 100, "target": 1.0}}], source="test")
+"""
+
+
+def fake_algorithm(fake_dist, dist, name, api=1, spaces=("discrete", "continuous"), requires=()):
+    module = dist.replace("-", "_")
+    source = FAKE_ALGO.format(name=name, api=api, spaces=spaces, requires=requires)
+    return fake_dist(dist, "1.0", {name: f"{module}:plugin"}, {f"{module}.py": source})
+
+
+def test_list_shows_installed_ppo():
+    result = run_cli("list", "--json")
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)
+    assert {(r["algorithm"], r["backend"]) for r in rows if r["status"] == "ok"} >= {("ppo", "skrl"), ("ppo", "torchrl")}
+    assert all(r["plugin"] == "rlplug-ppo" for r in rows if r["algorithm"] == "ppo")
+
+
+def test_broken_plugin_is_listed_and_others_keep_working(fake_dist):
+    path = fake_dist("broken-plugin", "0.3", {"brk": "broken_mod:plugin"},
+                     {"broken_mod.py": "raise ImportError('needs libfoo, which is missing')\n"})
+    result = run_cli("list", paths=(path,))
+    assert result.returncode == 0, result.stderr
+    assert "broken: ImportError: needs libfoo, which is missing" in result.stdout
+    assert "ppo" in result.stdout
+    assert run_cli("show", "ppo-cartpole", paths=(path,)).returncode == 0
+    bad = run_cli("losses", "brk", paths=(path,))
+    assert_one_line_error(bad, "algorithm 'brk' comes from plugin broken-plugin 0.3, which failed to load: ImportError")
+
+
+def test_two_plugins_claiming_one_algorithm(fake_dist):
+    path = fake_algorithm(fake_dist, "evil-ppo", "ppo")
+    (path / "evil_ppo.py").write_text((path / "evil_ppo.py").read_text().replace("ppo-cartpole", "evil-cartpole"))
+    listing = run_cli("list", paths=(path,))
+    assert "conflict: algorithm 'ppo' is claimed by rlplug-ppo 0.1.0 and evil-ppo 1.0" in listing.stdout
+    result = run_cli("show", "ppo-cartpole", paths=(path,))
+    assert_one_line_error(result, "algorithm 'ppo' is claimed by two plugins: rlplug-ppo 0.1.0 and evil-ppo 1.0")
+
+
+def test_plugin_for_another_api_version_is_refused(fake_dist):
+    path = fake_algorithm(fake_dist, "future-algo", "future", api=2)
+    listing = run_cli("list", paths=(path,))
+    assert "incompatible: implements rlplug API 2, but this rlplug 0.1.0 implements API 1" in listing.stdout
+    result = run_cli("losses", "future", paths=(path,))
+    assert_one_line_error(result, "meets plugins declaring api_version = 1")
+
+
+def test_action_space_the_algorithm_cannot_handle(fake_dist):
+    path = fake_algorithm(fake_dist, "cont-only", "contonly", spaces=("continuous",))
+    result = run_cli("train", "contonly-cartpole", "--no-write", paths=(path,))
+    assert_one_line_error(
+        result, "contonly on skrl cannot handle the discrete action space of 'CartPole-v1' (Discrete(2)); it supports continuous actions"
+    )
+
+
+def test_missing_backend_library_names_the_extra(fake_dist):
+    path = fake_algorithm(fake_dist, "needs-lib", "needslib", requires=("rlplug_no_such_library",))
+    result = run_cli("train", "needslib-cartpole", "--no-write", paths=(path,))
+    assert_one_line_error(result, "needs 'rlplug_no_such_library', which is not installed: pip install 'rlplug[skrl]'")
+
+
+def test_plugin_recipes_are_listed(fake_dist):
+    path = fake_algorithm(fake_dist, "cont-only", "contonly", spaces=("continuous",))
+    result = run_cli("recipes", "--json", paths=(path,))
+    names = {r["name"] for r in json.loads(result.stdout)}
+    assert {"contonly-cartpole", "ppo-cartpole", "ppo-pendulum"} <= names
