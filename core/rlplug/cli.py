@@ -229,7 +229,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     backends = [b for b in (args.backend or "").split(",") if b]
     rows, data = [], []
     for name in dict.fromkeys(names):
-        overrides = [f"steps={args.steps}"] if args.steps else []
+        overrides = list(args.set or ())
+        if args.steps:
+            overrides.append(f"steps={args.steps}")
         if args.seed is not None:
             overrides.append(f"seed={args.seed}")
         recipe = session.resolve(name, overrides)
@@ -302,6 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("names", nargs="*", metavar="NAME")
     bench.add_argument("--backend", help="comma-separated backends (default: every backend of the algorithm)")
     bench.add_argument("--steps", type=int, help="override every recipe's step budget")
+    bench.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a field of every recipe")
     bench.add_argument("--seed", type=int)
     bench.set_defaults(func=cmd_bench)
 
