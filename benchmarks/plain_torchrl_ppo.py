@@ -116,8 +116,9 @@ def main() -> None:
     n_actions = env.full_action_spec["action"].shape[-1]
 
     norm = RunningNorm(obs_dim)  # shared by policy and value
-    policy_net = nn.Sequential(norm, MLP(in_features=obs_dim, out_features=n_actions, num_cells=[64, 64], activation_class=nn.Tanh))
-    value_net = nn.Sequential(norm, MLP(in_features=obs_dim, out_features=1, num_cells=[64, 64], activation_class=nn.Tanh))
+    hidden = {"num_cells": [64, 64], "activation_class": nn.Tanh}
+    policy_net = nn.Sequential(norm, MLP(in_features=obs_dim, out_features=n_actions, **hidden))
+    value_net = nn.Sequential(norm, MLP(in_features=obs_dim, out_features=1, **hidden))
     actor = ProbabilisticActor(
         TensorDictModule(policy_net, in_keys=["observation"], out_keys=["logits"]),
         in_keys=["logits"],

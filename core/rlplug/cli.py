@@ -211,7 +211,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     if build.trainer.env_steps >= steps:
         raise RlplugError(f"run {run_dir} already reached {build.trainer.env_steps} of {steps} steps; pass --steps to go further")
     try:
-        summary = train(build, steps=steps, run_dir=run_dir, progress=not args.json, resume=True)
+        summary = train(build, steps=steps, run_dir=run_dir, progress=not (args.json or args.no_progress), resume=True)
     finally:
         build.trainer.close()
     if args.json:
@@ -258,7 +258,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 # ---- parser ----------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--plugin", action="append", metavar="MODULE", help="import MODULE and register it as a plugin")
+    common.add_argument("--plugin", action="append", metavar="MODULE[:OBJ]", help="import a module (or an object in it) and register it as a plugin")
     common.add_argument("--recipes", action="append", metavar="FILE", help="add the recipes in a TOML file")
     common.add_argument("--json", action="store_true", help="machine-readable output")
 
@@ -298,6 +298,7 @@ def build_parser() -> argparse.ArgumentParser:
     resume = sub.add_parser("resume", parents=[common], help="continue a saved run")
     resume.add_argument("run_dir")
     resume.add_argument("--steps", type=int, help="new total step budget")
+    resume.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     resume.set_defaults(func=cmd_resume)
 
     bench = sub.add_parser("bench", parents=[common], help="train recipes and check their targets")

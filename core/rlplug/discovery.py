@@ -77,13 +77,13 @@ class PluginHost:
         self.losses = LossRegistry()
         for record in self.records:
             self._load_record(record)
-        for module in extra_modules:
-            record = PluginRecord(module, module, module, "", False)
+        for value in extra_modules:  # ``module`` or ``module:attribute``, like an entry point's value
+            record = PluginRecord(value, value, value, "", False)
             self.records.append(record)
             try:
-                record.obj = importlib.import_module(module)
+                record.obj = _load_object(value)
             except Exception as err:  # noqa: BLE001 - any import failure is reported, not raised
-                raise PluginError(f"--plugin {module}: cannot import it: {type(err).__name__}: {err}") from None
+                raise PluginError(f"--plugin {value}: cannot import it: {type(err).__name__}: {err}") from None
             self._register(record)
         for obj in objects:
             self.register(obj)

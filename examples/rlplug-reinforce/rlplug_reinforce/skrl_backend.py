@@ -192,8 +192,8 @@ class ReinforceTrainer(TrainerBase):
             while self.ended_since_update < self.episodes_per_update:
                 actions, _ = self.policy.act({"observations": self.observations}, role="policy")
                 next_observations, rewards, terminated, truncated, _ = self.env.step(actions)
-                rewards = rewards.view(-1).numpy()
-                dones = (terminated | truncated).view(-1).numpy()
+                rewards = rewards.view(-1).cpu().numpy()
+                dones = (terminated | truncated).view(-1).cpu().numpy()
                 self.memory.add(self.observations, actions, rewards, dones)
                 self.episodes.update(rewards, dones)
                 self.ended_since_update += int(dones.sum())
@@ -233,7 +233,8 @@ class ReinforceTrainer(TrainerBase):
 
     def act_deterministic(self, observations: np.ndarray) -> np.ndarray:
         with torch.no_grad():
-            actions = policy_mean_or_argmax(self.policy, torch.as_tensor(observations, device=self.build.device))
+            observations = torch.as_tensor(observations, dtype=torch.float32, device=self.build.device)
+            actions = policy_mean_or_argmax(self.policy, observations)
         return actions.cpu().numpy()
 
     def state_dict(self) -> dict[str, Any]:
