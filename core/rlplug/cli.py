@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -314,6 +315,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # TorchRL logs INFO lines to stdout at import, which would break --json output
+    os.environ.setdefault("RL_LOGGING_LEVEL", "WARNING")
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
