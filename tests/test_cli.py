@@ -117,3 +117,14 @@ def test_run_dir_without_checkpoint(tmp_path):
 
 def test_bad_plugin_module():
     assert_one_line_error(run_cli("list", "--plugin", "no_such_module_xyz"), "--plugin no_such_module_xyz: cannot import it: ModuleNotFoundError")
+
+
+def test_losses_lists_terms_set_keys_and_estimator():
+    result = run_cli("losses", "ppo", "--json")
+    assert result.returncode == 0, result.stderr
+    rows = {(r["backend"], r["name"]): r for r in json.loads(result.stdout)}
+    assert rows[("skrl", "clip")]["optimised"] == ["loss_policy", "loss_value", "loss_entropy"]
+    torchrl = rows[("torchrl", "clip")]
+    assert torchrl["optimised"] == ["loss_objective", "loss_critic", "loss_entropy"]
+    assert torchrl["value_estimator"] == "GAE"
+    assert {"advantage", "value_target", "sample_log_prob"} <= set(torchrl["set_keys"])

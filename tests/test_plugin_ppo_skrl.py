@@ -217,9 +217,9 @@ def test_cartpole_learns(builds):
 # ---- (c) state_dict round trip ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
-def test_state_dict_round_trip(builds, env_id):
-    hp = dict(CARTPOLE, rollout_steps=32, epochs=2)
+@pytest.mark.parametrize(("env_id", "lr_schedule"), [("CartPole-v1", "kl_adaptive"), ("Pendulum-v1", "linear")])
+def test_state_dict_round_trip(builds, env_id, lr_schedule):
+    hp = dict(CARTPOLE, rollout_steps=32, epochs=2, lr_schedule=lr_schedule)
     trained = builds(env_id=env_id, seed=3, **hp).trainer
     trained.step()
     trained.step()
@@ -273,6 +273,29 @@ def test_pendulum_trains_a_few_iterations(builds):
     action = trainer.act_deterministic(np.zeros((1, 3), dtype=np.float32))
     assert action.shape == (1, 1) and action.dtype == np.float32
     assert len(trainer.evaluate(1)) == 1
+
+
+@pytest.mark.parametrize("bootstrap", [True, False])
+def test_truncation_is_bootstrapped_or_ends_the_return(builds, bootstrap):
+    # Pendulum truncates every episode at step 200: the rollout's last row is a time-limit cut
+    trainer = builds(env_id="Pendulum-v1", num_envs=2, rollout_steps=200, epochs=1, minibatches=2,
+                     bootstrap_truncated=bootstrap).trainer  # fmt: skip
+    trainer.step()
+    memory = trainer.agent.memory
+    terminated, truncated = memory.get_tensor_by_name("terminated"), memory.get_tensor_by_name("truncated")
+    assert truncated[-1].all() and not truncated[:-1].any()
+    # with bootstrapping skrl adds gamma * V(final observation) and cuts GAE on `truncated`;
+    # without it, rlplug (like its TorchRL backend) ends the return there as if terminated
+    assert bool(terminated[-1].all()) is not bootstrap and not terminated[:-1].any()
+
+
+@pytest.mark.parametrize(("lr_schedule", "expected_lr"), [("constant", 1e-3), ("linear", 1e-3 * (1 - 2 / 16))])
+def test_learning_rate_schedules(builds, lr_schedule, expected_lr):
+    # 8 updates x 2 epochs: LinearLR steps once per epoch, from 1e-3 down to 0 over 16 steps
+    trainer = builds(num_envs=2, rollout_steps=16, epochs=2, minibatches=2, steps=8 * 2 * 16, learning_rate=1e-3,
+                     lr_schedule=lr_schedule).trainer  # fmt: skip
+    metrics = trainer.step()
+    assert metrics["train/lr"] == pytest.approx(expected_lr)
 
 
 # ---- environment building block -----------------------------------------------------------------

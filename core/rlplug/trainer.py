@@ -60,9 +60,17 @@ class TrainerBase:
         """Greedy / mean action for a batch of raw (unnormalised) observations."""
         raise NotImplementedError
 
+    steps_per_iteration: int | None = None
+    """Set by trainers whose iterations collect a fixed number of transitions (a PPO rollout)."""
+
     def train(self, steps: int, callbacks: Iterable[Callable[[Any, dict[str, float]], Any]] = ()) -> None:
+        """Iterate while the step budget allows; fixed-size iterations never overshoot it.
+
+        A budget smaller than one fixed-size iteration still runs one, so a short smoke run trains.
+        """
         callbacks = list(callbacks)
-        while self.env_steps < steps:
+        chunk = self.steps_per_iteration or 1
+        while self.env_steps + chunk <= steps or (self.env_steps < steps and self.iterations == 0):
             metrics = self.step()
             for callback in callbacks:
                 if callback(self, metrics) is False:

@@ -224,7 +224,8 @@ def q_model(
 
 
 def policy_mean_or_argmax(policy: Model, observations: torch.Tensor) -> torch.Tensor:
-    """The deterministic action of a stochastic policy: Gaussian mean or argmax of the logits.
+    """The deterministic action of a stochastic policy: argmax of the logits, or the Gaussian mean
+    clipped to the action bounds as training clips what it sends to the env (``make_vector_env``).
 
     Calls ``compute`` rather than ``act``, so evaluating draws nothing from torch's RNG and a run's
     random stream is the same with or without evaluations in between.
@@ -232,7 +233,10 @@ def policy_mean_or_argmax(policy: Model, observations: torch.Tensor) -> torch.Te
     output, _ = policy.compute({"observations": observations, "states": None}, role="policy")
     if isinstance(policy, CategoricalMixin):
         return output.argmax(dim=-1)
-    return output
+    space = policy.action_space
+    low = torch.as_tensor(space.low, dtype=output.dtype, device=output.device)
+    high = torch.as_tensor(space.high, dtype=output.dtype, device=output.device)
+    return torch.clamp(output, min=low, max=high)
 
 
 # ---- names in settings -> skrl classes ---------------------------------------------------------

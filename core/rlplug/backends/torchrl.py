@@ -98,8 +98,8 @@ class ClampAction(Transform):
 
 
 @contextlib.contextmanager
-def _quiet_torchrl_logger() -> Iterator[None]:
-    """Wrapping a vector env logs INFO lines about a spec probe (one dummy step) it runs; hide them."""
+def quiet_torchrl_info() -> Iterator[None]:
+    """Hide TorchRL's INFO log lines (wrapping a vector env, filling a lazy storage) for a moment."""
     logger = logging.getLogger("torchrl")
     level = logger.level
     logger.setLevel(max(level, logging.WARNING))
@@ -129,7 +129,7 @@ def make_env(env_id: str, env_kwargs: Mapping[str, Any], num_envs: int, seed: in
         vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP},
         **env_kwargs,
     )
-    with _quiet_torchrl_logger():
+    with quiet_torchrl_info():  # it logs the spec probe (one dummy step) it runs
         env = GymWrapper(vector_env, categorical_action_encoding=True, device=device)
     if not isinstance(env, TransformedEnv):
         env = TransformedEnv(env)

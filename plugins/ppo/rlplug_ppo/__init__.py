@@ -27,7 +27,7 @@ PARAMS = (
     Param("kl_early_stop", 0.0, "stop an epoch's minibatch loop when the approximate KL exceeds this (0 disables)"),
     Param("normalize_observations", False, "standardise observations with running statistics"),
     Param("normalize_values", False, "standardise value targets with running statistics"),
-    Param("bootstrap_truncated", False, "bootstrap from the value of the next state when an episode is truncated"),
+    Param("bootstrap_truncated", True, "bootstrap from the value of the true last state when an episode is cut by a time limit (false: treat the cut as a termination)"),
     Param("hidden_sizes", [64, 64], "hidden layer widths of policy and value networks", item_type=int),
     Param("activation", "tanh", "hidden activation", choices=("tanh", "relu", "elu")),
     Param("initial_log_std", 0.0, "initial log standard deviation of the Gaussian policy (continuous actions)"),

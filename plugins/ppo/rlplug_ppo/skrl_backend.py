@@ -275,6 +275,12 @@ class SkrlPPOTrainer(TrainerBase):
         self.agent.init()
         self.agent.enable_training_mode(True)
         self.rollouts = build.settings["rollouts"]
+        self.steps_per_iteration = self.rollouts * build.num_envs
+        # skrl without time-limit bootstrapping cuts GAE only at `terminated`: a truncated step would
+        # bootstrap from the next stored observation, under SAME_STEP autoreset the next episode's first
+        # state (Pendulum, where every episode is truncated, then never learns). rlplug's meaning of
+        # bootstrap_truncated=false, as on its TorchRL backend: a time-limit cut ends the return.
+        self.bootstrap_truncated = build.settings["time_limit_bootstrap"]
         self.total_timesteps = max(1, build.recipe.steps // build.num_envs)
         self._observations, _ = self.env.reset()
         # gymnasium envs have no global state: skip the per-step (exception-raising) env.state() call
@@ -292,12 +298,18 @@ class SkrlPPOTrainer(TrainerBase):
                 next_states = env.state() if self._has_states else None
                 ended = terminated | truncated
                 self.episodes.update(rewards.cpu().numpy(), ended.cpu().numpy())
+                stored_next_observations = next_observations
+                if not self.bootstrap_truncated:
+                    terminated = ended
+                elif truncated.any():
+                    # skrl bootstraps V(next observation): the state the episode was cut in
+                    stored_next_observations = true_next_observations(next_observations, infos)
                 agent.record_transition(
                     observations=observations,
                     states=states,
                     actions=actions,
                     rewards=rewards,
-                    next_observations=true_next_observations(next_observations, infos) if ended.any() else next_observations,
+                    next_observations=stored_next_observations,
                     next_states=next_states,
                     terminated=terminated,
                     truncated=truncated,
@@ -309,7 +321,7 @@ class SkrlPPOTrainer(TrainerBase):
             observations, states = next_observations, next_states
             timestep += 1
         self._observations, self._states = observations, states
-        self.env_steps += self.rollouts * self.build.num_envs
+        self.env_steps += self.steps_per_iteration
         self.iterations += 1
         return self._metrics()
 

@@ -26,6 +26,7 @@ from rlplug.backends.torchrl import (
     make_env,
     mlp,
     observation_batch,
+    quiet_torchrl_info,
     restore_rng_state,
     seed_everything,
     stochastic_actor,
@@ -160,7 +161,7 @@ class TorchRLPPOTrainer(TrainerBase):
         self._track_episodes(batch)
         with torch.no_grad():
             self._compute_advantages(batch)
-        self.memory.extend(batch.reshape(-1))
+        self._store(batch.reshape(-1))
         metrics = self._update()
         if self.observation_normalizer is not None:
             # after the update: the batch was collected and optimised under the same statistics,
@@ -172,6 +173,13 @@ class TorchRLPPOTrainer(TrainerBase):
         if episode_return is not None:
             metrics["train/episode_return"] = episode_return
         return metrics
+
+    def _store(self, transitions: TensorDict) -> None:
+        if len(self.memory):
+            self.memory.extend(transitions)
+        else:  # TorchRL logs an INFO line when it first sizes the lazy storage
+            with quiet_torchrl_info():
+                self.memory.extend(transitions)
 
     def _track_episodes(self, batch: TensorDict) -> None:
         rewards = batch["next", "reward"].reshape(batch.shape[0], batch.shape[1]).numpy()
