@@ -19,7 +19,10 @@ from rlplug.backends.torchrl import (  # noqa: E402
     LearningRateSchedule,
     RunningNormalizer,
     capture_rng_state,
+    deterministic_actor,
     make_env,
+    mlp,
+    q_value_operator,
     restore_rng_state,
 )
 from rlplug_ppo import PPO, plugin  # noqa: E402
@@ -359,3 +362,14 @@ def test_learning_rate_schedules():
     constant = LearningRateSchedule(optimizer(), "constant")
     constant.step(1.0)
     assert constant.lr == 1e-3
+
+
+def test_deterministic_actor_and_q_value_operator():
+    space = gym.spaces.Box(low=np.array([-2.0, 0.0], dtype=np.float32), high=np.array([2.0, 1.0], dtype=np.float32))
+    actor = deterministic_actor(mlp(3, [16], 2), space)
+    td = TensorDict({"observation": torch.randn(64, 3) * 100}, batch_size=[64])
+    action = actor(td)["action"]
+    assert action.shape == (64, 2)
+    assert (action[:, 0].abs() <= 2.0).all() and (action[:, 1] >= 0.0).all() and (action[:, 1] <= 1.0).all()
+    q_value = q_value_operator(mlp(3 + 2, [16], 1))(td)["state_action_value"]
+    assert q_value.shape == (64, 1)

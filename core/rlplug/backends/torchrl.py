@@ -129,8 +129,11 @@ def make_env(env_id: str, env_kwargs: Mapping[str, Any], num_envs: int, seed: in
         vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP},
         **env_kwargs,
     )
+    # an explicit CPU device makes every tensordict write check and cast devices: ~15-20 % fewer
+    # frames/s when collecting CartPole; without one, tensors are created on the CPU anyway
+    placement = {} if torch.device(device).type == "cpu" else {"device": device}
     with quiet_torchrl_info():  # it logs the spec probe (one dummy step) it runs
-        env = GymWrapper(vector_env, categorical_action_encoding=True, device=device)
+        env = GymWrapper(vector_env, categorical_action_encoding=True, **placement)
     if not isinstance(env, TransformedEnv):
         env = TransformedEnv(env)
     observation_space = vector_env.single_observation_space
@@ -285,7 +288,9 @@ class _ScaleToBounds(nn.Module):
         return self.center + self.half_range * torch.tanh(x)
 
 
-def deterministic_actor(net: nn.Module, action_space: gym.spaces.Box, observation_key: str = "observation") -> TensorDictModule:
+def deterministic_actor(
+    net: nn.Module, action_space: gym.spaces.Box, observation_key: str = "observation"
+) -> TensorDictModule:
     """A deterministic policy for Box actions (TD3, DDPG): ``tanh(net(obs))`` scaled into the bounds."""
     scaled = nn.Sequential(net, _ScaleToBounds(action_space.low, action_space.high))
     return TensorDictModule(scaled, in_keys=[observation_key], out_keys=["action"])

@@ -10,7 +10,6 @@ loss's own value estimator, then ``epochs`` passes of minibatches drawn without 
 from __future__ import annotations
 
 import dataclasses
-from collections import defaultdict
 from typing import Any
 
 import gymnasium as gym
@@ -62,7 +61,7 @@ def build_models(build: Build) -> dict[str, Any]:
         return body if normalizer is None else nn.Sequential(normalizer, body)
 
     actor = stochastic_actor(net, build.action_space, s["initial_log_std"])
-    return {"actor": actor, "critic": value_operator(net(1))}
+    return {"actor": actor.to(build.device), "critic": value_operator(net(1)).to(build.device)}
 
 
 # ---- memory -------------------------------------------------------------------------------------
@@ -125,21 +124,22 @@ class TorchRLPPOTrainer(TrainerBase):
         self.loss, self.memory = build.loss, build.memory
         self.terms = tuple(build.loss_entry.terms)
         self.logged_terms = self.terms + tuple(t for t in build.loss_entry.reported if t not in self.terms)
+        self.steps_per_iteration = s["frames_per_batch"]
         self.num_epochs = s["num_epochs"]
         self.max_grad_norm = s["max_grad_norm"]
         self.kl_early_stop = s["kl_early_stop"]
         self.bootstrap_truncated = s["bootstrap_truncated"]
         self.is_box = isinstance(build.action_space, gym.spaces.Box)
         if self.is_box:
-            self.action_low = torch.as_tensor(build.action_space.low, dtype=torch.float32)
-            self.action_high = torch.as_tensor(build.action_space.high, dtype=torch.float32)
+            self.action_low = torch.as_tensor(build.action_space.low, dtype=torch.float32, device=build.device)
+            self.action_high = torch.as_tensor(build.action_space.high, dtype=torch.float32, device=build.device)
 
         self.observation_normalizer = find_module(self.actor, RunningNormalizer) if s["normalize_observations"] else None
         # normalize_values: the critic learns standardised returns (targets of a stable scale whatever
         # the reward scale), GAE needs returns in reward units. So: critic output -> denormalise ->
         # GAE -> update the statistics with the new returns -> standardise targets and old values
         # with them for the critic loss (and its value clip). skrl's value preprocessor does the same.
-        self.value_normalizer = RunningNormalizer(1) if s["normalize_values"] else None
+        self.value_normalizer = RunningNormalizer(1).to(build.device) if s["normalize_values"] else None
 
         # loss.parameters() rather than the models': a registered loss may own extra parameters
         self.optimizer = torch.optim.Adam(self.loss.parameters(), lr=s["lr"])
@@ -182,8 +182,8 @@ class TorchRLPPOTrainer(TrainerBase):
                 self.memory.extend(transitions)
 
     def _track_episodes(self, batch: TensorDict) -> None:
-        rewards = batch["next", "reward"].reshape(batch.shape[0], batch.shape[1]).numpy()
-        dones = batch["next", "done"].reshape(batch.shape[0], batch.shape[1]).numpy()
+        rewards = batch["next", "reward"].reshape(batch.shape[0], batch.shape[1]).cpu().numpy()
+        dones = batch["next", "done"].reshape(batch.shape[0], batch.shape[1]).cpu().numpy()
         for t in range(batch.shape[1]):
             self.episodes.update(rewards[:, t], dones[:, t])
 
@@ -206,8 +206,7 @@ class TorchRLPPOTrainer(TrainerBase):
             batch["state_value"] = self.value_normalizer(batch["state_value"])
 
     def _update(self) -> dict[str, float]:
-        sums: dict[str, torch.Tensor] = defaultdict(lambda: torch.zeros(()))
-        optimised = 0
+        logged: list[list[torch.Tensor]] = []  # per optimised minibatch, self.logged_terms in order
         stopped_early = False
         for _ in range(self.num_epochs):
             epoch_kl: list[torch.Tensor] = []
@@ -227,14 +226,14 @@ class TorchRLPPOTrainer(TrainerBase):
                 if self.max_grad_norm:
                     nn.utils.clip_grad_norm_(self.loss.parameters(), self.max_grad_norm)
                 self.optimizer.step()
-                for name in self.logged_terms:
-                    sums[name] = sums[name] + out[name].detach()
-                optimised += 1
+                logged.append([out[name] for name in self.logged_terms])
             self.lr_schedule.step(torch.stack(epoch_kl).mean().item() if epoch_kl else None)
 
-        metrics = {f"loss/{name}": (sums[name] / max(optimised, 1)).item() for name in self.logged_terms}
+        with torch.no_grad():  # one reduction per update, not one per minibatch
+            means = torch.stack([torch.stack(row) for row in logged]).mean(0).tolist() if logged else []
+        metrics = {f"loss/{name}": value for name, value in zip(self.logged_terms, means)}
         metrics["train/lr"] = self.lr_schedule.lr
-        metrics["train/minibatches"] = float(optimised)
+        metrics["train/minibatches"] = float(len(logged))
         metrics["train/kl_early_stopped"] = float(stopped_early)
         return metrics
 
