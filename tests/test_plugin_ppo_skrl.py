@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import io
 import math
-import random
 from types import SimpleNamespace
 
 import gymnasium as gym
@@ -17,9 +16,7 @@ pytest.importorskip("skrl")
 
 from rlplug import Build, LossRegistry  # noqa: E402
 from rlplug.backends.skrl import (  # noqa: E402
-    capture_rng_state,
     make_vector_env,
-    restore_rng_state,
     seed_everything,
     stochastic_policy,
     true_next_observations,
@@ -248,16 +245,6 @@ def test_state_dict_round_trip(builds, env_id, lr_schedule):
     np.testing.assert_array_equal(trained.act_deterministic(observations), fresh.act_deterministic(observations))
     fresh.step()  # training continues from the loaded state
     assert fresh.env_steps == 3 * 32 * 4
-
-
-def test_rng_state_round_trip():
-    state = capture_rng_state()
-    buffer = io.BytesIO()
-    torch.save(state, buffer)
-    draws = (random.random(), np.random.rand(), torch.rand(1).item())
-    buffer.seek(0)
-    restore_rng_state(torch.load(buffer, weights_only=True))
-    assert (random.random(), np.random.rand(), torch.rand(1).item()) == draws
 
 
 # ---- (d) continuous actions ---------------------------------------------------------------------

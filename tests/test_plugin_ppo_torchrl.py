@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import math
-import random
 from types import SimpleNamespace
 
 import gymnasium as gym
@@ -18,12 +17,10 @@ from rlplug import Build, LossRegistry  # noqa: E402
 from rlplug.backends.torchrl import (  # noqa: E402
     LearningRateSchedule,
     RunningNormalizer,
-    capture_rng_state,
     deterministic_actor,
     make_env,
     mlp,
     q_value_operator,
-    restore_rng_state,
 )
 from rlplug_ppo import PPO, plugin  # noqa: E402
 from rlplug_ppo.torchrl_backend import describe_clip_loss, make_clip_loss  # noqa: E402
@@ -251,16 +248,6 @@ def test_state_dict_round_trip(builds, env_id):
     np.testing.assert_array_equal(trained.act_deterministic(observations), fresh.act_deterministic(observations))
     fresh.step()  # training continues from the loaded state
     assert fresh.env_steps == 3 * 32 * 4
-
-
-def test_rng_state_round_trip():
-    state = capture_rng_state()
-    buffer = io.BytesIO()
-    torch.save(state, buffer)
-    draws = (random.random(), np.random.rand(), torch.rand(1).item())
-    buffer.seek(0)
-    restore_rng_state(torch.load(buffer, weights_only=True))
-    assert (random.random(), np.random.rand(), torch.rand(1).item()) == draws
 
 
 # ---- continuous actions -------------------------------------------------------------------------

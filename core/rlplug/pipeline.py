@@ -10,7 +10,7 @@ from .discovery import PluginHost
 from .envs import action_space_kind, check_observation_space, probe_spaces
 from .errors import BackendMissingError, PluginError, RecipeError, SpaceError, UnknownNameError
 from .hookspecs import Build
-from .recipes import BACKEND_TABLES, Recipe, RecipeBook, first_party_registry
+from .recipes import Recipe, RecipeBook, first_party_registry
 from .schema import AlgorithmSpec, check_type
 from .suggest import did_you_mean
 

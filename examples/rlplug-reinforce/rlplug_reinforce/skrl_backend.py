@@ -22,13 +22,12 @@ from skrl.models.torch import Model
 from rlplug import Build
 from rlplug.backends.skrl import (
     CategoricalPolicy,
-    capture_rng_state,
     make_vector_env,
     policy_mean_or_argmax,
-    restore_rng_state,
     seed_everything,
     value_model,
 )
+from rlplug.rng import capture_rng_state, restore_rng_state
 from rlplug.trainer import TrainerBase
 
 # ---- models ---------------------------------------------------------------------------------------

@@ -16,17 +16,16 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from rlplug.backends.skrl import (
-    capture_rng_state,
     make_vector_env,
     policy_mean_or_argmax,
     preprocessor,
     resolve_class,
-    restore_rng_state,
     seed_everything,
     stochastic_policy,
     true_next_observations,
     value_model,
 )
+from rlplug.rng import capture_rng_state, restore_rng_state
 from rlplug.hookspecs import Build
 from rlplug.trainer import TrainerBase
 from skrl import config

@@ -18,7 +18,6 @@ import torch
 from rlplug.backends.torchrl import (
     LearningRateSchedule,
     RunningNormalizer,
-    capture_rng_state,
     configure_threads,
     find_module,
     make_collector,
@@ -26,11 +25,11 @@ from rlplug.backends.torchrl import (
     mlp,
     observation_batch,
     quiet_torchrl_info,
-    restore_rng_state,
     seed_everything,
     stochastic_actor,
     value_operator,
 )
+from rlplug.rng import capture_rng_state, restore_rng_state
 from rlplug.hookspecs import Build
 from rlplug.trainer import TrainerBase
 from tensordict import TensorDict
