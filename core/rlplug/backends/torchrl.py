@@ -27,6 +27,7 @@ from torchrl.envs import DoubleToFloat, EnvBase, GymWrapper, Transform, Transfor
 from torchrl.modules import IndependentNormal, ProbabilisticActor, ValueOperator
 
 from ..errors import UnknownNameError
+from ..nets import ACTIVATIONS, mlp  # noqa: F401 - part of this module's API
 from ..suggest import did_you_mean
 
 # ---- threads and seeds --------------------------------------------------------------------------
@@ -131,20 +132,6 @@ def make_collector(env: EnvBase, policy: nn.Module, frames_per_batch: int, total
 
 # ---- networks -----------------------------------------------------------------------------------
 
-ACTIVATIONS: dict[str, type[nn.Module]] = {"tanh": nn.Tanh, "relu": nn.ReLU, "elu": nn.ELU}
-
-
-def mlp(input_size: int, hidden_sizes: Sequence[int], output_size: int, activation: str = "tanh") -> nn.Sequential:
-    """Linear layers of ``hidden_sizes`` with ``activation`` between them and a linear output layer."""
-    if activation not in ACTIVATIONS:
-        raise UnknownNameError(f"unknown activation '{activation}'" + did_you_mean(activation, ACTIVATIONS))
-    layers: list[nn.Module] = []
-    size = input_size
-    for hidden in hidden_sizes:
-        layers += [nn.Linear(size, hidden), ACTIVATIONS[activation]()]
-        size = hidden
-    layers.append(nn.Linear(size, output_size))
-    return nn.Sequential(*layers)
 
 
 class RunningNormalizer(nn.Module):
