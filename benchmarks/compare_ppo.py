@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+# where a plain script does less than the recipe, rlplug is told to do the same less
+MATCH_PLAIN = {"skrl": [], "torchrl": ["--set", "normalize_values=false"]}  # the plain TorchRL script has no value normalisation
 
 
 def last_json_line(command: list[str]) -> dict:
@@ -32,7 +34,7 @@ def plain(backend: str, steps: int, seed: int) -> float:
 
 def rlplug(backend: str, steps: int, seed: int) -> float:
     command = [sys.executable, "-m", "rlplug.cli", "train", "ppo-cartpole", "--backend", backend,
-               "--steps", str(steps), "--seed", str(seed), "--no-write", "--json"]
+               "--steps", str(steps), "--seed", str(seed), "--no-write", "--json", *MATCH_PLAIN[backend]]
     return last_json_line(command)["steps_per_second"]
 
 

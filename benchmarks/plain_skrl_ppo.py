@@ -81,7 +81,7 @@ def build_agent(env) -> PPO:
         entropy_loss_scale=0.01,
         value_loss_scale=1.0,
         kl_threshold=0,
-        time_limit_bootstrap=False,
+        time_limit_bootstrap=True,  # the recipe's bootstrap_truncated = true
         experiment={"write_interval": 0, "checkpoint_interval": 0},
     )
     memory = RandomMemory(memory_size=ROLLOUTS, num_envs=env.num_envs, device=DEVICE)  # must equal rollouts
