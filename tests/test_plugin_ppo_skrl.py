@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import copy
+import functools
 import io
 import math
-from types import SimpleNamespace
 
-import gymnasium as gym
 import numpy as np
 import pytest
+
+from conftest import make_ppo_build
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("skrl")
 
-from rlplug import Build, LossRegistry  # noqa: E402
 from rlplug.backends.skrl import (  # noqa: E402
     make_vector_env,
     seed_everything,
@@ -22,7 +22,6 @@ from rlplug.backends.skrl import (  # noqa: E402
     true_next_observations,
     value_model,
 )
-from rlplug_ppo import PPO, plugin  # noqa: E402
 from rlplug_ppo.skrl_backend import ClipLoss, LossDelegatingPPO  # noqa: E402
 from skrl.agents.torch.ppo import PPO as UpstreamPPO  # noqa: E402
 from skrl.agents.torch.ppo import PPO_CFG  # noqa: E402
@@ -38,37 +37,13 @@ CARTPOLE = dict(
 TERMS = ("loss_policy", "loss_value", "loss_entropy")
 
 
-def make_build(env_id="CartPole-v1", num_envs=4, steps=2048, seed=0, **hp_over):
-    hp = {**PPO.defaults(), **hp_over}
-    recipe = SimpleNamespace(name="test", steps=steps, num_envs=num_envs, seed=seed)
-    settings = PPO.backends["skrl"].settings(hp, recipe)
-    registry = LossRegistry()
-    plugin.rlplug_register_losses(registry)
-    env = gym.make(env_id)
-    observation_space, action_space = env.observation_space, env.action_space
-    env.close()
-    build = Build(recipe=recipe, algorithm=PPO, backend="skrl", hp=hp, settings=settings, env_id=env_id,
-                  env_kwargs={}, num_envs=num_envs, observation_space=observation_space, action_space=action_space,
-                  seed=seed, device="cpu", loss_entry=registry.get("ppo", "skrl", "clip"))  # fmt: skip
-    build.models = plugin.rlplug_build_models(build=build)
-    build.memory = plugin.rlplug_build_memory(build=build)
-    build.loss = plugin.rlplug_build_loss(build=build)
-    build.target_updater = plugin.rlplug_build_target_updater(build=build)
-    build.trainer = plugin.rlplug_build_trainer(build=build)
-    return build
+def make_build(**kwargs):
+    return make_ppo_build("skrl", **kwargs)
 
 
 @pytest.fixture
-def builds():
-    made = []
-
-    def _make(**kwargs):
-        made.append(make_build(**kwargs))
-        return made[-1]
-
-    yield _make
-    for build in made:
-        build.trainer.close()
+def builds(ppo_builds):
+    return functools.partial(ppo_builds, "skrl")
 
 
 # ---- (a) loss parity with upstream skrl PPO -----------------------------------------------------

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import math
-from types import SimpleNamespace
 
 import gymnasium as gym
 import numpy as np
 import pytest
 
+from conftest import make_ppo_build
+
 torch = pytest.importorskip("torch")
 pytest.importorskip("torchrl")
 
-from rlplug import Build, LossRegistry  # noqa: E402
+from rlplug import LossRegistry  # noqa: E402
 from rlplug.backends.torchrl import (  # noqa: E402
     LearningRateSchedule,
     RunningNormalizer,
@@ -22,7 +24,7 @@ from rlplug.backends.torchrl import (  # noqa: E402
     mlp,
     q_value_operator,
 )
-from rlplug_ppo import PPO, plugin  # noqa: E402
+from rlplug_ppo import plugin  # noqa: E402
 from rlplug_ppo.torchrl_backend import describe_clip_loss, make_clip_loss  # noqa: E402
 from tensordict import TensorDict  # noqa: E402
 from torchrl.objectives import ClipPPOLoss  # noqa: E402
@@ -36,38 +38,13 @@ TERMS = ("loss_objective", "loss_critic", "loss_entropy")
 REPORTED = ("kl_approx", "clip_fraction", "entropy")
 
 
-def make_build(env_id="CartPole-v1", num_envs=4, steps=2048, seed=0, registry=None, loss="clip", **hp_over):
-    hp = {**PPO.defaults(), **hp_over}
-    recipe = SimpleNamespace(name="test", steps=steps, num_envs=num_envs, seed=seed)
-    settings = PPO.backends["torchrl"].settings(hp, recipe)
-    if registry is None:
-        registry = LossRegistry()
-        plugin.rlplug_register_losses(registry)
-    env = gym.make(env_id)
-    observation_space, action_space = env.observation_space, env.action_space
-    env.close()
-    build = Build(recipe=recipe, algorithm=PPO, backend="torchrl", hp=hp, settings=settings, env_id=env_id,
-                  env_kwargs={}, num_envs=num_envs, observation_space=observation_space, action_space=action_space,
-                  seed=seed, device="cpu", loss_entry=registry.get("ppo", "torchrl", loss))  # fmt: skip
-    build.models = plugin.rlplug_build_models(build=build)
-    build.memory = plugin.rlplug_build_memory(build=build)
-    build.loss = plugin.rlplug_build_loss(build=build)
-    build.target_updater = plugin.rlplug_build_target_updater(build=build)
-    build.trainer = plugin.rlplug_build_trainer(build=build)
-    return build
+def make_build(**kwargs):
+    return make_ppo_build("torchrl", **kwargs)
 
 
 @pytest.fixture
-def builds():
-    made = []
-
-    def _make(**kwargs):
-        made.append(make_build(**kwargs))
-        return made[-1]
-
-    yield _make
-    for build in made:
-        build.trainer.close()
+def builds(ppo_builds):
+    return functools.partial(ppo_builds, "torchrl")
 
 
 def _parameters(module):
