@@ -146,6 +146,14 @@ def _finish_line(summary: dict[str, Any]) -> str:
     return line
 
 
+def _report(args: argparse.Namespace, summary: dict[str, Any]) -> int:
+    if args.json:
+        _emit_json(summary)
+    else:
+        print(_finish_line(summary))
+    return 0
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from .runs import default_run_dir, train
 
@@ -163,14 +171,10 @@ def cmd_train(args: argparse.Namespace) -> int:
             raise RlplugError(f"run directory {run_dir} already exists and is not empty; choose another --run-dir")
     session.construct(build)
     try:
-        summary = train(build, run_dir=run_dir, progress=not args.json and not args.no_progress)
+        summary = train(build, run_dir=run_dir, progress=not (args.json or args.no_progress))
     finally:
         build.trainer.close()
-    if args.json:
-        _emit_json(summary)
-    else:
-        print(_finish_line(summary))
-    return 0
+    return _report(args, summary)
 
 
 def _load_run(args: argparse.Namespace):
@@ -215,11 +219,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         summary = train(build, steps=steps, run_dir=run_dir, progress=not (args.json or args.no_progress), resume=True)
     finally:
         build.trainer.close()
-    if args.json:
-        _emit_json(summary)
-    else:
-        print(_finish_line(summary))
-    return 0
+    return _report(args, summary)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
