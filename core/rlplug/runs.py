@@ -162,9 +162,10 @@ def train(
     start_steps, started = trainer.env_steps, time.perf_counter()
     bar = tqdm(total=steps, initial=trainer.env_steps, unit="step", dynamic_ncols=True, disable=not progress, leave=False)
     last_return = [math.nan]
+    checkpointed_at = -1
 
     def on_step(tr: Any, metrics: dict[str, float]) -> None:
-        nonlocal next_checkpoint
+        nonlocal next_checkpoint, checkpointed_at
         bar.update(tr.env_steps - bar.n)
         if "train/episode_return" in metrics:
             last_return[0] = metrics["train/episode_return"]
@@ -173,6 +174,7 @@ def train(
             writer.log(tr.env_steps, time.perf_counter() - started, metrics)
             if tr.env_steps >= next_checkpoint:
                 writer.checkpoint()
+                checkpointed_at = tr.env_steps
                 next_checkpoint = (tr.env_steps // checkpoint_every + 1) * checkpoint_every
 
     try:
@@ -180,7 +182,7 @@ def train(
     finally:
         bar.close()
     wall = time.perf_counter() - started
-    if writer is not None:
+    if writer is not None and checkpointed_at != trainer.env_steps:
         writer.checkpoint()
     returns = trainer.evaluate(build.recipe.eval_episodes)
     summary = summarise(build, trainer.env_steps, trainer.env_steps - start_steps, wall, returns)
