@@ -134,9 +134,9 @@ def main() -> None:
     )
     trainer = SequentialTrainer(env=env, agents=agent, cfg=trainer_cfg)
 
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     trainer.train()
-    wall = time.perf_counter() - start
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     env.close()
 
     steps = trainer_cfg.timesteps * NUM_ENVS
@@ -146,6 +146,7 @@ def main() -> None:
         "steps": steps,
         "wall_s": round(wall, 3),
         "steps_per_s": round(steps / wall, 1),
+        "steps_per_cpu_s": round(steps / cpu, 1),
         "eval_mean": float(np.mean(returns)),
         "eval_std": float(np.std(returns)),
     }

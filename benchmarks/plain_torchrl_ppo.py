@@ -157,7 +157,7 @@ def main() -> None:
     )
 
     frames = 0
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     for data in collector:  # [NUM_ENVS, 64]
         frames += data.numel()
         norm.update(data["observation"])
@@ -174,7 +174,7 @@ def main() -> None:
                 optimizer.step()
                 kls.append(out["kl_approx"])
             kl_adaptive_lr(optimizer, torch.stack(kls).mean().item())
-    wall = time.perf_counter() - start
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     collector.shutdown()  # also closes the env
 
     returns = evaluate(policy_net)
@@ -183,6 +183,7 @@ def main() -> None:
         "steps": frames,
         "wall_s": round(wall, 3),
         "steps_per_s": round(frames / wall, 1),
+        "steps_per_cpu_s": round(frames / cpu, 1),
         "eval_mean": float(np.mean(returns)),
         "eval_std": float(np.std(returns)),
     }

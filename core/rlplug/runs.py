@@ -159,7 +159,7 @@ def train(
     writer = RunWriter(run_dir, build, resume=resume) if run_dir is not None else None
     checkpoint_every = checkpoint_every or max(1, steps // 10)
     next_checkpoint = (trainer.env_steps // checkpoint_every + 1) * checkpoint_every
-    start_steps, started = trainer.env_steps, time.perf_counter()
+    start_steps, started, cpu_started = trainer.env_steps, time.perf_counter(), time.process_time()
     bar = tqdm(total=steps, initial=trainer.env_steps, unit="step", dynamic_ncols=True, disable=not progress, leave=False)
     last_return = [math.nan]
     checkpointed_at = -1
@@ -181,18 +181,21 @@ def train(
         trainer.train(steps, callbacks=[on_step])
     finally:
         bar.close()
-    wall = time.perf_counter() - started
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     if writer is not None and checkpointed_at != trainer.env_steps:
         writer.checkpoint()
     returns = trainer.evaluate(build.recipe.eval_episodes)
-    summary = summarise(build, trainer.env_steps, trainer.env_steps - start_steps, wall, returns)
+    summary = summarise(build, trainer.env_steps, trainer.env_steps - start_steps, wall, returns, cpu)
     summary["run_dir"] = str(run_dir) if run_dir is not None else None
     if writer is not None:
         writer.finish(summary)
     return summary
 
 
-def summarise(build: Build, env_steps: int, trained_steps: int, wall: float, returns: list[float]) -> dict[str, Any]:
+def summarise(
+    build: Build, env_steps: int, trained_steps: int, wall: float, returns: list[float], cpu: float | None = None
+) -> dict[str, Any]:
+    """``steps_per_cpu_second`` (process CPU time of the training loop) is robust to a busy machine."""
     import numpy as np
 
     mean = float(np.mean(returns))
@@ -206,6 +209,7 @@ def summarise(build: Build, env_steps: int, trained_steps: int, wall: float, ret
         "steps": env_steps,
         "wall_seconds": round(wall, 2),
         "steps_per_second": round(trained_steps / wall, 1) if wall > 0 else None,
+        "steps_per_cpu_second": round(trained_steps / cpu, 1) if cpu else None,
         "eval_episodes": len(returns),
         "eval_return_mean": round(mean, 2),
         "eval_return_std": round(float(np.std(returns)), 2),
