@@ -96,7 +96,9 @@ class Session:
 
     def construct(self, build: Build) -> Build:
         """Run the five construction hooks in order; each sees what the earlier ones stored."""
-        seed_global_rngs(build.seed)  # so every stage, a user's override too, starts from the recipe's seed
+        from .rng import seed_all
+
+        seed_all(build.seed)  # so every stage, a user's override too, starts from the recipe's seed
         for slot, hook_name in STAGES:
             setattr(build, slot, getattr(self.host.pm.hook, hook_name)(build=build))
         if build.trainer is None:
@@ -179,15 +181,3 @@ def require_backend_libraries(spec: AlgorithmSpec, backend: str) -> None:
                 f"pip install 'rlplug[{extra}]'"
             )
 
-
-def seed_global_rngs(seed: int) -> None:
-    import random
-
-    import numpy as np
-
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    if importlib.util.find_spec("torch") is not None:
-        import torch
-
-        torch.manual_seed(seed)

@@ -1,6 +1,5 @@
-"""RNG states of torch, numpy and python ``random`` as tensors and numbers, for ``weights_only`` checkpoints.
-
-Imports torch: only backend modules import this.
+"""Global RNGs of python ``random``, numpy and torch: seeding them, and their states as tensors and
+numbers for ``weights_only`` checkpoints. torch is imported only when a function needs it.
 """
 
 from __future__ import annotations
@@ -9,12 +8,25 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
+import importlib.util
+
 import numpy as np
-import torch
+
+
+def seed_all(seed: int) -> None:
+    """Seed python ``random``, numpy's global generator and, when it is installed, torch."""
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    if importlib.util.find_spec("torch") is not None:
+        import torch
+
+        torch.manual_seed(seed)
 
 
 def capture_rng_state() -> dict[str, Any]:
     """torch, numpy (legacy global) and python ``random`` states as tensors, numbers and lists."""
+    import torch
+
     _, keys, position, has_gauss, cached_gaussian = np.random.get_state(legacy=True)
     version, internal, gauss_next = random.getstate()
     return {
@@ -31,6 +43,8 @@ def capture_rng_state() -> dict[str, Any]:
 
 def restore_rng_state(state: Mapping[str, Any]) -> None:
     """Undo ``capture_rng_state``."""
+    import torch
+
     torch.set_rng_state(state["torch"])
     numpy_state = state["numpy"]
     np.random.set_state(

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import random
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -28,6 +27,7 @@ from torchrl.modules import IndependentNormal, ProbabilisticActor, ValueOperator
 
 from ..errors import UnknownNameError
 from ..nets import ACTIVATIONS, mlp  # noqa: F401 - part of this module's API
+from ..rng import seed_all
 from ..suggest import did_you_mean
 
 # ---- threads and seeds --------------------------------------------------------------------------
@@ -41,9 +41,7 @@ def configure_threads(threads: int = 1) -> None:
 
 def seed_everything(seed: int) -> None:
     """Seed python ``random``, numpy's global generator and torch (which TorchRL samples from)."""
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
+    seed_all(seed)
 
 
 # ---- environments -------------------------------------------------------------------------------
