@@ -49,15 +49,18 @@ def assert_one_line_error(result: subprocess.CompletedProcess, expected: str) ->
     assert expected in lines[0], lines[0]
 
 
-def make_ppo_build(backend, env_id="CartPole-v1", num_envs=4, steps=2048, seed=0, registry=None, loss="clip", **hp_over):
-    """A PPO ``Build`` wired stage by stage through the plugin's hooks, without recipes or discovery."""
+def make_build(plugin_module, backend, env_id, num_envs=4, steps=2048, seed=0, registry=None, loss=None, **hp_over):
+    """A ``Build`` of the one algorithm ``plugin_module`` declares, wired stage by stage through the plugin's
+    hooks, without recipes or discovery. ``plugin_module`` is the entry module's name (``"rlplug_sac"``)."""
+    import importlib
     from types import SimpleNamespace
 
     import gymnasium as gym
     from rlplug import Build, LossRegistry
-    from rlplug_ppo import PPO, plugin
 
-    hp = {**PPO.defaults(), **hp_over}
+    plugin = importlib.import_module(plugin_module).plugin
+    (spec,) = plugin.rlplug_algorithms()
+    hp = {**spec.defaults(), **hp_over}
     recipe = SimpleNamespace(name="test", steps=steps, num_envs=num_envs, seed=seed)
     if registry is None:
         registry = LossRegistry()
@@ -65,15 +68,35 @@ def make_ppo_build(backend, env_id="CartPole-v1", num_envs=4, steps=2048, seed=0
     env = gym.make(env_id)
     observation_space, action_space = env.observation_space, env.action_space
     env.close()
-    build = Build(recipe=recipe, algorithm=PPO, backend=backend, hp=hp, settings=PPO.backends[backend].settings(hp, recipe),
+    build = Build(recipe=recipe, algorithm=spec, backend=backend, hp=hp, settings=spec.backends[backend].settings(hp, recipe),
                   env_id=env_id, env_kwargs={}, num_envs=num_envs, observation_space=observation_space,
-                  action_space=action_space, seed=seed, device="cpu", loss_entry=registry.get("ppo", backend, loss))  # fmt: skip
+                  action_space=action_space, seed=seed, device="cpu",
+                  loss_entry=registry.get(spec.name, backend, loss or spec.default_loss))  # fmt: skip
     build.models = plugin.rlplug_build_models(build=build)
     build.memory = plugin.rlplug_build_memory(build=build)
     build.loss = plugin.rlplug_build_loss(build=build)
     build.target_updater = plugin.rlplug_build_target_updater(build=build)
     build.trainer = plugin.rlplug_build_trainer(build=build)
     return build
+
+
+def make_ppo_build(backend, env_id="CartPole-v1", num_envs=4, steps=2048, seed=0, registry=None, loss="clip", **hp_over):
+    """A PPO ``Build`` wired stage by stage through the plugin's hooks, without recipes or discovery."""
+    return make_build("rlplug_ppo", backend, env_id, num_envs, steps, seed, registry, loss, **hp_over)
+
+
+@pytest.fixture
+def builds():
+    """``builds(plugin_module, backend, env_id, **kwargs)`` makes builds and closes their trainers afterwards."""
+    made = []
+
+    def make(plugin_module, backend, env_id, **kwargs):
+        made.append(make_build(plugin_module, backend, env_id, **kwargs))
+        return made[-1]
+
+    yield make
+    for build in made:
+        build.trainer.close()
 
 
 @pytest.fixture

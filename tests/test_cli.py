@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from conftest import assert_one_line_error, run_cli
 
 HEAVY = ("torch", "skrl", "torchrl", "tensordict")
@@ -67,10 +69,14 @@ def test_unknown_algorithm(tmp_path):
     )
 
 
-def test_missing_first_party_plugin_says_what_to_install(tmp_path):
-    recipes = tmp_path / "r.toml"
-    recipes.write_text('[recipes.s]\nalgorithm = "sac"\nenv = "Pendulum-v1"\nbackend = "skrl"\nsteps = 10\ntarget = 1.0\n')
-    assert_one_line_error(run_cli("show", "s", "--recipes", str(recipes)), "unknown algorithm 'sac': no installed plugin provides it (install it")
+def test_missing_first_party_plugin_says_what_to_install():
+    # a host that reads no entry points stands for an environment where rlplug-sac is not installed
+    from rlplug.discovery import PluginHost
+    from rlplug.errors import UnknownNameError
+
+    with pytest.raises(UnknownNameError) as caught:
+        PluginHost(entry_points=False).algorithm("sac")
+    assert "unknown algorithm 'sac': no installed plugin provides it (install it: pip install ./plugins/sac" in str(caught.value)
 
 
 def test_unknown_hyperparameter_in_set():
@@ -128,3 +134,14 @@ def test_losses_lists_terms_set_keys_and_estimator():
     assert torchrl["optimised"] == ["loss_objective", "loss_critic", "loss_entropy"]
     assert torchrl["value_estimator"] == "GAE"
     assert {"advantage", "value_target", "sample_log_prob"} <= set(torchrl["set_keys"])
+
+
+def test_action_space_mismatch_names_the_algorithms_that_fit():
+    # refused while preparing: nothing is built, no torch import is needed to say so
+    dqn = run_cli("train", "dqn-cartpole", "--set", "env=Pendulum-v1", "--no-write")
+    assert_one_line_error(dqn, "dqn on skrl cannot handle the continuous action space of 'Pendulum-v1'")
+    assert "for continuous actions use ppo, sac or td3" in dqn.stderr
+    for recipe in ("sac-pendulum", "td3-pendulum"):
+        result = run_cli("train", recipe, "--backend", "torchrl", "--set", "env=CartPole-v1", "--no-write")
+        assert_one_line_error(result, "cannot handle the discrete action space of 'CartPole-v1'")
+        assert "for discrete actions use dqn or ppo" in result.stderr

@@ -87,3 +87,33 @@ def _has_torchrl() -> bool:
     import importlib.util
 
     return importlib.util.find_spec("torchrl") is not None and importlib.util.find_spec("rlplug_ppo.torchrl_backend") is not None
+
+
+@pytest.mark.parametrize("backend", ["skrl", "torchrl"])
+def test_a_plugin_swaps_the_target_updater(backend):
+    if backend == "torchrl":
+        pytest.importorskip("torchrl")
+    import hard_target_updates
+    import torch
+
+    session = Session(objects=(hard_target_updates,))
+    overrides = ["steps=300", "learning_starts=100", "batch_size=32", "hidden_sizes=[16, 16]", "log_every=100"]
+    build = session.build("td3-pendulum", backend, overrides)
+    try:
+        build.trainer.train(300)
+    finally:
+        build.trainer.close()
+    assert build.target_updater is hard_target_updates.BUILT[-1]
+    assert build.target_updater.steps > 0
+    # hard copies right after the last policy update: every target equals its online network
+    # (the recipe's soft update would leave them apart)
+    if backend == "skrl":
+        m = build.models
+        pairs = [(m[f"target_{name}"], m[name]) for name in ("policy", "critic_1", "critic_2")]
+        assert all(torch.equal(t, o) for target, online in pairs for t, o in zip(target.parameters(), online.parameters()))
+    else:
+        loss = build.loss
+        for name in ("actor_network", "qvalue_network"):
+            online = getattr(loss, f"{name}_params").values(True, True)
+            target = getattr(loss, f"target_{name}_params").values(True, True)
+            assert all(torch.equal(t, o) for t, o in zip(target, online))

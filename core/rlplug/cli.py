@@ -104,10 +104,12 @@ def cmd_losses(args: argparse.Namespace) -> int:
                 extra = entry.describe()
             except ImportError as err:
                 extra = {"note": f"backend not installed ({err.name})"}
-        rows.append([entry.algorithm, entry.backend, entry.name, " + ".join(entry.terms), ", ".join(entry.reported),
+        steppers = dict(entry.optimisers)
+        optimised = " + ".join(f"{t} ({steppers[t]})" if t in steppers else t for t in entry.terms)
+        rows.append([entry.algorithm, entry.backend, entry.name, optimised, ", ".join(entry.reported),
                      extra.get("value_estimator", ""), ", ".join(extra.get("set_keys", [])), entry.source])
         data.append({"algorithm": entry.algorithm, "backend": entry.backend, "name": entry.name,
-                     "optimised": list(entry.terms), "reported": list(entry.reported), "doc": entry.doc,
+                     "optimised": list(entry.terms), "optimisers": steppers, "reported": list(entry.reported), "doc": entry.doc,
                      "source": entry.source, **extra})
     if args.json:
         _emit_json(data)

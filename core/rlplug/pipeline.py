@@ -10,6 +10,7 @@ from .discovery import PluginHost
 from .envs import action_space_kind, check_observation_space, probe_spaces
 from .errors import BackendMissingError, PluginError, RecipeError, SpaceError, UnknownNameError
 from .hookspecs import Build
+from .multiagent import check_env_kind, is_multiagent_env, probe_multiagent_spaces
 from .recipes import Recipe, RecipeBook, first_party_registry
 from .schema import AlgorithmSpec, check_type
 from .suggest import did_you_mean
@@ -72,8 +73,14 @@ class Session:
         check_backend(spec, backend, f"recipe '{recipe.name}'")
         require_backend_libraries(spec, backend)
         hp = {**spec.defaults(), **recipe.hyperparameters}
-        observation_space, action_space = probe_spaces(recipe.env, recipe.env_kwargs)
-        check_action_space(spec, backend, action_space, recipe)
+        check_env_kind(spec.name, spec.kind, recipe.name, recipe.env)
+        extras: dict[str, Any] = {}
+        if is_multiagent_env(recipe.env):  # per-agent spaces; agents and global state go to extras
+            extras["multiagent"] = probe_multiagent_spaces(recipe.env, recipe.env_kwargs)
+            observation_space, action_space = extras["multiagent"].observation_space, extras["multiagent"].action_space
+        else:
+            observation_space, action_space = probe_spaces(recipe.env, recipe.env_kwargs)
+        check_action_space(spec, backend, action_space, recipe, self.host.algorithms.values())
         check_observation_space(observation_space, recipe.env)
         settings = backend_settings(spec, backend, hp, recipe)
         loss_name = recipe.loss or spec.default_loss
@@ -92,6 +99,7 @@ class Session:
             seed=recipe.seed,
             device=device,
             loss_entry=loss_entry,
+            extras=extras,
         )
 
     def construct(self, build: Build) -> Build:
@@ -142,20 +150,35 @@ def validate_hyperparameters(spec: AlgorithmSpec, recipe: Recipe) -> dict[str, A
     return out
 
 
-def check_action_space(spec: AlgorithmSpec, backend: str, action_space: Any, recipe: Recipe) -> None:
+def check_action_space(
+    spec: AlgorithmSpec, backend: str, action_space: Any, recipe: Recipe, installed: Iterable[AlgorithmSpec] = ()
+) -> None:
+    """Refuse an action space the cell cannot handle, naming the installed algorithms that can."""
     kind = action_space_kind(action_space)
     supported = spec.backends[backend].action_spaces
-    if kind not in supported:
-        raise SpaceError(
-            f"recipe '{recipe.name}': {spec.name} on {backend} cannot handle the {kind} action space of "
-            f"'{recipe.env}' ({action_space}); it supports {', '.join(supported)} actions"
-        )
+    if kind in supported:
+        return
+    fits = sorted(
+        other.name
+        for other in installed
+        if other.name != spec.name and other.kind != "multi-agent"
+        and any(kind in b.action_spaces for b in other.backends.values())
+    )
+    names = ", ".join(fits[:-1]) + " or " + fits[-1] if len(fits) > 1 else "".join(fits)
+    advice = f"for {kind} actions use {names}" if fits else f"no installed algorithm handles {kind} actions"
+    raise SpaceError(
+        f"recipe '{recipe.name}': {spec.name} on {backend} cannot handle the {kind} action space of "
+        f"'{recipe.env}' ({action_space}); it supports {', '.join(supported)} actions; {advice}"
+    )
 
 
 def backend_settings(spec: AlgorithmSpec, backend: str, hp: dict[str, Any], recipe: Recipe) -> dict[str, Any]:
     """Translate neutral hyperparameters to the backend's settings, then apply the recipe's raw table."""
     translate = spec.backends[backend].settings
-    settings = dict(translate(hp, recipe)) if translate is not None else {}
+    try:
+        settings = dict(translate(hp, recipe)) if translate is not None else {}
+    except ValueError as err:  # a translator refusing a combination of values (utd_ratio <= 0, ...)
+        raise RecipeError(f"recipe '{recipe.name}': {err}") from None
     for key, value in recipe.backend_settings.get(backend, {}).items():
         if key not in settings:
             raise UnknownNameError(

@@ -57,6 +57,7 @@ class AlgorithmPlugin:
                     loss.factory,
                     terms=loss.terms,
                     reported=loss.reported,
+                    optimisers=dict(loss.optimisers),
                     doc=loss.doc,
                     source=self.source or spec.name,
                     describe=loss.describe or None,

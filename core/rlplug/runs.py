@@ -10,7 +10,9 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 import platform
+import re
 import shlex
 import sys
 import time
@@ -33,12 +35,25 @@ def versions(build: Build | None = None) -> dict[str, str]:
     names = list(LIBRARIES)
     if build is not None and build.algorithm.plugin:
         names.append(build.algorithm.plugin)
+        names.extend(_requirement_names(build.algorithm.plugin))  # e.g. mpe2, vmas for rlplug-mappo
     for name in names:
         try:
             found[name] = version(name)
         except PackageNotFoundError:
             found[name] = "not installed"
     return found
+
+
+def _requirement_names(distribution: str) -> list[str]:
+    """Names of what ``distribution`` depends on (extras and markers ignored), beyond rlplug itself."""
+    from importlib.metadata import requires
+
+    try:
+        lines = requires(distribution) or []
+    except PackageNotFoundError:
+        return []
+    names = [re.split(r"[\s<>=!~;\[(]", line, maxsplit=1)[0] for line in lines if "extra ==" not in line]
+    return [n for n in names if n and n != "rlplug" and n not in LIBRARIES]
 
 
 def default_run_dir(recipe: Recipe, backend: str) -> Path:
@@ -67,14 +82,32 @@ class RunWriter:
     def log(self, env_steps: int, wall: float, metrics: dict[str, float]) -> None:
         row = {"env_steps": env_steps, "wall_s": round(wall, 3), **metrics}
         if self._columns is None:
-            self._columns = ["env_steps", "wall_s", "train/episode_return", *sorted(k for k in metrics if k != "train/episode_return")]
+            # the loss's declared terms up front: off-policy cells log rows before their first update
+            entry = self.build.loss_entry
+            declared = [f"loss/{t}" for t in (*entry.terms, *entry.reported)] if entry is not None else []
+            names = set(metrics) | set(declared)
+            self._columns = ["env_steps", "wall_s", "train/episode_return", *sorted(names - {"train/episode_return"})]
             with self._csv_path.open("w", newline="") as handle:
                 csv.writer(handle).writerow(self._columns)
+        elif not set(metrics) <= set(self._columns):
+            self._widen(sorted(set(metrics) - set(self._columns)))
         with self._csv_path.open("a", newline="") as handle:
             csv.writer(handle).writerow([_fmt(row.get(c, "")) for c in self._columns])
         writer = self._tensorboard()
         for key, value in metrics.items():
             writer.add_scalar(key, value, env_steps)
+
+    def _widen(self, new_columns: list[str]) -> None:
+        """Add columns for metrics that appear mid-run; rows already written are kept (atomic rewrite)."""
+        with self._csv_path.open(newline="") as handle:
+            rows = list(csv.reader(handle))[1:]
+        self._columns = [*self._columns, *new_columns]
+        partial = self._csv_path.with_suffix(".csv.tmp")
+        with partial.open("w", newline="") as handle:
+            out = csv.writer(handle)
+            out.writerow(self._columns)
+            out.writerows(row + [""] * (len(self._columns) - len(row)) for row in rows)
+        os.replace(partial, self._csv_path)
 
     def _tensorboard(self):
         if self._tb is None:

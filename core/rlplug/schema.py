@@ -80,7 +80,9 @@ class BackendSpec:
 class LossSpec:
     """A loss a plugin contributes for one (algorithm, backend) cell.
 
-    ``factory`` is ``"module:attribute"``: it is imported only when the loss is built.
+    ``factory`` is ``"module:attribute"``: it is imported only when the loss is built. ``optimisers``
+    maps each optimised term to the optimiser that steps on it (``{"loss_qvalue": "critic"}``); a cell
+    with a single optimiser leaves it empty.
     """
 
     name: str
@@ -89,6 +91,7 @@ class LossSpec:
     terms: tuple[str, ...]
     reported: tuple[str, ...] = ()
     doc: str = ""
+    optimisers: Mapping[str, str] = field(default_factory=dict)
     describe: str = ""  # optional "module:function" returning extra facts for ``rlplug losses``
 
 

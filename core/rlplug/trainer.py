@@ -52,6 +52,7 @@ class TrainerBase:
         self.env_steps = 0
         self.iterations = 0
         self.episodes = EpisodeTracker(build.num_envs)
+        self.budget: int | None = None  # the step target of the running ``train`` call
 
     def step(self) -> dict[str, float]:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -69,6 +70,7 @@ class TrainerBase:
         A budget smaller than one fixed-size iteration still runs one, so a short smoke run trains.
         """
         callbacks = list(callbacks)
+        self.budget = steps
         chunk = self.steps_per_iteration or 1
         while self.env_steps + chunk <= steps or (self.env_steps < steps and self.iterations == 0):
             metrics = self.step()

@@ -175,6 +175,29 @@ class DeterministicModel(DeterministicMixin, Model):
         return self.net(x), {}
 
 
+class DeterministicPolicy(DeterministicMixin, Model):
+    """A deterministic policy for Box actions (TD3, DDPG): ``tanh(mlp(obs))`` scaled into the bounds."""
+
+    def __init__(
+        self,
+        observation_space: gym.Space,
+        action_space: gym.spaces.Box,
+        device: str,
+        hidden_sizes: Sequence[int],
+        activation: str = "relu",
+    ) -> None:
+        Model.__init__(self, observation_space=observation_space, action_space=action_space, device=device)
+        DeterministicMixin.__init__(self, clip_actions=False)
+        self.net = mlp(self.num_observations, hidden_sizes, self.num_actions, activation)
+        low = torch.as_tensor(action_space.low, dtype=torch.float32)
+        high = torch.as_tensor(action_space.high, dtype=torch.float32)
+        self.register_buffer("center", (high + low) / 2)
+        self.register_buffer("half_range", (high - low) / 2)
+
+    def compute(self, inputs: Mapping[str, Any], role: str = "") -> tuple[torch.Tensor, dict[str, Any]]:
+        return self.center + self.half_range * torch.tanh(self.net(inputs["observations"])), {}
+
+
 def stochastic_policy(
     observation_space: gym.Space,
     action_space: gym.Space,

@@ -18,12 +18,13 @@ import gymnasium as gym
 import numpy as np
 import torch
 from tensordict import TensorDict
-from tensordict.nn import AddStateIndependentNormalScale, TensorDictModule
+from tensordict.nn import AddStateIndependentNormalScale, NormalParamExtractor, TensorDictModule
 from torch import nn
 from torch.distributions import Categorical
 from torchrl.collectors import Collector
 from torchrl.envs import DoubleToFloat, EnvBase, GymWrapper, Transform, TransformedEnv
-from torchrl.modules import IndependentNormal, ProbabilisticActor, ValueOperator
+from torchrl.data import Categorical as CategoricalSpec
+from torchrl.modules import IndependentNormal, ProbabilisticActor, QValueActor, TanhNormal, ValueOperator
 
 from ..errors import UnknownNameError
 from ..nets import ACTIVATIONS, mlp  # noqa: F401 - part of this module's API
@@ -227,6 +228,33 @@ def stochastic_actor(net_factory: Any, action_space: gym.Space, initial_log_std:
         size = int(np.prod(action_space.shape))
         return gaussian_actor(net_factory(size), size, initial_log_std)
     raise TypeError(f"no default stochastic actor for action space {action_space}")
+
+
+def tanh_normal_actor(net: nn.Module, action_space: gym.spaces.Box, observation_key: str = "observation") -> ProbabilisticActor:
+    """A squashed Gaussian over Box actions (SAC): ``net`` outputs ``2 * action_size`` numbers, split
+    into the mean and a softplus-positive scale of a ``TanhNormal`` bounded by the space.
+
+    Deterministic mode returns the squashed mean; samples never leave the bounds.
+    """
+    head = nn.Sequential(net, NormalParamExtractor())
+    return ProbabilisticActor(
+        TensorDictModule(head, in_keys=[observation_key], out_keys=["loc", "scale"]),
+        in_keys=["loc", "scale"],
+        out_keys=["action"],
+        distribution_class=TanhNormal,
+        distribution_kwargs={
+            "low": torch.as_tensor(action_space.low, dtype=torch.float32),
+            "high": torch.as_tensor(action_space.high, dtype=torch.float32),
+        },
+        return_log_prob=True,
+    )
+
+
+def q_value_actor(net: nn.Module, action_space: gym.spaces.Discrete, observation_key: str = "observation") -> QValueActor:
+    """Q(s, .) over Discrete actions (DQN): ``net`` outputs one value per action; "action" is the argmax
+    index (int64), as ``GymWrapper(categorical_action_encoding=True)`` and the evaluation loop expect."""
+    spec = CategoricalSpec(int(action_space.n))
+    return QValueActor(net, in_keys=[observation_key], spec=spec, action_space="categorical")
 
 
 class _ScaleToBounds(nn.Module):

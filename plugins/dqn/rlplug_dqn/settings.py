@@ -1,0 +1,83 @@
+"""Translate DQN's neutral hyperparameters into each backend's own settings (no torch imports).
+
+The dicts returned here are what ``rlplug show NAME --backend B`` prints, and a recipe's raw
+``[recipes.X.skrl]`` / ``[recipes.X.torchrl]`` tables may override any of their keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rlplug.offpolicy import replay_settings, skrl_estimator_check, torchrl_estimator_settings
+
+
+def _check_common(hp: Mapping[str, Any]) -> None:
+    for name in ("epsilon_start", "epsilon_end"):
+        if not 0.0 <= hp[name] <= 1.0:
+            raise ValueError(f"{name} must be in [0, 1], got {hp[name]}")
+    if hp["epsilon_decay_steps"] < 0:
+        raise ValueError(f"epsilon_decay_steps must be >= 0, got {hp['epsilon_decay_steps']}")
+    if hp["max_grad_norm"] < 0:
+        raise ValueError(f"max_grad_norm must be >= 0, got {hp['max_grad_norm']}")
+
+
+def _gradient_steps(hp: Mapping[str, Any], recipe: Any) -> int:
+    """Gradient steps the recipe's budget gives: ``utd_ratio`` per transition after ``learning_starts``."""
+    return max(1, int(hp["utd_ratio"] * max(0, recipe.steps - hp["learning_starts"])))
+
+
+def _lr_schedule(hp: Mapping[str, Any], recipe: Any) -> tuple[str | None, dict[str, Any]]:
+    """``(scheduler class name, kwargs)``: both backends step torch's ``LinearLR`` once per gradient step."""
+    if hp["lr_schedule"] == "constant":
+        return None, {}
+    return "LinearLR", {"start_factor": 1.0, "end_factor": 0.0, "total_iters": _gradient_steps(hp, recipe)}
+
+
+def skrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
+    """Fields of skrl's ``DQN_CFG`` plus the loss, the epsilon schedule and rlplug's replay/cadence settings.
+
+    skrl calls its ``exploration_scheduler`` with the vector-env step, so the decay is converted from
+    transitions to vector steps. ``target_update_interval`` / ``polyak`` are not here: the target
+    updater from the target-updater stage replaces skrl's own (soft by default, reference §14.7).
+    """
+    _check_common(hp)
+    skrl_estimator_check(hp)
+    schedule, schedule_kwargs = _lr_schedule(hp, recipe)
+    return {
+        **replay_settings(hp, recipe),
+        "learning_rate": hp["learning_rate"],
+        "learning_rate_scheduler": schedule,
+        "learning_rate_scheduler_kwargs": schedule_kwargs,
+        "discount_factor": hp["gamma"],
+        "double_dqn": hp["double_dqn"],
+        "td_loss": "mse" if hp["td_loss"] == "l2" else "huber",
+        "grad_norm_clip": hp["max_grad_norm"],
+        "epsilon_start": hp["epsilon_start"],
+        "epsilon_end": hp["epsilon_end"],
+        "epsilon_decay_timesteps": hp["epsilon_decay_steps"] // recipe.num_envs,
+        "hidden_sizes": list(hp["hidden_sizes"]),
+        "activation": hp["activation"],
+    }
+
+
+def torchrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
+    """Arguments of ``DQNLoss``, its value estimator, ``EGreedyModule``, Adam and rlplug's TorchRL loop."""
+    _check_common(hp)
+    schedule, schedule_kwargs = _lr_schedule(hp, recipe)
+    return {
+        **replay_settings(hp, recipe),
+        "lr": hp["learning_rate"],
+        "lr_scheduler": schedule,
+        "lr_scheduler_kwargs": schedule_kwargs,
+        "gamma": hp["gamma"],
+        "double_dqn": hp["double_dqn"],
+        "loss_function": "l2" if hp["td_loss"] == "l2" else "smooth_l1",
+        **torchrl_estimator_settings(hp, recipe),
+        "max_grad_norm": hp["max_grad_norm"],
+        "eps_init": hp["epsilon_start"],
+        "eps_end": hp["epsilon_end"],
+        "annealing_num_steps": hp["epsilon_decay_steps"],
+        "hidden_sizes": list(hp["hidden_sizes"]),
+        "activation": hp["activation"],
+    }

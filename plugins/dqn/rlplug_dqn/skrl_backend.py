@@ -1,0 +1,253 @@
+"""DQN on skrl: Q networks, replay memory, the TD loss, the agent that delegates to it, the trainer.
+
+Reads top to bottom like a single-file DQN on skrl 2.1. The agent is skrl's own ``DQN`` with three
+changes: each gradient step hands the sampled batch to the registered loss object (``build.loss``,
+stage ``"q"``) instead of computing the loss inline; the target network moves through the updater
+from the target-updater stage (``build.target_updater``) instead of skrl's soft default; and
+epsilon-greedy draws its random actions from torch's seeded generator (upstream samples a fresh,
+unseeded gymnasium space on every step, reference §14.14). The default loss, ``DQNLoss``, is
+skrl's DQN math line for line, and DDQN's with ``double_dqn``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from rlplug.backends.skrl import q_model, resolve_class, seed_everything
+from rlplug.backends.skrl_offpolicy import SkrlOffPolicyTrainer, TermMeans, optimise, replay_memory, target_update
+from rlplug.hookspecs import Build
+from rlplug.offpolicy import LinearSchedule
+from skrl.agents.torch.dqn import DQN, DQN_CFG
+from skrl.memories.torch import RandomMemory
+
+# ---- models -------------------------------------------------------------------------------------
+
+
+def build_models(build: Build) -> dict[str, Any]:
+    """Online and target Q(s, .) MLPs, one output per action, initialised from ``build.seed``.
+
+    skrl's DQN copies the online weights into the target and freezes it when it is constructed.
+    """
+    seed_everything(build.seed)
+    s = build.settings
+    args = (build.observation_space, build.action_space, build.device, s["hidden_sizes"], s["activation"])
+    return {"q_network": q_model(*args), "target_q_network": q_model(*args)}
+
+
+# ---- memory -------------------------------------------------------------------------------------
+
+
+def build_memory(build: Build) -> RandomMemory:
+    """The replay memory: ``buffer_size`` transitions over the vector env's columns, sampled with replacement."""
+    return replay_memory(build)
+
+
+# ---- loss ---------------------------------------------------------------------------------------
+
+
+class DQNLoss:
+    """skrl's DQN loss (DDQN's with ``double_dqn``) on one sampled batch; one stage, ``"q"``.
+
+    Target ``r + gamma * (1 - terminated) * Q_target(s', a')`` with ``a' = argmax Q_target(s', .)``
+    (DQN) or ``argmax Q(s', .)`` (double DQN), computed without gradients; the loss is the mean
+    squared (skrl) or Huber (smooth L1, Stable-Baselines3) error of ``Q(s, a)`` against it. Returns
+    ``loss_q`` (optimised) and the batch means ``q_taken`` and ``q_target`` (reported).
+    """
+
+    def __init__(self, discount_factor: float, double_dqn: bool = False, td_loss: str = "mse") -> None:
+        if td_loss not in ("mse", "huber"):
+            raise ValueError(f"td_loss must be 'mse' or 'huber', got '{td_loss}'")
+        self.discount_factor = discount_factor
+        self.double_dqn = double_dqn
+        self.td_loss = F.mse_loss if td_loss == "mse" else F.smooth_l1_loss
+
+    def __call__(self, agent: DQN, batch: dict[str, torch.Tensor], stage: str) -> dict[str, torch.Tensor]:
+        inputs = {"observations": batch["observations"], "states": batch["states"]}
+        next_inputs = {"observations": batch["next_observations"], "states": batch["next_states"]}
+
+        with torch.no_grad():
+            next_q_values, _ = agent.target_q_network.act(next_inputs, role="target_q_network")
+            if self.double_dqn:
+                next_actions = torch.argmax(agent.q_network.act(next_inputs, role="q_network")[0], dim=1, keepdim=True)
+                target_q_values = torch.gather(next_q_values, dim=1, index=next_actions)
+            else:
+                target_q_values = torch.max(next_q_values, dim=-1, keepdim=True)[0]
+            not_terminated = batch["terminated"].logical_not()
+            target_values = batch["rewards"] + self.discount_factor * not_terminated * target_q_values
+
+        q_values = torch.gather(agent.q_network.act(inputs, role="q_network")[0], dim=1, index=batch["actions"].long())
+        loss_q = self.td_loss(q_values, target_values)
+        return {"loss_q": loss_q, "q_taken": q_values.detach().mean(), "q_target": target_values.mean()}
+
+
+def make_dqn_loss(build: Build) -> DQNLoss:
+    """The registered default loss ("dqn") for dqn/skrl."""
+    s = build.settings
+    return DQNLoss(s["discount_factor"], s["double_dqn"], s["td_loss"])
+
+
+# ---- target network -----------------------------------------------------------------------------
+
+
+def build_target_updater(build: Build) -> Any:
+    """The recipe's target update (hard copy every ``target_update_period`` gradient steps, or soft)."""
+    return target_update(build, [(build.models["target_q_network"], build.models["q_network"])])
+
+
+# ---- agent --------------------------------------------------------------------------------------
+
+
+class LossDelegatingDQN(DQN):
+    """skrl's DQN whose gradient step asks ``loss(agent, batch, "q")`` for the terms to optimise.
+
+    ``update()`` keeps upstream's shape (``cfg.gradient_steps`` gradient steps); rlplug's trainer
+    calls ``gradient_step`` directly as often as the update-to-data ratio says. One gradient step is
+    upstream's: sample, preprocess, loss, backward, optional gradient-norm clip (upstream has none),
+    Adam step, then ``target_updater.step()`` where upstream counts ``target_update_interval``, then
+    the learning-rate scheduler.
+    """
+
+    def __init__(
+        self,
+        *,
+        loss: Any,
+        terms: tuple[str, ...],
+        reported: tuple[str, ...] = (),
+        target_updater: Any,
+        grad_norm_clip: float = 0.0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.loss = loss
+        self.loss_terms = tuple(terms)
+        self.logged_terms = tuple(terms) + tuple(t for t in reported if t not in terms)
+        self.target_updater = target_updater
+        self.grad_norm_clip = grad_norm_clip
+        self.terms = TermMeans()
+        scheduler = self.cfg.exploration_scheduler
+        self.epsilon = scheduler(0, 1) if scheduler is not None else 0.0
+
+    # -- acting -----------------------------------------------------------------------------------
+
+    def act(
+        self, observations: torch.Tensor, states: torch.Tensor | None, *, timestep: int, timesteps: int
+    ) -> tuple[torch.Tensor, dict[str, Any]]:
+        """Upstream's epsilon-greedy: each env independently takes a uniformly random action with
+        probability ``exploration_scheduler(timestep, timesteps)``, else the argmax of Q. Actions are
+        ``[num_envs, 1]`` int64, what the memory stores. Random actions come from torch's seeded
+        generator, and Q is evaluated for every env (one small forward pass, no data-dependent indexing).
+        """
+        inputs = {
+            "observations": self._observation_preprocessor(observations),
+            "states": self._state_preprocessor(states),
+        }
+        q_values, outputs = self.q_network.act(inputs, role="q_network")
+        greedy = torch.argmax(q_values, dim=1, keepdim=True)
+        if self.cfg.exploration_scheduler is None:
+            return greedy, outputs
+        self.epsilon = self.cfg.exploration_scheduler(timestep, timesteps)
+        explore = torch.rand(greedy.shape, device=greedy.device) < self.epsilon
+        random_actions = torch.randint(q_values.shape[1], greedy.shape, device=greedy.device)
+        return torch.where(explore, random_actions, greedy), outputs
+
+    # -- learning ---------------------------------------------------------------------------------
+
+    def update(self, *, timestep: int, timesteps: int) -> None:
+        for _ in range(self.cfg.gradient_steps):
+            self.gradient_step(timestep=timestep, timesteps=timesteps)
+
+    def gradient_step(self, *, timestep: int, timesteps: int) -> None:
+        sampled = self.memory.sample(names=self._tensors_names, batch_size=self.cfg.batch_size)[0]
+        batch = dict(zip(self._tensors_names, sampled))
+        with torch.autocast(device_type=self._device_type, enabled=self.cfg.mixed_precision):
+            batch["observations"] = self._observation_preprocessor(batch["observations"], train=True)
+            batch["states"] = self._state_preprocessor(batch["states"], train=True)
+            batch["next_observations"] = self._observation_preprocessor(batch["next_observations"], train=True)
+            batch["next_states"] = self._state_preprocessor(batch["next_states"], train=True)
+            terms = self.loss(self, batch, "q")
+            loss = sum(terms[name] for name in self.loss_terms)
+
+        optimise(self, loss, self.optimizer, [self.q_network], self.grad_norm_clip)
+        self.scaler.update()
+        self.target_updater.step()
+        if self.scheduler:
+            self.scheduler.step()
+        self.terms.add(terms, self.logged_terms)
+
+    # -- what rlplug's trainer reads --------------------------------------------------------------
+
+    def extra_metrics(self) -> dict[str, float]:
+        return {"train/epsilon": float(self.epsilon), "train/lr": self.optimizer.param_groups[0]["lr"]}
+
+    def extra_state(self) -> dict[str, Any]:
+        """What ``checkpoint_modules`` (Q networks, optimiser) misses: the updater's step count
+        (the phase of a hard copy), the scheduler, and epsilon (informational: it follows the timestep)."""
+        return {
+            "target_updater": self.target_updater.state_dict(),
+            "scheduler": self.scheduler.state_dict() if self.scheduler else None,
+            "epsilon": float(self.epsilon),
+        }
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        self.target_updater.load_state_dict(state["target_updater"])
+        if self.scheduler:
+            self.scheduler.load_state_dict(state["scheduler"])
+        self.epsilon = float(state["epsilon"])
+
+
+def dqn_config(build: Build) -> DQN_CFG:
+    """``DQN_CFG`` from the translated settings.
+
+    rlplug's trainer owns warm-up and cadence (``random_timesteps = learning_starts = 0``), and the
+    target updater owns the target network (skrl's ``polyak`` / ``target_update_interval`` unused).
+    """
+    s = build.settings
+    return DQN_CFG(
+        batch_size=s["batch_size"],
+        discount_factor=s["discount_factor"],
+        learning_rate=s["learning_rate"],
+        learning_rate_scheduler=resolve_class("scheduler", s["learning_rate_scheduler"]),
+        learning_rate_scheduler_kwargs=dict(s["learning_rate_scheduler_kwargs"]),
+        random_timesteps=0,
+        learning_starts=0,
+        exploration_scheduler=LinearSchedule(s["epsilon_start"], s["epsilon_end"], s["epsilon_decay_timesteps"]),
+        experiment={"write_interval": 0, "checkpoint_interval": 0},
+    )
+
+
+# ---- trainer ------------------------------------------------------------------------------------
+
+
+class SkrlDQNTrainer(SkrlOffPolicyTrainer):
+    """The shared off-policy loop (seeded warm-up, replay, ``utd_ratio`` gradient steps) around DQN."""
+
+    def make_agent(self, build: Build) -> LossDelegatingDQN:
+        return LossDelegatingDQN(
+            models=build.models,
+            memory=build.memory,
+            observation_space=build.observation_space,
+            action_space=build.action_space,
+            device=build.device,
+            cfg=dqn_config(build),
+            loss=build.loss,
+            terms=build.loss_entry.terms,
+            reported=build.loss_entry.reported,
+            target_updater=build.target_updater,
+            grad_norm_clip=build.settings["grad_norm_clip"],
+        )
+
+    def act_deterministic(self, observations: np.ndarray) -> np.ndarray:
+        """Argmax of Q; ``compute`` rather than ``act``, so evaluating draws nothing from torch's RNG."""
+        agent = self.agent
+        with torch.no_grad():
+            x = torch.as_tensor(observations, dtype=torch.float32, device=self.build.device)
+            x = x.reshape(len(observations), -1)
+            q_values, _ = agent.q_network.compute({"observations": agent._observation_preprocessor(x), "states": None})
+            return q_values.argmax(dim=-1).cpu().numpy()
+
+
+def build_trainer(build: Build) -> SkrlDQNTrainer:
+    return SkrlDQNTrainer(build)

@@ -1,0 +1,168 @@
+"""DQN on TorchRL: a ``QValueActor``, a replay buffer, ``DQNLoss`` with its value estimator and
+target updater, epsilon-greedy exploration, and rlplug's off-policy loop.
+
+Reads top to bottom like a single-file DQN on TorchRL 0.14: the collector runs the Q actor followed
+by an ``EGreedyModule`` (uniformly random actions for the first ``learning_starts`` transitions),
+the batches go into a ``TensorDictReplayBuffer``, and every gradient step samples it, sums the
+registered loss's optimised terms (``build.loss_entry.terms``; ``DQNLoss`` has one, ``"loss"``),
+clips the gradient norm, steps Adam and then the target updater. Epsilon follows the same
+``LinearSchedule`` over transitions as the skrl backend, set after every collected batch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import torch
+from rlplug.backends.torchrl import configure_threads, mlp, observation_batch, q_value_actor, seed_everything
+from rlplug.backends.torchrl_offpolicy import TorchRLOffPolicyTrainer, replay_buffer, set_value_estimator, target_update
+from rlplug.hookspecs import Build
+from rlplug.offpolicy import LinearSchedule
+from tensordict import TensorDict
+from tensordict.nn import TensorDictSequential
+from torch import nn
+from torchrl.data import TensorDictReplayBuffer
+from torchrl.envs import ExplorationType, set_exploration_type
+from torchrl.modules import EGreedyModule
+from torchrl.objectives import DQNLoss
+
+# ---- models -------------------------------------------------------------------------------------
+
+
+def build_models(build: Build) -> dict[str, Any]:
+    """Q(s, .): an MLP with one output per action inside a ``QValueActor`` ("action" = argmax index).
+
+    The target network is not a model of its own: ``DQNLoss`` keeps target parameters.
+    """
+    configure_threads()
+    seed_everything(build.seed)
+    s = build.settings
+    observation_size = int(np.prod(build.observation_space.shape))
+    net = mlp(observation_size, s["hidden_sizes"], int(build.action_space.n), s["activation"])
+    return {"q_network": q_value_actor(net, build.action_space).to(build.device)}
+
+
+# ---- memory -------------------------------------------------------------------------------------
+
+
+def build_memory(build: Build) -> TensorDictReplayBuffer:
+    """Uniform replay for TD(0); trajectory slices for TD(1) / TD(lambda) (``replay_buffer``)."""
+    return replay_buffer(build)
+
+
+# ---- loss ---------------------------------------------------------------------------------------
+
+
+def make_dqn_loss(build: Build) -> DQNLoss:
+    """The registered default loss ("dqn") for dqn/torchrl: ``DQNLoss`` with target parameters and
+    the value estimator the recipe names (TD(0) by default)."""
+    s = build.settings
+    loss = DQNLoss(
+        build.models["q_network"],
+        loss_function=s["loss_function"],
+        delay_value=True,
+        double_dqn=s["double_dqn"],
+    )
+    set_value_estimator(loss, s)
+    return loss
+
+
+def describe_dqn_loss() -> dict[str, Any]:
+    """What ``rlplug losses`` shows for this loss: the keys ``set_keys`` accepts and the estimators."""
+    fields = dataclasses.fields(DQNLoss._AcceptedKeys)
+    return {"set_keys": sorted(field.name for field in fields), "value_estimator": "td0 (td1, td_lambda)"}
+
+
+# ---- target network -----------------------------------------------------------------------------
+
+
+def build_target_updater(build: Build) -> Any:
+    """The recipe's target update on the loss's target parameters (``HardUpdate`` / ``SoftUpdate``)."""
+    return target_update(build, build.loss)
+
+
+# ---- trainer ------------------------------------------------------------------------------------
+
+LR_SCHEDULERS = {"LinearLR": torch.optim.lr_scheduler.LinearLR}  # what settings can name (never eval'd)
+
+
+class TorchRLDQNTrainer(TorchRLOffPolicyTrainer):
+    """The shared off-policy loop around ``DQNLoss``: epsilon-greedy collection, one Adam step per gradient step."""
+
+    def __init__(self, build: Build) -> None:
+        s = build.settings
+        self.q_network = build.models["q_network"]
+        self.loss, self.target_updater = build.loss, build.target_updater
+        self.terms = tuple(build.loss_entry.terms)
+        self.logged_terms = self.terms + tuple(t for t in build.loss_entry.reported if t not in self.terms)
+        self.max_grad_norm = s["max_grad_norm"]
+        # loss.parameters() rather than the model's: a registered loss may own extra parameters
+        # (target parameters are buffers, so they are not in it)
+        self.trained_parameters = list(self.loss.parameters())
+        self.optimizer = torch.optim.Adam(self.trained_parameters, lr=s["lr"])
+        self.lr_scheduler = None
+        if s["lr_scheduler"] is not None:  # stepped once per gradient step, as skrl steps DQN's scheduler
+            scheduler_class = LR_SCHEDULERS[s["lr_scheduler"]]
+            self.lr_scheduler = scheduler_class(self.optimizer, **s["lr_scheduler_kwargs"])
+        self.epsilon = LinearSchedule(s["eps_init"], s["eps_end"], s["annealing_num_steps"])
+        self.egreedy = EGreedyModule(
+            spec=self.q_network.spec["action"],
+            eps_init=float(s["eps_init"]),
+            eps_end=float(s["eps_end"]),
+            annealing_num_steps=max(1, s["annealing_num_steps"]),
+        ).to(build.device)
+        self.policy = TensorDictSequential(self.q_network, self.egreedy)
+        super().__init__(build)
+
+    @property
+    def exploration_policy(self) -> nn.Module:
+        return self.policy
+
+    def after_batch(self, frames: int) -> None:
+        """Epsilon for the next batch, from the transitions collected so far (O(1), unlike ``step(frames)``)."""
+        self.egreedy.eps.fill_(self.epsilon(self.env_steps))
+
+    def update(self, sample: TensorDict) -> dict[str, torch.Tensor]:
+        out = self.loss(sample)
+        total = sum(out[name] for name in self.terms)
+        self.optimizer.zero_grad(set_to_none=True)
+        total.backward()
+        if self.max_grad_norm:
+            nn.utils.clip_grad_norm_(self.trained_parameters, self.max_grad_norm)
+        self.optimizer.step()
+        self.target_updater.step()
+        if self.lr_scheduler is not None:
+            self.lr_scheduler.step()
+        return {name: out[name] for name in self.logged_terms}
+
+    def extra_metrics(self) -> dict[str, float]:
+        return {"train/epsilon": float(self.egreedy.eps), "train/lr": self.optimizer.param_groups[0]["lr"]}
+
+    def act_deterministic(self, observations: np.ndarray) -> np.ndarray:
+        with torch.no_grad(), set_exploration_type(ExplorationType.DETERMINISTIC):
+            return self.q_network(observation_batch(observations, self.build.device))["action"].cpu().numpy()
+
+    # -- checkpoints: online and target parameters (in the loss), Adam, its schedule, the updater, epsilon
+
+    def extra_state(self) -> dict[str, Any]:
+        return {
+            "loss": self.loss.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "target_updater": self.target_updater.state_dict(),
+            "lr_scheduler": None if self.lr_scheduler is None else self.lr_scheduler.state_dict(),
+            "egreedy": self.egreedy.state_dict(),
+        }
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        self.loss.load_state_dict(state["loss"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.target_updater.load_state_dict(state["target_updater"])
+        if self.lr_scheduler is not None:
+            self.lr_scheduler.load_state_dict(state["lr_scheduler"])
+        self.egreedy.load_state_dict(state["egreedy"])
+
+
+def build_trainer(build: Build) -> TorchRLDQNTrainer:
+    return TorchRLDQNTrainer(build)

@@ -1,0 +1,95 @@
+"""rlplug-sac: Soft Actor-Critic on skrl and TorchRL.
+
+This module is the plugin's entry point: it declares the algorithm and stays cheap (no torch).
+The backends live in ``skrl_backend`` and ``torchrl_backend`` and are imported only when built.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rlplug import AlgorithmPlugin, AlgorithmSpec, BackendSpec, LossSpec, Param
+from rlplug.offpolicy import ESTIMATOR_PARAMS, REPLAY_PARAMS, TARGET_PARAMS
+
+from .settings import skrl_settings, torchrl_settings
+
+
+@dataclass(frozen=True)
+class AutoOrFloat(Param):
+    """A hyperparameter that is either the string ``"auto"`` or a number (stored as a float)."""
+
+    def validate(self, value: Any, where: str) -> Any:
+        if value == "auto":
+            return value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        raise TypeError(f"{where} must be 'auto' or a number, got {type(value).__name__} {value!r}")
+
+
+PARAMS = (
+    Param("actor_learning_rate", 3e-4, "Adam learning rate of the policy"),
+    Param("critic_learning_rate", 3e-4, "Adam learning rate of the two Q networks"),
+    Param("alpha_learning_rate", 3e-4, "Adam learning rate of log(alpha), the entropy coefficient"),
+    Param("gamma", 0.99, "discount factor"),
+    Param("initial_alpha", 1.0, "initial entropy coefficient alpha (the fixed value when learn_alpha is false)"),
+    Param("learn_alpha", True, "tune alpha towards target_entropy (false: keep initial_alpha)"),
+    AutoOrFloat("target_entropy", "auto", "entropy the tuned alpha steers the policy towards: 'auto' = -action_dim, or a number"),
+    Param("hidden_sizes", [256, 256], "hidden layer widths of the policy and Q networks", item_type=int),
+    Param("activation", "relu", "hidden activation", choices=("relu", "tanh", "elu")),
+    Param("grad_norm_clip", 0.0, "gradient-norm clip per optimiser (0 disables)"),
+    Param("squash_actions", False, "skrl: tanh-squash the Gaussian policy's samples into the action bounds with the "
+          "log-prob correction (the SAC paper's policy; false: skrl's unsquashed Gaussian, clipped by the env). "
+          "TorchRL's TanhNormal actor always squashes"),
+    Param("exploration_noise", "none", "extra noise on the sampled action while collecting: 'none' (the policy's own "
+          "samples) or 'ou' (Ornstein-Uhlenbeck, temporally correlated; for sparse rewards such as MountainCar)",
+          choices=("none", "ou")),
+    Param("exploration_std", 0.5, "sigma of the Ornstein-Uhlenbeck exploration noise (per environment step)"),
+    Param("ou_theta", 0.15, "mean-reversion rate of the Ornstein-Uhlenbeck noise (per environment step)"),
+) + ESTIMATOR_PARAMS + REPLAY_PARAMS + TARGET_PARAMS
+
+SAC = AlgorithmSpec(
+    name="sac",
+    summary="Soft Actor-Critic (twin Q networks, entropy-regularised, tuned alpha)",
+    kind="off-policy",
+    backends={
+        "skrl": BackendSpec(
+            module="rlplug_sac.skrl_backend",
+            action_spaces=("continuous",),
+            settings=skrl_settings,
+            requires=("skrl",),
+            extra="skrl",
+        ),
+        "torchrl": BackendSpec(
+            module="rlplug_sac.torchrl_backend",
+            action_spaces=("continuous",),
+            settings=torchrl_settings,
+            requires=("torchrl", "tensordict"),
+            extra="torchrl",
+        ),
+    },
+    params=PARAMS,
+    api_version=1,
+    default_loss="sac",
+    losses=(
+        LossSpec(
+            name="sac",
+            backend="skrl",
+            factory="rlplug_sac.skrl_backend:make_sac_loss",
+            terms=("loss_critic", "loss_policy", "loss_entropy"),
+            optimisers={"loss_critic": "critic", "loss_policy": "policy", "loss_entropy": "entropy"},
+            doc="skrl's SAC math in three stages (critic, policy, entropy), one optimiser each",
+        ),
+        LossSpec(
+            name="sac",
+            backend="torchrl",
+            factory="rlplug_sac.torchrl_backend:make_sac_loss",
+            terms=("loss_actor", "loss_qvalue", "loss_alpha"),
+            reported=("alpha", "entropy"),
+            doc="torchrl.objectives.SACLoss (v2, two Q networks) with its value estimator",
+            describe="rlplug_sac.torchrl_backend:describe_sac_loss",
+        ),
+    ),
+)
+
+plugin = AlgorithmPlugin(SAC, source="rlplug-sac")

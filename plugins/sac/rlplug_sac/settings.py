@@ -1,0 +1,74 @@
+"""Translate SAC's neutral hyperparameters into each backend's own settings (no torch imports).
+
+The dicts returned here are what ``rlplug show NAME --backend B`` prints, and a recipe's raw
+``[recipes.X.skrl]`` / ``[recipes.X.torchrl]`` tables may override any of their keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rlplug.offpolicy import replay_settings, skrl_estimator_check, torchrl_estimator_settings
+
+
+def _target_entropy(hp: Mapping[str, Any]) -> float | None:
+    """``None`` for "auto" (each backend then uses -action_dim), else the number."""
+    value = hp["target_entropy"]
+    return None if value == "auto" else float(value)
+
+
+def _check_common(hp: Mapping[str, Any]) -> None:
+    if hp["initial_alpha"] <= 0:
+        raise ValueError(f"initial_alpha must be positive, got {hp['initial_alpha']}")
+    if hp["grad_norm_clip"] < 0:
+        raise ValueError(f"grad_norm_clip must be >= 0, got {hp['grad_norm_clip']}")
+    if hp["exploration_std"] < 0 or not 0.0 <= hp["ou_theta"] <= 1.0:
+        raise ValueError("exploration_std must not be negative and ou_theta must be in [0, 1]")
+
+
+def _exploration(hp: Mapping[str, Any]) -> dict[str, Any]:
+    """The collection noise: ``None`` or ``"ou"`` with its sigma and theta (per env step, dt = 1)."""
+    noise = None if hp["exploration_noise"] == "none" else hp["exploration_noise"]
+    return {"exploration_noise": noise, "exploration_std": hp["exploration_std"], "ou_theta": hp["ou_theta"]}
+
+
+def skrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
+    """Fields of skrl's ``SAC_CFG`` plus the models' shape and rlplug's replay/cadence settings."""
+    _check_common(hp)
+    skrl_estimator_check(hp)
+    return {
+        **replay_settings(hp, recipe),
+        "discount_factor": hp["gamma"],
+        "learning_rate": [hp["actor_learning_rate"], hp["critic_learning_rate"], hp["alpha_learning_rate"]],
+        "grad_norm_clip": hp["grad_norm_clip"],
+        "learn_entropy": hp["learn_alpha"],
+        "initial_entropy_value": hp["initial_alpha"],
+        "target_entropy": _target_entropy(hp),
+        **_exploration(hp),
+        "squash_actions": bool(hp["squash_actions"]),
+        "hidden_sizes": list(hp["hidden_sizes"]),
+        "activation": hp["activation"],
+    }
+
+
+def torchrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
+    """Arguments of ``SACLoss``, its value estimator, the three Adam groups and rlplug's TorchRL loop."""
+    _check_common(hp)
+    return {
+        **replay_settings(hp, recipe),
+        **torchrl_estimator_settings(hp, recipe),
+        "gamma": hp["gamma"],
+        "num_qvalue_nets": 2,
+        "loss_function": "l2",
+        "alpha_init": hp["initial_alpha"],
+        "fixed_alpha": not hp["learn_alpha"],
+        "target_entropy": "auto" if _target_entropy(hp) is None else _target_entropy(hp),
+        "actor_lr": hp["actor_learning_rate"],
+        "critic_lr": hp["critic_learning_rate"],
+        "alpha_lr": hp["alpha_learning_rate"],
+        "grad_norm_clip": hp["grad_norm_clip"],
+        **_exploration(hp),
+        "hidden_sizes": list(hp["hidden_sizes"]),
+        "activation": hp["activation"],
+    }

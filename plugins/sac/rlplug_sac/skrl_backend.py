@@ -1,0 +1,310 @@
+"""SAC on skrl: models, replay memory, the staged loss, target updates, the agent that delegates, the trainer.
+
+Reads top to bottom like a single-file SAC on skrl 2.1. The agent is skrl's own ``SAC`` with one
+change: each gradient step asks the registered loss object (``build.loss``) for the terms of each of
+upstream's three optimiser stages (critic, policy, entropy) instead of computing them inline, and the
+target networks move through the updater the target-updater hook built. The default loss,
+``SACLoss``, is skrl's math line for line, so one gradient step equals upstream's ``update()``.
+``squash_actions`` swaps skrl's unsquashed Gaussian policy for SAC's tanh-squashed one.
+With ``exploration_noise = "ou"`` the actions sent to the env while collecting also carry skrl's
+``OrnsteinUhlenbeckNoise`` and are clamped into the bounds (as skrl's TD3 does with its noise).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from rlplug.backends.skrl import GaussianPolicy, policy_mean_or_argmax, q_model, seed_everything
+from rlplug.backends.skrl_offpolicy import (
+    SkrlOffPolicyTrainer,
+    TargetUpdate,
+    TermMeans,
+    optimise,
+    replay_memory,
+    target_update,
+)
+from rlplug.hookspecs import Build
+from skrl.agents.torch.sac import SAC, SAC_CFG
+from skrl.memories.torch import RandomMemory
+from skrl.resources.noises.torch import OrnsteinUhlenbeckNoise
+from torch.distributions import Normal
+
+# ---- models -------------------------------------------------------------------------------------
+
+
+class SquashedGaussianPolicy(GaussianPolicy):
+    """SAC's squashed Gaussian (Haarnoja et al. 2018, appendix C) on skrl: ``u ~ N(mean, std)``, the
+    action ``center + half_range * tanh(u)`` stays inside the bounds, and the log-probability carries
+    the change-of-variables term, like TorchRL's ``TanhNormal`` actor. The deterministic action is
+    the squashed mean. skrl's plain Gaussian instead leaves clipping to the env, so the critic is
+    asked about actions it never saw."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        low = torch.as_tensor(self.action_space.low, dtype=torch.float32, device=self.device)
+        high = torch.as_tensor(self.action_space.high, dtype=torch.float32, device=self.device)
+        self.register_buffer("action_center", (high + low) / 2)
+        self.register_buffer("action_half_range", (high - low) / 2)
+
+    def act(self, inputs: dict[str, Any], *, role: str = "") -> tuple[torch.Tensor, dict[str, Any]]:
+        mean, outputs = self.compute(inputs, role)
+        log_std = torch.clamp(outputs["log_std"], min=self._g_min_log_std, max=self._g_max_log_std)
+        distribution = Normal(mean, log_std.exp())
+        u = distribution.rsample()
+        # log(1 - tanh(u)^2), computed stably as 2 * (log 2 - u - softplus(-2u))
+        log_det = 2.0 * (math.log(2.0) - u - F.softplus(-2.0 * u)) + torch.log(self.action_half_range)
+        log_prob = (distribution.log_prob(u) - log_det).sum(dim=-1, keepdim=True)
+        actions = self.action_center + self.action_half_range * torch.tanh(u)
+        return actions, {"log_prob": log_prob, "log_std": log_std, "mean_actions": self.deterministic_actions(mean)}
+
+    def deterministic_actions(self, mean: torch.Tensor) -> torch.Tensor:
+        return self.action_center + self.action_half_range * torch.tanh(mean)
+
+
+def build_models(build: Build) -> dict[str, Any]:
+    """A Gaussian policy (state-independent log std, as skrl's SAC examples; optionally tanh-squashed)
+    and two Q(s, a) critics with their targets, initialised from ``build.seed``. skrl's SAC
+    hard-copies the targets itself."""
+    seed_everything(build.seed)
+    s = build.settings
+    args = (build.observation_space, build.action_space, build.device, s["hidden_sizes"], s["activation"])
+    policy_class = SquashedGaussianPolicy if s["squash_actions"] else GaussianPolicy
+    return {
+        "policy": policy_class(*args),
+        "critic_1": q_model(*args),
+        "critic_2": q_model(*args),
+        "target_critic_1": q_model(*args),
+        "target_critic_2": q_model(*args),
+    }
+
+
+# ---- memory -------------------------------------------------------------------------------------
+
+
+def build_memory(build: Build) -> RandomMemory:
+    """The replay memory: ``buffer_size`` transitions over the vector env's columns."""
+    return replay_memory(build)
+
+
+# ---- loss ---------------------------------------------------------------------------------------
+
+
+class SACLoss:
+    """skrl's SAC loss, one stage per optimiser: called as ``loss(agent, batch, stage)``.
+
+    ``critic``: ``(MSE(Q1, y) + MSE(Q2, y)) / 2`` with ``y = r + gamma * not_terminated * (min target
+    Q(s', a') - alpha * log pi(a'|s'))``; ``policy``: ``mean(alpha * log pi(a|s) - min Q(s, a))`` (stashes
+    ``log_prob`` in ``batch``); ``entropy``: ``-mean(log_alpha * (log_prob + target_entropy))``. The
+    order of policy samples is upstream's, so the same seed draws the same actions.
+    """
+
+    def __call__(self, agent: SAC, batch: dict[str, torch.Tensor], stage: str) -> dict[str, torch.Tensor]:
+        return getattr(self, stage)(agent, batch)
+
+    def critic(self, agent: SAC, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        inputs = {"observations": batch["observations"], "states": batch["states"]}
+        next_inputs = {"observations": batch["next_observations"], "states": batch["next_states"]}
+        with torch.no_grad():
+            next_actions, outputs = agent.policy.act(next_inputs, role="policy")
+            target_q1, _ = agent.target_critic_1.act({**next_inputs, "taken_actions": next_actions}, role="target_critic_1")
+            target_q2, _ = agent.target_critic_2.act({**next_inputs, "taken_actions": next_actions}, role="target_critic_2")
+            target_q = torch.min(target_q1, target_q2) - agent._entropy_coefficient * outputs["log_prob"]
+            target = batch["rewards"] + agent.cfg.discount_factor * batch["terminated"].logical_not() * target_q
+        q1, _ = agent.critic_1.act({**inputs, "taken_actions": batch["actions"]}, role="critic_1")
+        q2, _ = agent.critic_2.act({**inputs, "taken_actions": batch["actions"]}, role="critic_2")
+        return {"loss_critic": (F.mse_loss(q1, target) + F.mse_loss(q2, target)) / 2}
+
+    def policy(self, agent: SAC, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        inputs = {"observations": batch["observations"], "states": batch["states"]}
+        actions, outputs = agent.policy.act(inputs, role="policy")
+        batch["log_prob"] = outputs["log_prob"]
+        q1, _ = agent.critic_1.act({**inputs, "taken_actions": actions}, role="critic_1")
+        q2, _ = agent.critic_2.act({**inputs, "taken_actions": actions}, role="critic_2")
+        return {"loss_policy": (agent._entropy_coefficient * outputs["log_prob"] - torch.min(q1, q2)).mean()}
+
+    def entropy(self, agent: SAC, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        log_prob = batch["log_prob"].detach()
+        return {"loss_entropy": -(agent.log_entropy_coefficient * (log_prob + agent._target_entropy)).mean()}
+
+
+def make_sac_loss(build: Build) -> SACLoss:
+    """The registered default loss ("sac") for sac/skrl."""
+    return SACLoss()
+
+
+# ---- target networks ----------------------------------------------------------------------------
+
+
+def build_target_updater(build: Build) -> TargetUpdate:
+    """Soft (Polyak, ``tau``) or hard (every ``target_update_period`` steps) updates of both target critics."""
+    m = build.models
+    return target_update(build, [(m["target_critic_1"], m["critic_1"]), (m["target_critic_2"], m["critic_2"])])
+
+
+# ---- agent --------------------------------------------------------------------------------------
+
+
+class LossDelegatingSAC(SAC):
+    """skrl's ``SAC`` whose gradient step takes its terms from a registered staged loss.
+
+    ``update()`` runs ``cfg.gradient_steps`` of ``gradient_step()`` like upstream; the rlplug trainer
+    calls ``gradient_step()`` directly as many times as the update-to-data ratio owes. Upstream does not
+    checkpoint ``log_entropy_coefficient`` (reference §14.6): ``extra_state()`` carries it.
+    ``exploration_noise`` (optional) is added to the sampled actions ``act()`` returns.
+    """
+
+    def __init__(
+        self,
+        *,
+        loss: Any,
+        target_updater: Any,
+        terms: tuple[str, ...],
+        reported: tuple[str, ...] = (),
+        exploration_noise: OrnsteinUhlenbeckNoise | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.loss = loss
+        self.target_updater = target_updater
+        self.optimised_terms = tuple(terms)
+        self.logged_terms = tuple(terms) + tuple(reported)
+        self.terms = TermMeans()
+        self.exploration_noise = exploration_noise
+        space = self.action_space
+        self._action_low = torch.as_tensor(space.low, dtype=torch.float32, device=self.device)
+        self._action_high = torch.as_tensor(space.high, dtype=torch.float32, device=self.device)
+
+    def act(self, observations: torch.Tensor, states: torch.Tensor | None, *, timestep: int, timesteps: int) -> tuple[torch.Tensor, dict[str, Any]]:
+        """Upstream's sampled action, plus the exploration noise (clamped into the bounds) when configured."""
+        actions, outputs = super().act(observations, states, timestep=timestep, timesteps=timesteps)
+        if self.exploration_noise is not None:
+            noise = self.exploration_noise.sample(actions.shape)
+            actions = torch.clamp(actions + noise, min=self._action_low, max=self._action_high)
+        return actions, outputs
+
+    def update(self, *, timestep: int, timesteps: int) -> None:
+        for _ in range(self.cfg.gradient_steps):
+            self.gradient_step(timestep=timestep, timesteps=timesteps)
+
+    def gradient_step(self, *, timestep: int, timesteps: int) -> None:
+        observations, states, actions, rewards, next_observations, next_states, terminated = self.memory.sample(
+            names=self._tensors_names, batch_size=self.cfg.batch_size
+        )[0]
+        batch = {
+            "observations": self._observation_preprocessor(observations, train=True),
+            "states": self._state_preprocessor(states, train=True),
+            "actions": actions,
+            "rewards": rewards,
+            "next_observations": self._observation_preprocessor(next_observations, train=True),
+            "next_states": self._state_preprocessor(next_states, train=True),
+            "terminated": terminated,
+        }
+        critics = (self.critic_1, self.critic_2)
+        self._stage(batch, "critic", self.critic_optimizer, critics)
+        self._stage(batch, "policy", self.policy_optimizer, (self.policy,))
+        if self.cfg.learn_entropy:
+            self._stage(batch, "entropy", self.entropy_optimizer, (), clip=False)
+            self._entropy_coefficient = torch.exp(self.log_entropy_coefficient.detach())
+        self.scaler.update()  # once, after all optimisers stepped (upstream)
+        self.target_updater.step()
+        if self.policy_scheduler:
+            self.policy_scheduler.step()
+        if self.critic_scheduler:
+            self.critic_scheduler.step()
+
+    def _stage(self, batch: dict[str, torch.Tensor], stage: str, optimizer: torch.optim.Optimizer, models: tuple, clip: bool = True) -> None:
+        with torch.autocast(device_type=self._device_type, enabled=self.cfg.mixed_precision):
+            out = self.loss(self, batch, stage)
+            loss = sum(value for name, value in out.items() if name in self.optimised_terms)
+        optimise(self, loss, optimizer, models, self.cfg.grad_norm_clip if clip else 0.0)
+        self.terms.add(out, self.logged_terms)
+
+    def extra_metrics(self) -> dict[str, float]:
+        return {"train/alpha": float(self._entropy_coefficient)}
+
+    def extra_state(self) -> dict[str, Any]:
+        log_alpha = self.log_entropy_coefficient.detach().clone() if self.cfg.learn_entropy else None
+        noise_state = getattr(self.exploration_noise, "state", None)
+        return {
+            "log_entropy_coefficient": log_alpha,
+            "target_updater": self.target_updater.state_dict(),
+            "exploration_noise_state": noise_state.clone() if torch.is_tensor(noise_state) else None,
+        }
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        if state["log_entropy_coefficient"] is not None:
+            with torch.no_grad():
+                self.log_entropy_coefficient.copy_(state["log_entropy_coefficient"])
+            self._entropy_coefficient = torch.exp(self.log_entropy_coefficient.detach())
+        self.target_updater.load_state_dict(state["target_updater"])
+        if state.get("exploration_noise_state") is not None:
+            self.exploration_noise.state = state["exploration_noise_state"].clone()
+
+
+def exploration_noise(build: Build) -> OrnsteinUhlenbeckNoise | None:
+    """skrl's OU noise (``state -= theta * state; state += sigma * N(0, 1)`` per env step), or none."""
+    s = build.settings
+    if s["exploration_noise"] is None:
+        return None
+    return OrnsteinUhlenbeckNoise(theta=s["ou_theta"], sigma=s["exploration_std"], base_scale=1.0, device=build.device)
+
+
+def sac_cfg(build: Build) -> SAC_CFG:
+    """skrl's ``SAC_CFG`` from the settings; rlplug's trainer owns warm-up and update cadence."""
+    s = build.settings
+    return SAC_CFG(
+        gradient_steps=1,
+        batch_size=s["batch_size"],
+        discount_factor=s["discount_factor"],
+        polyak=s["tau"],
+        learning_rate=tuple(s["learning_rate"]),
+        grad_norm_clip=s["grad_norm_clip"],
+        learn_entropy=s["learn_entropy"],
+        initial_entropy_value=s["initial_entropy_value"],
+        target_entropy=s["target_entropy"],
+        random_timesteps=0,
+        learning_starts=0,
+        experiment={"write_interval": 0, "checkpoint_interval": 0},
+    )
+
+
+# ---- trainer ------------------------------------------------------------------------------------
+
+
+class SkrlSACTrainer(SkrlOffPolicyTrainer):
+    """rlplug's off-policy loop around ``LossDelegatingSAC``; evaluation acts with the Gaussian mean
+    (squashed into the bounds with ``squash_actions``, clipped to them otherwise)."""
+
+    def make_agent(self, build: Build) -> LossDelegatingSAC:
+        return LossDelegatingSAC(
+            loss=build.loss,
+            target_updater=build.target_updater,
+            terms=build.loss_entry.terms,
+            reported=build.loss_entry.reported,
+            exploration_noise=exploration_noise(build),
+            models=build.models,
+            memory=build.memory,
+            observation_space=build.observation_space,
+            action_space=build.action_space,
+            device=build.device,
+            cfg=sac_cfg(build),
+        )
+
+    def act_deterministic(self, observations: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            x = self.agent._observation_preprocessor(
+                torch.as_tensor(observations, dtype=torch.float32, device=self.build.device).reshape(len(observations), -1)
+            )
+            policy = self.agent.policy
+            if isinstance(policy, SquashedGaussianPolicy):
+                mean, _ = policy.compute({"observations": x, "states": None}, role="policy")
+                return policy.deterministic_actions(mean).cpu().numpy()
+            return policy_mean_or_argmax(policy, x).cpu().numpy()
+
+
+def build_trainer(build: Build) -> SkrlSACTrainer:
+    return SkrlSACTrainer(build)

@@ -1,0 +1,76 @@
+"""rlplug-td3: Twin Delayed DDPG (TD3) on skrl and TorchRL.
+
+This module is the plugin's entry point: it declares the algorithm and stays cheap (no torch).
+The backends live in ``skrl_backend`` and ``torchrl_backend`` and are imported only when built.
+"""
+
+from __future__ import annotations
+
+from rlplug import AlgorithmPlugin, AlgorithmSpec, BackendSpec, LossSpec, Param
+from rlplug.offpolicy import ESTIMATOR_PARAMS, REPLAY_PARAMS, TARGET_PARAMS
+
+from .settings import skrl_settings, torchrl_settings
+
+PARAMS = (
+    Param("actor_learning_rate", 1e-3, "Adam learning rate of the deterministic policy"),
+    Param("critic_learning_rate", 1e-3, "Adam learning rate of the two Q-networks"),
+    Param("gamma", 0.99, "discount factor"),
+    Param("policy_delay", 2, "critic gradient steps per policy step; the target networks move on policy steps"),
+    Param("target_policy_noise", 0.2, "std of the Gaussian noise added to the target policy's action (0 disables)"),
+    Param("target_noise_clip", 0.5, "clip of that target-policy smoothing noise"),
+    Param("exploration_noise", "gaussian", "noise added to the policy's action while collecting: 'gaussian' "
+          "or 'ou' (Ornstein-Uhlenbeck, temporally correlated)", choices=("gaussian", "ou")),
+    Param("exploration_std", 0.1, "std of the Gaussian exploration noise (the OU process's sigma)"),
+    Param("ou_theta", 0.15, "mean-reversion rate of the Ornstein-Uhlenbeck noise (per environment step)"),
+    Param("exploration_final_scale", 1.0, "the exploration noise is scaled from 1 down to this value ..."),
+    Param("exploration_decay_steps", 0, "... linearly over this many environment steps (0: the final scale from the start)"),
+    Param("hidden_sizes", [256, 256], "hidden layer widths of the policy and Q-networks", item_type=int),
+    Param("activation", "relu", "hidden activation", choices=("relu", "tanh", "elu")),
+    Param("grad_norm_clip", 0.0, "gradient-norm clip of each optimiser step (0 disables)"),
+) + ESTIMATOR_PARAMS + REPLAY_PARAMS + TARGET_PARAMS
+
+TD3 = AlgorithmSpec(
+    name="td3",
+    summary="Twin Delayed DDPG: clipped double-Q, delayed policy updates, target policy smoothing",
+    kind="off-policy",
+    backends={
+        "skrl": BackendSpec(
+            module="rlplug_td3.skrl_backend",
+            action_spaces=("continuous",),
+            settings=skrl_settings,
+            requires=("skrl",),
+            extra="skrl",
+        ),
+        "torchrl": BackendSpec(
+            module="rlplug_td3.torchrl_backend",
+            action_spaces=("continuous",),
+            settings=torchrl_settings,
+            requires=("torchrl", "tensordict"),
+            extra="torchrl",
+        ),
+    },
+    params=PARAMS,
+    api_version=1,
+    default_loss="td3",
+    losses=(
+        LossSpec(
+            name="td3",
+            backend="skrl",
+            factory="rlplug_td3.skrl_backend:make_td3_loss",
+            terms=("loss_critic", "loss_policy"),
+            doc="skrl's TD3 math, staged: 'critic' (sum of both critics' MSE to the smoothed clipped "
+            "double-Q target) every step, 'policy' (-Q1 of the policy's action) on delayed steps",
+        ),
+        LossSpec(
+            name="td3",
+            backend="torchrl",
+            factory="rlplug_td3.torchrl_backend:make_td3_loss",
+            terms=("loss_qvalue", "loss_actor"),
+            doc="torchrl.objectives.TD3Loss (l2): value_loss every step, actor_loss and the target "
+            "update every policy_delay steps",
+            describe="rlplug_td3.torchrl_backend:describe_td3_loss",
+        ),
+    ),
+)
+
+plugin = AlgorithmPlugin(TD3, source="rlplug-td3")

@@ -1,0 +1,273 @@
+"""TD3 on skrl: models, replay memory, the staged TD3 loss, the target updater, the agent, the trainer.
+
+Reads top to bottom like a single-file TD3 on skrl 2.1. The agent is skrl's own ``TD3`` with one
+change: each gradient step asks the registered loss object (``build.loss``) for the terms of each
+stage ("critic" on every step, "policy" on every ``policy_delay``-th) and steps the target networks
+with the updater from the target-updater hook where upstream does its polyak update. The default
+loss, ``TD3Loss``, is skrl's math line for line; exploration noise is skrl's own ``GaussianNoise`` or
+``OrnsteinUhlenbeckNoise`` scaled by a ``LinearSchedule``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from rlplug.backends.skrl import DeterministicPolicy, q_model, resolve_class, seed_everything
+from rlplug.backends.skrl_offpolicy import (
+    SkrlOffPolicyTrainer,
+    TargetUpdate,
+    TermMeans,
+    hard_copy,
+    optimise,
+    replay_memory,
+    target_update,
+)
+from rlplug.hookspecs import Build
+from rlplug.offpolicy import LinearSchedule
+from skrl.agents.torch.td3 import TD3, TD3_CFG
+from skrl.memories.torch import RandomMemory
+from skrl.models.torch import Model
+from skrl.resources.noises.torch import GaussianNoise
+
+# ---- models -------------------------------------------------------------------------------------
+
+
+def build_models(build: Build) -> dict[str, Model]:
+    """A tanh-bounded deterministic policy, twin Q(s, a) critics, and target copies of all three."""
+    seed_everything(build.seed)
+    s = build.settings
+    args = (build.observation_space, build.action_space, build.device, s["hidden_sizes"], s["activation"])
+    models = {
+        "policy": DeterministicPolicy(*args),
+        "target_policy": DeterministicPolicy(*args),
+        "critic_1": q_model(*args),
+        "critic_2": q_model(*args),
+        "target_critic_1": q_model(*args),
+        "target_critic_2": q_model(*args),
+    }
+    for name in ("policy", "critic_1", "critic_2"):
+        hard_copy(models[f"target_{name}"], models[name])
+    return models
+
+
+# ---- memory -------------------------------------------------------------------------------------
+
+
+def build_memory(build: Build) -> RandomMemory:
+    return replay_memory(build)
+
+
+# ---- loss ---------------------------------------------------------------------------------------
+
+
+class TD3Loss:
+    """skrl's TD3 loss in two stages, called as ``loss(agent, batch, stage)``.
+
+    "critic": the target policy's next action plus clipped Gaussian smoothing noise, clamped to the
+    action bounds; the minimum of the two target critics bootstraps ``r + gamma * (1 - terminated) *
+    min Q'``; ``loss_critic`` is the sum of both critics' MSE to it. "policy": ``loss_policy = -Q1(s,
+    pi(s))``. The operations (and random draws) come in upstream's order, so the result is bitwise
+    skrl's.
+    """
+
+    def __init__(self, discount_factor: float, smoothing_noise: GaussianNoise | None, smoothing_clip: float) -> None:
+        self.discount_factor = discount_factor
+        self.smoothing_noise = smoothing_noise
+        self.smoothing_clip = smoothing_clip
+
+    def __call__(self, agent: TD3, batch: dict[str, torch.Tensor], stage: str) -> dict[str, torch.Tensor]:
+        if stage == "critic":
+            return self.critic(agent, batch)
+        if stage == "policy":
+            return self.policy(agent, batch)
+        raise ValueError(f"td3 has stages 'critic' and 'policy', not '{stage}'")
+
+    def critic(self, agent: TD3, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        inputs = {"observations": batch["observations"], "states": batch["states"]}
+        next_inputs = {"observations": batch["next_observations"], "states": batch["next_states"]}
+        with torch.no_grad():
+            next_actions, _ = agent.target_policy.act(next_inputs, role="target_policy")
+            if self.smoothing_noise is not None:
+                noises = torch.clamp(
+                    self.smoothing_noise.sample(next_actions.shape), min=-self.smoothing_clip, max=self.smoothing_clip
+                )
+                next_actions.add_(noises)
+                next_actions.clamp_(min=agent._min_actions, max=agent._max_actions)
+            target_q1, _ = agent.target_critic_1.act({**next_inputs, "taken_actions": next_actions}, role="target_critic_1")
+            target_q2, _ = agent.target_critic_2.act({**next_inputs, "taken_actions": next_actions}, role="target_critic_2")
+            target_values = batch["rewards"] + self.discount_factor * batch["terminated"].logical_not() * torch.min(
+                target_q1, target_q2
+            )
+        q1, _ = agent.critic_1.act({**inputs, "taken_actions": batch["actions"]}, role="critic_1")
+        q2, _ = agent.critic_2.act({**inputs, "taken_actions": batch["actions"]}, role="critic_2")
+        return {"loss_critic": F.mse_loss(q1, target_values) + F.mse_loss(q2, target_values)}
+
+    def policy(self, agent: TD3, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        inputs = {"observations": batch["observations"], "states": batch["states"]}
+        actions, _ = agent.policy.act(inputs, role="policy")
+        q1, _ = agent.critic_1.act({**inputs, "taken_actions": actions}, role="critic_1")
+        return {"loss_policy": -q1.mean()}
+
+
+def make_td3_loss(build: Build) -> TD3Loss:
+    """The registered default loss ("td3") for td3/skrl."""
+    s = build.settings
+    noise_class = resolve_class("noise", s["smooth_regularization_noise"])
+    noise = None if noise_class is None else noise_class(**s["smooth_regularization_noise_kwargs"], device=build.device)
+    return TD3Loss(s["discount_factor"], noise, s["smooth_regularization_clip"])
+
+
+# ---- target networks ----------------------------------------------------------------------------
+
+
+def build_target_updater(build: Build) -> TargetUpdate:
+    """Policy and both critics move together, on the delayed (policy) steps, like upstream's polyak update."""
+    m = build.models
+    pairs = [(m["target_policy"], m["policy"]), (m["target_critic_1"], m["critic_1"]), (m["target_critic_2"], m["critic_2"])]
+    return target_update(build, pairs)
+
+
+# ---- agent --------------------------------------------------------------------------------------
+
+
+class LossDelegatingTD3(TD3):
+    """skrl's TD3 whose gradient step asks ``loss(agent, batch, stage)`` for each stage's terms.
+
+    Everything else is upstream's update: one sampled batch per gradient step, preprocessed
+    observations, the critic optimiser step on every gradient step, the policy optimiser step and the
+    target update on every ``policy_delay``-th, one ``scaler.update()``, the schedulers' steps. The
+    returned keys that are in ``terms`` are summed and optimised; ``terms`` and ``reported`` are
+    averaged into ``self.terms`` without a ``.item()`` per step.
+    """
+
+    def __init__(
+        self, *, loss: Any, terms: tuple[str, ...], reported: tuple[str, ...] = (), target_updater: Any, **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        self.loss = loss
+        self.loss_terms = tuple(terms)
+        self.logged_terms = tuple(terms) + tuple(t for t in reported if t not in terms)
+        self.target_updater = target_updater
+        self.terms = TermMeans()
+        self._timestep = 0
+
+    def update(self, *, timestep: int, timesteps: int) -> None:
+        """Upstream's entry point (``post_interaction``): ``gradient_steps`` gradient steps."""
+        for _ in range(self.cfg.gradient_steps):
+            self.gradient_step(timestep=timestep, timesteps=timesteps)
+
+    def gradient_step(self, *, timestep: int, timesteps: int) -> None:
+        self._timestep = timestep
+        sampled = self.memory.sample(names=self._tensors_names, batch_size=self.cfg.batch_size)[0]
+        batch = dict(zip(self._tensors_names, sampled))
+        with torch.autocast(device_type=self._device_type, enabled=self.cfg.mixed_precision):
+            batch["observations"] = self._observation_preprocessor(batch["observations"], train=True)
+            batch["states"] = self._state_preprocessor(batch["states"], train=True)
+            batch["next_observations"] = self._observation_preprocessor(batch["next_observations"], train=True)
+            batch["next_states"] = self._state_preprocessor(batch["next_states"], train=True)
+            terms = self.loss(self, batch, "critic")
+        optimise(self, self._optimised(terms), self.critic_optimizer, (self.critic_1, self.critic_2), self.cfg.grad_norm_clip)
+
+        self._update_counter += 1
+        if not self._update_counter % self.cfg.policy_delay:
+            with torch.autocast(device_type=self._device_type, enabled=self.cfg.mixed_precision):
+                policy_terms = self.loss(self, batch, "policy")
+            optimise(self, self._optimised(policy_terms), self.policy_optimizer, (self.policy,), self.cfg.grad_norm_clip)
+            self.target_updater.step()
+            terms = {**terms, **policy_terms}
+
+        self.scaler.update()  # once, after the optimisers have stepped
+        if self.policy_scheduler:
+            self.policy_scheduler.step()
+        if self.critic_scheduler:
+            self.critic_scheduler.step()
+        self.terms.add(terms, self.logged_terms)
+
+    def _optimised(self, terms: dict[str, torch.Tensor]) -> torch.Tensor:
+        return sum(value for name, value in terms.items() if name in self.loss_terms)
+
+    def exploration_scale(self) -> float:
+        schedule = self.cfg.exploration_scheduler
+        return 1.0 if schedule is None else float(schedule(self._timestep))
+
+    def extra_metrics(self) -> dict[str, float]:
+        return {"train/exploration_scale": self.exploration_scale(), "train/policy_updates": float(self.target_updater.steps)}
+
+    # skrl checkpoints models and optimisers; the delay counter, the updater and the OU state are ours
+    def extra_state(self) -> dict[str, Any]:
+        noise_state = getattr(self._exploration_noise, "state", None)
+        return {
+            "update_counter": self._update_counter,
+            "target_updater": self.target_updater.state_dict(),
+            "exploration_noise_state": noise_state.clone() if torch.is_tensor(noise_state) else None,
+            "timestep": self._timestep,
+        }
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        self._update_counter = int(state["update_counter"])
+        self.target_updater.load_state_dict(state["target_updater"])
+        if state["exploration_noise_state"] is not None:
+            self._exploration_noise.state = state["exploration_noise_state"].clone()
+        self._timestep = int(state["timestep"])
+
+
+def agent_config(build: Build) -> TD3_CFG:
+    """skrl's ``TD3_CFG`` from the settings; rlplug's trainer owns warm-up and the update cadence."""
+    s = build.settings
+    noise_kwargs = {**s["exploration_noise_kwargs"], "device": build.device}
+    smoothing_kwargs = {**s["smooth_regularization_noise_kwargs"], "device": build.device}
+    # skrl's scheduler sees vector-env timesteps; the settings count transitions over all envs
+    decay = s["exploration_decay_steps"] // build.num_envs
+    return TD3_CFG(
+        gradient_steps=1,
+        batch_size=s["batch_size"],
+        discount_factor=s["discount_factor"],
+        polyak=s["tau"],  # unused: build.target_updater moves the targets
+        learning_rate=tuple(s["learning_rate"]),
+        random_timesteps=0,
+        learning_starts=0,
+        grad_norm_clip=s["grad_norm_clip"],
+        exploration_noise=resolve_class("noise", s["exploration_noise"]),
+        exploration_noise_kwargs=noise_kwargs,
+        exploration_scheduler=LinearSchedule(s["exploration_scale_start"], s["exploration_scale_end"], decay),
+        policy_delay=s["policy_delay"],
+        smooth_regularization_noise=resolve_class("noise", s["smooth_regularization_noise"]),
+        smooth_regularization_noise_kwargs=smoothing_kwargs,
+        smooth_regularization_clip=s["smooth_regularization_clip"],
+        experiment={"write_interval": 0, "checkpoint_interval": 0},
+    )
+
+
+# ---- trainer ------------------------------------------------------------------------------------
+
+
+class SkrlTD3Trainer(SkrlOffPolicyTrainer):
+    """rlplug's off-policy loop around ``LossDelegatingTD3``; evaluation uses the noiseless policy."""
+
+    def make_agent(self, build: Build) -> LossDelegatingTD3:
+        return LossDelegatingTD3(
+            models=build.models,
+            memory=build.memory,
+            observation_space=build.observation_space,
+            action_space=build.action_space,
+            device=build.device,
+            cfg=agent_config(build),
+            loss=build.loss,
+            terms=build.loss_entry.terms,
+            reported=build.loss_entry.reported,
+            target_updater=build.target_updater,
+        )
+
+    def act_deterministic(self, observations: np.ndarray) -> np.ndarray:
+        """The policy's action without exploration noise (skrl's ``act`` adds noise even in eval, §14.5)."""
+        obs = torch.as_tensor(np.asarray(observations), dtype=torch.float32, device=self.build.device)
+        with torch.no_grad():
+            actions, _ = self.agent.policy.compute({"observations": self.agent._observation_preprocessor(obs)}, role="policy")
+        return actions.cpu().numpy()
+
+
+def build_trainer(build: Build) -> SkrlTD3Trainer:
+    return SkrlTD3Trainer(build)

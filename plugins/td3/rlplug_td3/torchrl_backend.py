@@ -1,0 +1,218 @@
+"""TD3 on TorchRL: models, replay buffer, ``TD3Loss``, the target updater, and rlplug's off-policy loop.
+
+Reads top to bottom like a single-file TD3 on TorchRL 0.14: a deterministic tanh-bounded actor and
+a Q(s, a) network (``TD3Loss`` makes the twin copies and the targets), a ``TensorDictReplayBuffer``,
+``TD3Loss`` with its value estimator. Exploration is the actor followed by ``AdditiveGaussianModule``
+or ``OrnsteinUhlenbeckProcessModule``, their scale annealed by a ``LinearSchedule``. Each gradient step
+is TorchRL's own TD3 recipe: the critic steps on ``value_loss``; every ``policy_delay``-th step the
+actor steps on ``actor_loss`` and the target networks move.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import torch
+from rlplug.backends.torchrl import (
+    configure_threads,
+    deterministic_actor,
+    mlp,
+    observation_batch,
+    q_value_operator,
+    seed_everything,
+)
+from rlplug.backends.torchrl_offpolicy import (
+    OrnsteinUhlenbeckNoise,
+    TargetUpdate,
+    TorchRLOffPolicyTrainer,
+    replay_buffer,
+    set_value_estimator,
+    target_update,
+)
+from rlplug.hookspecs import Build
+from rlplug.offpolicy import LinearSchedule
+from tensordict import TensorDict
+from tensordict.nn import TensorDictModule, TensorDictSequential
+from torch import nn
+from torchrl.data import Bounded, TensorDictReplayBuffer
+from torchrl.envs import ExplorationType, set_exploration_type
+from torchrl.modules import AdditiveGaussianModule, OrnsteinUhlenbeckProcessModule
+from torchrl.objectives import TD3Loss
+
+# ---- models -------------------------------------------------------------------------------------
+
+
+def build_models(build: Build) -> dict[str, TensorDictModule]:
+    """The actor ``tanh(mlp(obs))`` scaled into the action bounds, and one Q(s, a) network."""
+    configure_threads()
+    seed_everything(build.seed)
+    s = build.settings
+    observation_size = int(np.prod(build.observation_space.shape))
+    action_size = int(np.prod(build.action_space.shape))
+    actor = deterministic_actor(mlp(observation_size, s["hidden_sizes"], action_size, s["activation"]), build.action_space)
+    qvalue = q_value_operator(mlp(observation_size + action_size, s["hidden_sizes"], 1, s["activation"]))
+    return {"actor": actor.to(build.device), "qvalue": qvalue.to(build.device)}
+
+
+# ---- memory -------------------------------------------------------------------------------------
+
+
+def build_memory(build: Build) -> TensorDictReplayBuffer:
+    return replay_buffer(build)
+
+
+# ---- loss ---------------------------------------------------------------------------------------
+
+
+def make_td3_loss(build: Build) -> TD3Loss:
+    """The registered default loss ("td3") for td3/torchrl: ``TD3Loss`` with two Q-networks (copies
+    of ``build.models["qvalue"]``, independently initialised), target smoothing and its estimator."""
+    s = build.settings
+    space = build.action_space
+    loss = TD3Loss(
+        build.models["actor"],
+        build.models["qvalue"],
+        bounds=(torch.as_tensor(space.low, dtype=torch.float32), torch.as_tensor(space.high, dtype=torch.float32)),
+        num_qvalue_nets=2,
+        policy_noise=s["policy_noise"],
+        noise_clip=s["noise_clip"],
+        loss_function=s["loss_function"],
+    )
+    set_value_estimator(loss, s)
+    return loss
+
+
+def describe_td3_loss() -> dict[str, Any]:
+    """What ``rlplug losses`` shows for this loss: the keys ``set_keys`` accepts and the estimators."""
+    fields = dataclasses.fields(TD3Loss._AcceptedKeys)
+    return {"set_keys": sorted(field.name for field in fields), "value_estimator": "td0 | td1 | td_lambda (hp value_estimator)"}
+
+
+# ---- target networks ----------------------------------------------------------------------------
+
+
+def build_target_updater(build: Build) -> TargetUpdate:
+    """Target actor and target critics move together, after each (delayed) actor step."""
+    return target_update(build, build.loss)
+
+
+# ---- exploration --------------------------------------------------------------------------------
+
+
+def exploration_noise(build: Build) -> nn.Module:
+    """Gaussian (std ``exploration_std``) or OU (sigma ``exploration_std``, theta ``ou_theta``, dt 1,
+    skrl's discretisation) noise added to the action and projected into the bounds. Its scale
+    (``sigma`` / ``eps``) is set from the schedule by the trainer, not by the modules' own annealing."""
+    s = build.settings
+    space = build.action_space
+    spec = Bounded(
+        low=torch.as_tensor(space.low, dtype=torch.float32),
+        high=torch.as_tensor(space.high, dtype=torch.float32),
+        shape=space.shape,
+        device=build.device,
+    )
+    if s["exploration_noise"] == "ou":
+        return OrnsteinUhlenbeckNoise(
+            spec, eps_init=1.0, eps_end=0.0, theta=s["ou_theta"], sigma=s["exploration_std"], dt=1.0, device=build.device
+        )
+    return AdditiveGaussianModule(spec, sigma_init=1.0, sigma_end=0.0, mean=0.0, std=s["exploration_std"], device=build.device)
+
+
+def noise_scale(noise: nn.Module) -> torch.Tensor:
+    """The buffer that scales the noise: ``sigma`` (Gaussian) or ``eps`` (OU)."""
+    return noise.eps if isinstance(noise, OrnsteinUhlenbeckProcessModule) else noise.sigma
+
+
+# ---- trainer ------------------------------------------------------------------------------------
+
+
+class TorchRLTD3Trainer(TorchRLOffPolicyTrainer):
+    """rlplug's TorchRL off-policy loop with TorchRL's TD3 update: separate Adam optimisers for the
+    actor and the critics, the critic stepped every gradient step, the actor and the targets every
+    ``policy_delay``-th."""
+
+    def __init__(self, build: Build) -> None:
+        s = build.settings
+        self.actor, self.loss = build.models["actor"], build.loss
+        self.target_updater = build.target_updater
+        self.policy_delay, self.grad_norm_clip = s["policy_delay"], s["grad_norm_clip"]
+        self.noise = exploration_noise(build)
+        self.schedule = LinearSchedule(s["exploration_scale_start"], s["exploration_scale_end"], s["exploration_decay_steps"])
+        noise_scale(self.noise).fill_(self.schedule(0))
+        self._exploration_policy = TensorDictSequential(self.actor, self.noise)
+        self.actor_parameters = list(self.loss.actor_network_params.values(True, True))
+        self.critic_parameters = list(self.loss.qvalue_network_params.values(True, True))
+        self.actor_optimizer = torch.optim.Adam(self.actor_parameters, lr=s["actor_lr"])
+        self.critic_optimizer = torch.optim.Adam(self.critic_parameters, lr=s["critic_lr"])
+        self.updates = 0
+        # actor terms exist on delayed steps only: average them over those steps
+        self._actor_sum, self._actor_count = torch.zeros(()), 0
+        super().__init__(build)
+
+    @property
+    def exploration_policy(self) -> nn.Module:
+        return self._exploration_policy
+
+    def update(self, sample: TensorDict) -> dict[str, torch.Tensor]:
+        loss_qvalue, _ = self.loss.value_loss(sample)
+        self._optimise(loss_qvalue, self.critic_optimizer, self.critic_parameters)
+        self.updates += 1
+        if self.updates % self.policy_delay == 0:
+            loss_actor, _ = self.loss.actor_loss(sample)
+            self._optimise(loss_actor, self.actor_optimizer, self.actor_parameters)
+            self.target_updater.step()
+            self._actor_sum = self._actor_sum + loss_actor.detach()
+            self._actor_count += 1
+        return {"loss_qvalue": loss_qvalue}
+
+    def _optimise(self, loss: torch.Tensor, optimizer: torch.optim.Optimizer, parameters: list[torch.Tensor]) -> None:
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if self.grad_norm_clip > 0:
+            nn.utils.clip_grad_norm_(parameters, self.grad_norm_clip)
+        optimizer.step()
+
+    def after_batch(self, frames: int) -> None:
+        noise_scale(self.noise).fill_(self.schedule(self.env_steps))
+
+    def extra_metrics(self) -> dict[str, float]:
+        metrics = {
+            "train/exploration_scale": float(noise_scale(self.noise)),
+            "train/policy_updates": float(self.target_updater.steps),
+        }
+        if self._actor_count:
+            metrics["loss/loss_actor"] = self._actor_sum.item() / self._actor_count
+            self._actor_sum, self._actor_count = torch.zeros(()), 0
+        return metrics
+
+    def act_deterministic(self, observations: np.ndarray) -> np.ndarray:
+        """The actor's action, without exploration noise (already inside the bounds)."""
+        with torch.no_grad(), set_exploration_type(ExplorationType.DETERMINISTIC):
+            action = self.actor(observation_batch(observations, self.build.device))["action"]
+        return action.cpu().numpy()
+
+    # -- checkpoints: networks and targets live in the loss's parameters --------------------------
+
+    def extra_state(self) -> dict[str, Any]:
+        return {
+            "loss": self.loss.state_dict(),
+            "actor_optimizer": self.actor_optimizer.state_dict(),
+            "critic_optimizer": self.critic_optimizer.state_dict(),
+            "target_updater": self.target_updater.state_dict(),
+            "noise": self.noise.state_dict(),
+            "updates": self.updates,
+        }
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        self.loss.load_state_dict(state["loss"])
+        self.actor_optimizer.load_state_dict(state["actor_optimizer"])
+        self.critic_optimizer.load_state_dict(state["critic_optimizer"])
+        self.target_updater.load_state_dict(state["target_updater"])
+        self.noise.load_state_dict(state["noise"])
+        self.updates = int(state["updates"])
+
+
+def build_trainer(build: Build) -> TorchRLTD3Trainer:
+    return TorchRLTD3Trainer(build)
