@@ -38,6 +38,29 @@ def replay_memory(build: Build) -> RandomMemory:
     return RandomMemory(memory_size=per_env, num_envs=build.num_envs, device=build.device, replacement=True)
 
 
+def memory_state(memory: RandomMemory) -> dict[str, Any]:
+    """The filled rows of every memory tensor and the write position: what a resumed run samples from."""
+    rows = memory.memory_size if memory.filled else memory.memory_index
+    return {
+        "tensors": {name: tensor[:rows].clone() for name, tensor in memory.tensors.items()},
+        "memory_index": memory.memory_index,
+        "env_index": memory.env_index,
+        "filled": memory.filled,
+    }
+
+
+def load_memory_state(memory: RandomMemory, state: dict[str, Any]) -> None:
+    """Copy a ``memory_state`` back in place (skrl's sampling views stay valid)."""
+    for name, saved in state["tensors"].items():
+        target = memory.tensors.get(name)
+        if target is None or saved.shape[1:] != target.shape[1:] or len(saved) > len(target):
+            raise ValueError(f"the checkpoint's replay tensor '{name}' {tuple(saved.shape)} does not fit this memory")
+        target[: len(saved)].copy_(saved)
+    memory.memory_index = int(state["memory_index"])
+    memory.env_index = int(state["env_index"])
+    memory.filled = bool(state["filled"])
+
+
 # ---- target networks ----------------------------------------------------------------------------
 
 
@@ -257,6 +280,7 @@ class SkrlOffPolicyTrainer(TrainerBase):
         return {
             "modules": {name: module.state_dict() for name, module in agent.checkpoint_modules.items()},
             "agent": agent.extra_state(),
+            "memory": memory_state(agent.memory),
             "gradient_steps": self.gradient_steps,
             "counters": self.counters(),
             "rng": capture_rng_state(),
@@ -267,6 +291,7 @@ class SkrlOffPolicyTrainer(TrainerBase):
         for name, module in agent.checkpoint_modules.items():
             module.load_state_dict(state["modules"][name])
         agent.load_extra_state(state["agent"])
+        load_memory_state(agent.memory, state["memory"])
         self.gradient_steps = int(state["gradient_steps"])
         self.load_counters(state["counters"])
         restore_rng_state(state["rng"])

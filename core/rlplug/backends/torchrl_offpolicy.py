@@ -257,6 +257,7 @@ class TorchRLOffPolicyTrainer(TrainerBase):
     def state_dict(self) -> dict[str, Any]:
         return {
             "extra": self.extra_state(),
+            "memory": self.memory.state_dict(),  # storage, writer cursor, sampler: the replay a resume samples from
             "gradient_steps": self.gradient_steps,
             "counters": self.counters(),
             "rng": capture_rng_state(),
@@ -264,6 +265,7 @@ class TorchRLOffPolicyTrainer(TrainerBase):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.load_extra_state(state["extra"])
+        self.memory.load_state_dict(state["memory"])
         self.gradient_steps = int(state["gradient_steps"])
         self.load_counters(state["counters"])
         restore_rng_state(state["rng"])
