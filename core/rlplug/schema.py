@@ -95,6 +95,22 @@ class LossSpec:
     describe: str = ""  # optional "module:function" returning extra facts for ``rlplug losses``
 
 
+def both_backends(
+    package: str,
+    action_spaces: tuple[str, ...],
+    skrl_settings: Callable[..., dict[str, Any]] | None,
+    torchrl_settings: Callable[..., dict[str, Any]] | None,
+) -> dict[str, BackendSpec]:
+    """The usual pair of backends: ``<package>.skrl_backend`` needing skrl and
+    ``<package>.torchrl_backend`` needing torchrl and tensordict, installed by the core's extras."""
+    return {
+        "skrl": BackendSpec(f"{package}.skrl_backend", action_spaces, skrl_settings, requires=("skrl",), extra="skrl"),
+        "torchrl": BackendSpec(
+            f"{package}.torchrl_backend", action_spaces, torchrl_settings, requires=("torchrl", "tensordict"), extra="torchrl"
+        ),
+    }
+
+
 @dataclass(frozen=True)
 class AlgorithmSpec:
     """The declaration of one algorithm, as returned by ``rlplug_algorithms()``."""

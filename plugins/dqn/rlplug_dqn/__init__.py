@@ -6,8 +6,9 @@ The backends live in ``skrl_backend`` and ``torchrl_backend`` and are imported o
 
 from __future__ import annotations
 
-from rlplug import AlgorithmPlugin, AlgorithmSpec, BackendSpec, LossSpec, Param
+from rlplug import AlgorithmPlugin, AlgorithmSpec, LossSpec, Param
 from rlplug.offpolicy import ESTIMATOR_PARAMS, REPLAY_PARAMS, TARGET_PARAMS
+from rlplug.schema import both_backends
 
 from .settings import skrl_settings, torchrl_settings
 
@@ -32,22 +33,7 @@ DQN = AlgorithmSpec(
     name="dqn",
     summary="Deep Q-Network (epsilon-greedy, replay, target network; double DQN as a switch)",
     kind="off-policy",
-    backends={
-        "skrl": BackendSpec(
-            module="rlplug_dqn.skrl_backend",
-            action_spaces=("discrete",),
-            settings=skrl_settings,
-            requires=("skrl",),
-            extra="skrl",
-        ),
-        "torchrl": BackendSpec(
-            module="rlplug_dqn.torchrl_backend",
-            action_spaces=("discrete",),
-            settings=torchrl_settings,
-            requires=("torchrl", "tensordict"),
-            extra="torchrl",
-        ),
-    },
+    backends=both_backends("rlplug_dqn", ("discrete",), skrl_settings, torchrl_settings),
     params=PARAMS,
     api_version=1,
     default_loss="dqn",

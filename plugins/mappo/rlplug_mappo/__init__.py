@@ -7,7 +7,8 @@ Environments are multi-agent ids, ``mpe:NAME`` (PettingZoo MPE from ``mpe2``) or
 
 from __future__ import annotations
 
-from rlplug import AlgorithmPlugin, AlgorithmSpec, BackendSpec, LossSpec, Param
+from rlplug import AlgorithmPlugin, AlgorithmSpec, LossSpec, Param
+from rlplug.schema import both_backends
 
 from .settings import skrl_settings, torchrl_settings
 
@@ -35,22 +36,7 @@ MAPPO = AlgorithmSpec(
     name="mappo",
     summary="Multi-Agent PPO with a centralised critic (IPPO with centralised_critic = false)",
     kind="multi-agent",
-    backends={
-        "skrl": BackendSpec(
-            module="rlplug_mappo.skrl_backend",
-            action_spaces=("discrete", "continuous"),
-            settings=skrl_settings,
-            requires=("skrl",),
-            extra="skrl",
-        ),
-        "torchrl": BackendSpec(
-            module="rlplug_mappo.torchrl_backend",
-            action_spaces=("discrete", "continuous"),
-            settings=torchrl_settings,
-            requires=("torchrl", "tensordict"),
-            extra="torchrl",
-        ),
-    },
+    backends=both_backends("rlplug_mappo", ("discrete", "continuous"), skrl_settings, torchrl_settings),
     params=PARAMS,
     api_version=1,
     default_loss="mappo",

@@ -6,7 +6,8 @@ The backends live in ``skrl_backend`` and ``torchrl_backend`` and are imported o
 
 from __future__ import annotations
 
-from rlplug import AlgorithmPlugin, AlgorithmSpec, BackendSpec, LossSpec, Param
+from rlplug import AlgorithmPlugin, AlgorithmSpec, LossSpec, Param
+from rlplug.schema import both_backends
 
 from .settings import skrl_settings, torchrl_settings
 
@@ -39,22 +40,7 @@ PPO = AlgorithmSpec(
     name="ppo",
     summary="Proximal Policy Optimization (clipped surrogate, GAE)",
     kind="on-policy",
-    backends={
-        "skrl": BackendSpec(
-            module="rlplug_ppo.skrl_backend",
-            action_spaces=("discrete", "continuous"),
-            settings=skrl_settings,
-            requires=("skrl",),
-            extra="skrl",
-        ),
-        "torchrl": BackendSpec(
-            module="rlplug_ppo.torchrl_backend",
-            action_spaces=("discrete", "continuous"),
-            settings=torchrl_settings,
-            requires=("torchrl", "tensordict"),
-            extra="torchrl",
-        ),
-    },
+    backends=both_backends("rlplug_ppo", ("discrete", "continuous"), skrl_settings, torchrl_settings),
     params=PARAMS,
     api_version=1,
     default_loss="clip",

@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from rlplug import AlgorithmPlugin, AlgorithmSpec, BackendSpec, LossSpec, Param
+from rlplug import AlgorithmPlugin, AlgorithmSpec, LossSpec, Param
 from rlplug.offpolicy import ESTIMATOR_PARAMS, REPLAY_PARAMS, TARGET_PARAMS
+from rlplug.schema import both_backends
 
 from .settings import skrl_settings, torchrl_settings
 
@@ -52,22 +53,7 @@ SAC = AlgorithmSpec(
     name="sac",
     summary="Soft Actor-Critic (twin Q networks, entropy-regularised, tuned alpha)",
     kind="off-policy",
-    backends={
-        "skrl": BackendSpec(
-            module="rlplug_sac.skrl_backend",
-            action_spaces=("continuous",),
-            settings=skrl_settings,
-            requires=("skrl",),
-            extra="skrl",
-        ),
-        "torchrl": BackendSpec(
-            module="rlplug_sac.torchrl_backend",
-            action_spaces=("continuous",),
-            settings=torchrl_settings,
-            requires=("torchrl", "tensordict"),
-            extra="torchrl",
-        ),
-    },
+    backends=both_backends("rlplug_sac", ("continuous",), skrl_settings, torchrl_settings),
     params=PARAMS,
     api_version=1,
     default_loss="sac",

@@ -6,8 +6,9 @@ The backends live in ``skrl_backend`` and ``torchrl_backend`` and are imported o
 
 from __future__ import annotations
 
-from rlplug import AlgorithmPlugin, AlgorithmSpec, BackendSpec, LossSpec, Param
+from rlplug import AlgorithmPlugin, AlgorithmSpec, LossSpec, Param
 from rlplug.offpolicy import ESTIMATOR_PARAMS, REPLAY_PARAMS, TARGET_PARAMS
+from rlplug.schema import both_backends
 
 from .settings import skrl_settings, torchrl_settings
 
@@ -33,22 +34,7 @@ TD3 = AlgorithmSpec(
     name="td3",
     summary="Twin Delayed DDPG: clipped double-Q, delayed policy updates, target policy smoothing",
     kind="off-policy",
-    backends={
-        "skrl": BackendSpec(
-            module="rlplug_td3.skrl_backend",
-            action_spaces=("continuous",),
-            settings=skrl_settings,
-            requires=("skrl",),
-            extra="skrl",
-        ),
-        "torchrl": BackendSpec(
-            module="rlplug_td3.torchrl_backend",
-            action_spaces=("continuous",),
-            settings=torchrl_settings,
-            requires=("torchrl", "tensordict"),
-            extra="torchrl",
-        ),
-    },
+    backends=both_backends("rlplug_td3", ("continuous",), skrl_settings, torchrl_settings),
     params=PARAMS,
     api_version=1,
     default_loss="td3",
