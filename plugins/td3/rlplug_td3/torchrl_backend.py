@@ -147,8 +147,6 @@ class TorchRLTD3Trainer(TorchRLOffPolicyTrainer):
         self.actor_optimizer = torch.optim.Adam(self.actor_parameters, lr=s["actor_lr"])
         self.critic_optimizer = torch.optim.Adam(self.critic_parameters, lr=s["critic_lr"])
         self.updates = 0
-        # actor terms exist on delayed steps only: average them over those steps
-        self._actor_sum, self._actor_count = torch.zeros(()), 0
         super().__init__(build)
 
     @property
@@ -159,13 +157,13 @@ class TorchRLTD3Trainer(TorchRLOffPolicyTrainer):
         loss_qvalue, _ = self.loss.value_loss(sample)
         self._optimise(loss_qvalue, self.critic_optimizer, self.critic_parameters)
         self.updates += 1
-        if self.updates % self.policy_delay == 0:
-            loss_actor, _ = self.loss.actor_loss(sample)
-            self._optimise(loss_actor, self.actor_optimizer, self.actor_parameters)
-            self.target_updater.step()
-            self._actor_sum = self._actor_sum + loss_actor.detach()
-            self._actor_count += 1
-        return {"loss_qvalue": loss_qvalue}
+        if self.updates % self.policy_delay:
+            return {"loss_qvalue": loss_qvalue}
+        loss_actor, _ = self.loss.actor_loss(sample)
+        self._optimise(loss_actor, self.actor_optimizer, self.actor_parameters)
+        self.target_updater.step()
+        # the trainer averages each term over the steps that returned it: loss_actor over delayed steps
+        return {"loss_qvalue": loss_qvalue, "loss_actor": loss_actor}
 
     def _optimise(self, loss: torch.Tensor, optimizer: torch.optim.Optimizer, parameters: list[torch.Tensor]) -> None:
         optimizer.zero_grad(set_to_none=True)
@@ -178,14 +176,10 @@ class TorchRLTD3Trainer(TorchRLOffPolicyTrainer):
         noise_scale(self.noise).fill_(self.schedule(self.env_steps))
 
     def extra_metrics(self) -> dict[str, float]:
-        metrics = {
+        return {
             "train/exploration_scale": float(noise_scale(self.noise)),
             "train/policy_updates": float(self.target_updater.steps),
         }
-        if self._actor_count:
-            metrics["loss/loss_actor"] = self._actor_sum.item() / self._actor_count
-            self._actor_sum, self._actor_count = torch.zeros(()), 0
-        return metrics
 
     def act_deterministic(self, observations: np.ndarray) -> np.ndarray:
         """The actor's action, without exploration noise (already inside the bounds)."""
