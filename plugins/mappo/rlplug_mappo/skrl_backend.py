@@ -17,8 +17,7 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
-from rlplug.backends.skrl import preprocessor, seed_everything
+from rlplug.backends.skrl import clipped_ppo_terms, preprocessor, seed_everything
 from rlplug.backends.skrl_multiagent import agent_models, deterministic_actions, make_multiagent_env
 from rlplug.hookspecs import Build
 from rlplug.multiagent import MultiAgentTrainerBase
@@ -75,30 +74,10 @@ class MAPPOClipLoss:
         self.value_loss_scale = value_loss_scale
 
     def __call__(self, agent: MAPPO, batch: dict[str, torch.Tensor], uid: str, epoch: int) -> dict[str, torch.Tensor]:
-        policy, value = agent.policies[uid], agent.values[uid]
-        inputs = {"observations": batch["observations"], "states": batch["states"]}
-        _, outputs = policy.act({**inputs, "taken_actions": batch["actions"]}, role="policy")
-        log_ratio = outputs["log_prob"] - batch["log_prob"]
-        with torch.no_grad():
-            approx_kl = ((torch.exp(log_ratio) - 1) - log_ratio).mean()
-
-        if self.entropy_loss_scale:
-            loss_entropy = -self.entropy_loss_scale * policy.get_entropy(role="policy").mean()
-        else:
-            loss_entropy = torch.zeros((), device=log_ratio.device)
-
-        ratio = torch.exp(log_ratio)
-        surrogate = batch["advantages"] * ratio
-        surrogate_clipped = batch["advantages"] * torch.clip(ratio, 1.0 - self.ratio_clip, 1.0 + self.ratio_clip)
-        loss_policy = -torch.min(surrogate, surrogate_clipped).mean()
-
-        predicted_values, _ = value.act(inputs, role="value")
-        if self.value_clip > 0:
-            predicted_values = batch["values"] + torch.clip(
-                predicted_values - batch["values"], min=-self.value_clip, max=self.value_clip
-            )
-        loss_value = self.value_loss_scale * F.mse_loss(batch["returns"], predicted_values)
-        return {"loss_policy": loss_policy, "loss_value": loss_value, "loss_entropy": loss_entropy, "approx_kl": approx_kl}
+        return clipped_ppo_terms(
+            agent.policies[uid], agent.values[uid], batch,
+            self.ratio_clip, self.value_clip, self.entropy_loss_scale, self.value_loss_scale,
+        )  # fmt: skip
 
 
 def make_mappo_loss(build: Build) -> MAPPOClipLoss:
