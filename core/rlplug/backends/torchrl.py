@@ -76,6 +76,15 @@ def quiet_torchrl_info() -> Iterator[None]:
         logger.setLevel(level)
 
 
+def extend_quietly(memory: Any, transitions: TensorDict) -> None:
+    """``memory.extend(transitions)``; the first call, which sizes a lazy storage, without TorchRL's INFO line."""
+    if len(memory):
+        memory.extend(transitions)
+    else:
+        with quiet_torchrl_info():
+            memory.extend(transitions)
+
+
 def make_env(env_id: str, env_kwargs: Mapping[str, Any], num_envs: int, seed: int, device: str = "cpu") -> EnvBase:
     """``num_envs`` copies of a gymnasium env stepped in this process, batch size ``[num_envs]``, seeded.
 

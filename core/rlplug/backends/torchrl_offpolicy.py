@@ -24,7 +24,7 @@ from ..hookspecs import Build
 from ..offpolicy import gradient_steps_due
 from ..rng import capture_rng_state, restore_rng_state
 from ..trainer import TrainerBase
-from .torchrl import configure_threads, make_collector, make_env, quiet_torchrl_info, seed_everything
+from .torchrl import configure_threads, extend_quietly, make_collector, make_env, seed_everything
 
 # What the buffer keeps of a collected step: the policy's extra outputs (logits, loc/scale, log-probs)
 # would only cost memory.
@@ -199,7 +199,7 @@ class TorchRLOffPolicyTrainer(TrainerBase):
         while self.env_steps + self.frames_per_batch <= stop:
             batch = next(self._batches)
             self._track_episodes(batch)
-            self._store(batch)
+            extend_quietly(self.memory, batch.select(*TRANSITION_KEYS).reshape(-1))
             self.env_steps += batch.numel()
             self.after_batch(batch.numel())
             due = gradient_steps_due(self.env_steps, self.learning_starts, self.utd_ratio, self.gradient_steps)
@@ -213,14 +213,6 @@ class TorchRLOffPolicyTrainer(TrainerBase):
             updates += due
         self.iterations += 1
         return self._metrics(sums, counts, updates)
-
-    def _store(self, batch: TensorDict) -> None:
-        transitions = batch.select(*TRANSITION_KEYS).reshape(-1)
-        if len(self.memory):
-            self.memory.extend(transitions)
-        else:  # TorchRL logs an INFO line when it first sizes the lazy storage
-            with quiet_torchrl_info():
-                self.memory.extend(transitions)
 
     def _track_episodes(self, batch: TensorDict) -> None:
         rewards = batch["next", "reward"].reshape(batch.shape[0], -1).cpu().numpy()

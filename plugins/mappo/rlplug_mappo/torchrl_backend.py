@@ -14,7 +14,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
-from rlplug.backends.torchrl import RunningNormalizer, configure_threads, make_collector, quiet_torchrl_info, seed_everything
+from rlplug.backends.torchrl import RunningNormalizer, configure_threads, extend_quietly, make_collector, seed_everything
 from rlplug.backends.torchrl_multiagent import (
     agent_group,
     done_keys,
@@ -137,7 +137,7 @@ class TorchRLMAPPOTrainer(MultiAgentTrainerBase):
         self._track_episodes(batch)
         with torch.no_grad():
             self._compute_advantages(batch)
-        self._store(batch.reshape(-1))
+        extend_quietly(self.memory, batch.reshape(-1))
         metrics = self._update()
         self.env_steps += batch.numel()
         self.iterations += 1
@@ -145,13 +145,6 @@ class TorchRLMAPPOTrainer(MultiAgentTrainerBase):
         if episode_return is not None:
             metrics["train/episode_return"] = episode_return
         return metrics
-
-    def _store(self, transitions: TensorDict) -> None:
-        if len(self.memory):
-            self.memory.extend(transitions)
-        else:  # TorchRL logs an INFO line when it first sizes the lazy storage
-            with quiet_torchrl_info():
-                self.memory.extend(transitions)
 
     def _track_episodes(self, batch: TensorDict) -> None:
         """Per-agent returns: the agents' rewards averaged each step, episodes cut by the team's done."""

@@ -19,12 +19,12 @@ from rlplug.backends.torchrl import (
     LearningRateSchedule,
     RunningNormalizer,
     configure_threads,
+    extend_quietly,
     find_module,
     make_collector,
     make_env,
     mlp,
     observation_batch,
-    quiet_torchrl_info,
     seed_everything,
     stochastic_actor,
     value_operator,
@@ -160,7 +160,7 @@ class TorchRLPPOTrainer(TrainerBase):
         self._track_episodes(batch)
         with torch.no_grad():
             self._compute_advantages(batch)
-        self._store(batch.reshape(-1))
+        extend_quietly(self.memory, batch.reshape(-1))
         metrics = self._update()
         if self.observation_normalizer is not None:
             # after the update: the batch was collected and optimised under the same statistics,
@@ -172,13 +172,6 @@ class TorchRLPPOTrainer(TrainerBase):
         if episode_return is not None:
             metrics["train/episode_return"] = episode_return
         return metrics
-
-    def _store(self, transitions: TensorDict) -> None:
-        if len(self.memory):
-            self.memory.extend(transitions)
-        else:  # TorchRL logs an INFO line when it first sizes the lazy storage
-            with quiet_torchrl_info():
-                self.memory.extend(transitions)
 
     def _track_episodes(self, batch: TensorDict) -> None:
         rewards = batch["next", "reward"].reshape(batch.shape[0], batch.shape[1]).cpu().numpy()
