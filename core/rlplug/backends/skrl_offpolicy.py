@@ -158,6 +158,69 @@ class TermMeans:
         return means
 
 
+class StagedLossAgent:
+    """What rlplug's skrl off-policy agents share, mixed in before skrl's agent class
+    (``class LossDelegatingSAC(StagedLossAgent, SAC)``): the registered staged loss, the target
+    updater from the hook, the loss-term means, upstream's ``update()`` shape and its batch sampling.
+
+    ``run_stage`` calls ``loss(agent, batch, stage)``, sums the returned optimised terms and steps
+    ``optimizer`` with skrl's optimiser step; the agent's ``gradient_step`` calls it once per
+    optimiser in upstream's order.
+    """
+
+    def __init__(self, *, loss: Any, terms: Sequence[str], reported: Sequence[str] = (), target_updater: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.loss = loss
+        self.loss_terms = tuple(terms)
+        self.logged_terms = tuple(terms) + tuple(t for t in reported if t not in terms)
+        self.target_updater = target_updater
+        self.terms = TermMeans()
+
+    def update(self, *, timestep: int, timesteps: int) -> None:
+        """Upstream's entry point (``post_interaction``): ``cfg.gradient_steps`` gradient steps. rlplug's
+        trainer calls ``gradient_step`` directly, as often as the update-to-data ratio owes."""
+        for _ in range(self.cfg.gradient_steps):
+            self.gradient_step(timestep=timestep, timesteps=timesteps)
+
+    def sample_batch(self) -> dict[str, torch.Tensor]:
+        """One replay batch by name, observations and states preprocessed (statistics updated) as upstream."""
+        sampled = self.memory.sample(names=self._tensors_names, batch_size=self.cfg.batch_size)[0]
+        batch = dict(zip(self._tensors_names, sampled))
+        with torch.autocast(device_type=self._device_type, enabled=self.cfg.mixed_precision):
+            batch["observations"] = self._observation_preprocessor(batch["observations"], train=True)
+            batch["states"] = self._state_preprocessor(batch["states"], train=True)
+            batch["next_observations"] = self._observation_preprocessor(batch["next_observations"], train=True)
+            batch["next_states"] = self._state_preprocessor(batch["next_states"], train=True)
+        return batch
+
+    def run_stage(
+        self, batch: dict[str, torch.Tensor], stage: str, optimizer: torch.optim.Optimizer, models: Iterable[nn.Module], grad_norm_clip: float
+    ) -> dict[str, torch.Tensor]:
+        with torch.autocast(device_type=self._device_type, enabled=self.cfg.mixed_precision):
+            out = self.loss(self, batch, stage)
+            optimised = [value for name, value in out.items() if name in self.loss_terms]
+        if not optimised:
+            raise ValueError(f"the loss returned none of the optimised terms {self.loss_terms} for stage '{stage}'")
+        optimise(self, sum(optimised), optimizer, models, grad_norm_clip)
+        self.terms.add(out, self.logged_terms)
+        return out
+
+
+def agent_arguments(build: Build) -> dict[str, Any]:
+    """The keyword arguments every staged-loss agent takes from the build (its config aside)."""
+    return {
+        "models": build.models,
+        "memory": build.memory,
+        "observation_space": build.observation_space,
+        "action_space": build.action_space,
+        "device": build.device,
+        "loss": build.loss,
+        "terms": build.loss_entry.terms,
+        "reported": build.loss_entry.reported,
+        "target_updater": build.target_updater,
+    }
+
+
 # ---- trainer ------------------------------------------------------------------------------------
 
 

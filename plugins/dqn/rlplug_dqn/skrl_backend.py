@@ -17,7 +17,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from rlplug.backends.skrl import q_model, resolve_class, seed_everything
-from rlplug.backends.skrl_offpolicy import SkrlOffPolicyTrainer, TermMeans, optimise, replay_memory, target_update
+from rlplug.backends.skrl_offpolicy import (
+    SkrlOffPolicyTrainer,
+    StagedLossAgent,
+    agent_arguments,
+    replay_memory,
+    target_update,
+)
 from rlplug.hookspecs import Build
 from rlplug.offpolicy import LinearSchedule
 from skrl.agents.torch.dqn import DQN, DQN_CFG
@@ -100,7 +106,7 @@ def build_target_updater(build: Build) -> Any:
 # ---- agent --------------------------------------------------------------------------------------
 
 
-class LossDelegatingDQN(DQN):
+class LossDelegatingDQN(StagedLossAgent, DQN):
     """skrl's DQN whose gradient step asks ``loss(agent, batch, "q")`` for the terms to optimise.
 
     ``update()`` keeps upstream's shape (``cfg.gradient_steps`` gradient steps); rlplug's trainer
@@ -110,23 +116,9 @@ class LossDelegatingDQN(DQN):
     the learning-rate scheduler.
     """
 
-    def __init__(
-        self,
-        *,
-        loss: Any,
-        terms: tuple[str, ...],
-        reported: tuple[str, ...] = (),
-        target_updater: Any,
-        grad_norm_clip: float = 0.0,
-        **kwargs: Any,
-    ) -> None:
+    def __init__(self, *, grad_norm_clip: float = 0.0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.loss = loss
-        self.loss_terms = tuple(terms)
-        self.logged_terms = tuple(terms) + tuple(t for t in reported if t not in terms)
-        self.target_updater = target_updater
         self.grad_norm_clip = grad_norm_clip
-        self.terms = TermMeans()
         scheduler = self.cfg.exploration_scheduler
         self.epsilon = scheduler(0, 1) if scheduler is not None else 0.0
 
@@ -155,27 +147,12 @@ class LossDelegatingDQN(DQN):
 
     # -- learning ---------------------------------------------------------------------------------
 
-    def update(self, *, timestep: int, timesteps: int) -> None:
-        for _ in range(self.cfg.gradient_steps):
-            self.gradient_step(timestep=timestep, timesteps=timesteps)
-
     def gradient_step(self, *, timestep: int, timesteps: int) -> None:
-        sampled = self.memory.sample(names=self._tensors_names, batch_size=self.cfg.batch_size)[0]
-        batch = dict(zip(self._tensors_names, sampled))
-        with torch.autocast(device_type=self._device_type, enabled=self.cfg.mixed_precision):
-            batch["observations"] = self._observation_preprocessor(batch["observations"], train=True)
-            batch["states"] = self._state_preprocessor(batch["states"], train=True)
-            batch["next_observations"] = self._observation_preprocessor(batch["next_observations"], train=True)
-            batch["next_states"] = self._state_preprocessor(batch["next_states"], train=True)
-            terms = self.loss(self, batch, "q")
-            loss = sum(terms[name] for name in self.loss_terms)
-
-        optimise(self, loss, self.optimizer, [self.q_network], self.grad_norm_clip)
+        self.run_stage(self.sample_batch(), "q", self.optimizer, [self.q_network], self.grad_norm_clip)
         self.scaler.update()
         self.target_updater.step()
         if self.scheduler:
             self.scheduler.step()
-        self.terms.add(terms, self.logged_terms)
 
     # -- what rlplug's trainer reads --------------------------------------------------------------
 
@@ -225,19 +202,7 @@ class SkrlDQNTrainer(SkrlOffPolicyTrainer):
     """The shared off-policy loop (seeded warm-up, replay, ``utd_ratio`` gradient steps) around DQN."""
 
     def make_agent(self, build: Build) -> LossDelegatingDQN:
-        return LossDelegatingDQN(
-            models=build.models,
-            memory=build.memory,
-            observation_space=build.observation_space,
-            action_space=build.action_space,
-            device=build.device,
-            cfg=dqn_config(build),
-            loss=build.loss,
-            terms=build.loss_entry.terms,
-            reported=build.loss_entry.reported,
-            target_updater=build.target_updater,
-            grad_norm_clip=build.settings["grad_norm_clip"],
-        )
+        return LossDelegatingDQN(**agent_arguments(build), cfg=dqn_config(build), grad_norm_clip=build.settings["grad_norm_clip"])
 
     def act_deterministic(self, observations: np.ndarray) -> np.ndarray:
         """Argmax of Q; ``compute`` rather than ``act``, so evaluating draws nothing from torch's RNG."""

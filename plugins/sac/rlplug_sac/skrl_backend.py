@@ -21,9 +21,9 @@ import torch.nn.functional as F
 from rlplug.backends.skrl import GaussianPolicy, policy_mean_or_argmax, q_model, seed_everything
 from rlplug.backends.skrl_offpolicy import (
     SkrlOffPolicyTrainer,
+    StagedLossAgent,
     TargetUpdate,
-    TermMeans,
-    optimise,
+    agent_arguments,
     replay_memory,
     target_update,
 )
@@ -148,31 +148,16 @@ def build_target_updater(build: Build) -> TargetUpdate:
 # ---- agent --------------------------------------------------------------------------------------
 
 
-class LossDelegatingSAC(SAC):
+class LossDelegatingSAC(StagedLossAgent, SAC):
     """skrl's ``SAC`` whose gradient step takes its terms from a registered staged loss.
 
-    ``update()`` runs ``cfg.gradient_steps`` of ``gradient_step()`` like upstream; the rlplug trainer
-    calls ``gradient_step()`` directly as many times as the update-to-data ratio owes. Upstream does not
-    checkpoint ``log_entropy_coefficient`` (reference §14.6): ``extra_state()`` carries it.
-    ``exploration_noise`` (optional) is added to the sampled actions ``act()`` returns.
+    Stages "critic", "policy" and "entropy" in upstream's order (``StagedLossAgent.run_stage``).
+    Upstream does not checkpoint ``log_entropy_coefficient`` (reference §14.6): ``extra_state()``
+    carries it. ``exploration_noise`` (optional) is added to the sampled actions ``act()`` returns.
     """
 
-    def __init__(
-        self,
-        *,
-        loss: Any,
-        target_updater: Any,
-        terms: tuple[str, ...],
-        reported: tuple[str, ...] = (),
-        exploration_noise: OrnsteinUhlenbeckNoise | None = None,
-        **kwargs: Any,
-    ) -> None:
+    def __init__(self, *, exploration_noise: OrnsteinUhlenbeckNoise | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.loss = loss
-        self.target_updater = target_updater
-        self.optimised_terms = tuple(terms)
-        self.logged_terms = tuple(terms) + tuple(reported)
-        self.terms = TermMeans()
         self.exploration_noise = exploration_noise
         space = self.action_space
         self._action_low = torch.as_tensor(space.low, dtype=torch.float32, device=self.device)
@@ -186,28 +171,13 @@ class LossDelegatingSAC(SAC):
             actions = torch.clamp(actions + noise, min=self._action_low, max=self._action_high)
         return actions, outputs
 
-    def update(self, *, timestep: int, timesteps: int) -> None:
-        for _ in range(self.cfg.gradient_steps):
-            self.gradient_step(timestep=timestep, timesteps=timesteps)
-
     def gradient_step(self, *, timestep: int, timesteps: int) -> None:
-        observations, states, actions, rewards, next_observations, next_states, terminated = self.memory.sample(
-            names=self._tensors_names, batch_size=self.cfg.batch_size
-        )[0]
-        batch = {
-            "observations": self._observation_preprocessor(observations, train=True),
-            "states": self._state_preprocessor(states, train=True),
-            "actions": actions,
-            "rewards": rewards,
-            "next_observations": self._observation_preprocessor(next_observations, train=True),
-            "next_states": self._state_preprocessor(next_states, train=True),
-            "terminated": terminated,
-        }
-        critics = (self.critic_1, self.critic_2)
-        self._stage(batch, "critic", self.critic_optimizer, critics)
-        self._stage(batch, "policy", self.policy_optimizer, (self.policy,))
+        batch = self.sample_batch()
+        clip = self.cfg.grad_norm_clip
+        self.run_stage(batch, "critic", self.critic_optimizer, (self.critic_1, self.critic_2), clip)
+        self.run_stage(batch, "policy", self.policy_optimizer, (self.policy,), clip)
         if self.cfg.learn_entropy:
-            self._stage(batch, "entropy", self.entropy_optimizer, (), clip=False)
+            self.run_stage(batch, "entropy", self.entropy_optimizer, (), 0.0)  # upstream never clips it
             self._entropy_coefficient = torch.exp(self.log_entropy_coefficient.detach())
         self.scaler.update()  # once, after all optimisers stepped (upstream)
         self.target_updater.step()
@@ -215,13 +185,6 @@ class LossDelegatingSAC(SAC):
             self.policy_scheduler.step()
         if self.critic_scheduler:
             self.critic_scheduler.step()
-
-    def _stage(self, batch: dict[str, torch.Tensor], stage: str, optimizer: torch.optim.Optimizer, models: tuple, clip: bool = True) -> None:
-        with torch.autocast(device_type=self._device_type, enabled=self.cfg.mixed_precision):
-            out = self.loss(self, batch, stage)
-            loss = sum(value for name, value in out.items() if name in self.optimised_terms)
-        optimise(self, loss, optimizer, models, self.cfg.grad_norm_clip if clip else 0.0)
-        self.terms.add(out, self.logged_terms)
 
     def extra_metrics(self) -> dict[str, float]:
         return {"train/alpha": float(self._entropy_coefficient)}
@@ -280,19 +243,7 @@ class SkrlSACTrainer(SkrlOffPolicyTrainer):
     (squashed into the bounds with ``squash_actions``, clipped to them otherwise)."""
 
     def make_agent(self, build: Build) -> LossDelegatingSAC:
-        return LossDelegatingSAC(
-            loss=build.loss,
-            target_updater=build.target_updater,
-            terms=build.loss_entry.terms,
-            reported=build.loss_entry.reported,
-            exploration_noise=exploration_noise(build),
-            models=build.models,
-            memory=build.memory,
-            observation_space=build.observation_space,
-            action_space=build.action_space,
-            device=build.device,
-            cfg=sac_cfg(build),
-        )
+        return LossDelegatingSAC(**agent_arguments(build), cfg=sac_cfg(build), exploration_noise=exploration_noise(build))
 
     def act_deterministic(self, observations: np.ndarray) -> np.ndarray:
         with torch.no_grad():

@@ -18,10 +18,10 @@ import torch.nn.functional as F
 from rlplug.backends.skrl import DeterministicPolicy, q_model, resolve_class, seed_everything
 from rlplug.backends.skrl_offpolicy import (
     SkrlOffPolicyTrainer,
+    StagedLossAgent,
     TargetUpdate,
-    TermMeans,
+    agent_arguments,
     hard_copy,
-    optimise,
     replay_memory,
     target_update,
 )
@@ -133,61 +133,32 @@ def build_target_updater(build: Build) -> TargetUpdate:
 # ---- agent --------------------------------------------------------------------------------------
 
 
-class LossDelegatingTD3(TD3):
+class LossDelegatingTD3(StagedLossAgent, TD3):
     """skrl's TD3 whose gradient step asks ``loss(agent, batch, stage)`` for each stage's terms.
 
     Everything else is upstream's update: one sampled batch per gradient step, preprocessed
     observations, the critic optimiser step on every gradient step, the policy optimiser step and the
-    target update on every ``policy_delay``-th, one ``scaler.update()``, the schedulers' steps. The
-    returned keys that are in ``terms`` are summed and optimised; ``terms`` and ``reported`` are
-    averaged into ``self.terms`` without a ``.item()`` per step.
+    target update on every ``policy_delay``-th, one ``scaler.update()``, the schedulers' steps.
     """
 
-    def __init__(
-        self, *, loss: Any, terms: tuple[str, ...], reported: tuple[str, ...] = (), target_updater: Any, **kwargs: Any
-    ) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.loss = loss
-        self.loss_terms = tuple(terms)
-        self.logged_terms = tuple(terms) + tuple(t for t in reported if t not in terms)
-        self.target_updater = target_updater
-        self.terms = TermMeans()
         self._timestep = 0
-
-    def update(self, *, timestep: int, timesteps: int) -> None:
-        """Upstream's entry point (``post_interaction``): ``gradient_steps`` gradient steps."""
-        for _ in range(self.cfg.gradient_steps):
-            self.gradient_step(timestep=timestep, timesteps=timesteps)
 
     def gradient_step(self, *, timestep: int, timesteps: int) -> None:
         self._timestep = timestep
-        sampled = self.memory.sample(names=self._tensors_names, batch_size=self.cfg.batch_size)[0]
-        batch = dict(zip(self._tensors_names, sampled))
-        with torch.autocast(device_type=self._device_type, enabled=self.cfg.mixed_precision):
-            batch["observations"] = self._observation_preprocessor(batch["observations"], train=True)
-            batch["states"] = self._state_preprocessor(batch["states"], train=True)
-            batch["next_observations"] = self._observation_preprocessor(batch["next_observations"], train=True)
-            batch["next_states"] = self._state_preprocessor(batch["next_states"], train=True)
-            terms = self.loss(self, batch, "critic")
-        optimise(self, self._optimised(terms), self.critic_optimizer, (self.critic_1, self.critic_2), self.cfg.grad_norm_clip)
-
+        batch = self.sample_batch()
+        clip = self.cfg.grad_norm_clip
+        self.run_stage(batch, "critic", self.critic_optimizer, (self.critic_1, self.critic_2), clip)
         self._update_counter += 1
         if not self._update_counter % self.cfg.policy_delay:
-            with torch.autocast(device_type=self._device_type, enabled=self.cfg.mixed_precision):
-                policy_terms = self.loss(self, batch, "policy")
-            optimise(self, self._optimised(policy_terms), self.policy_optimizer, (self.policy,), self.cfg.grad_norm_clip)
+            self.run_stage(batch, "policy", self.policy_optimizer, (self.policy,), clip)
             self.target_updater.step()
-            terms = {**terms, **policy_terms}
-
         self.scaler.update()  # once, after the optimisers have stepped
         if self.policy_scheduler:
             self.policy_scheduler.step()
         if self.critic_scheduler:
             self.critic_scheduler.step()
-        self.terms.add(terms, self.logged_terms)
-
-    def _optimised(self, terms: dict[str, torch.Tensor]) -> torch.Tensor:
-        return sum(value for name, value in terms.items() if name in self.loss_terms)
 
     def exploration_scale(self) -> float:
         schedule = self.cfg.exploration_scheduler
@@ -248,18 +219,7 @@ class SkrlTD3Trainer(SkrlOffPolicyTrainer):
     """rlplug's off-policy loop around ``LossDelegatingTD3``; evaluation uses the noiseless policy."""
 
     def make_agent(self, build: Build) -> LossDelegatingTD3:
-        return LossDelegatingTD3(
-            models=build.models,
-            memory=build.memory,
-            observation_space=build.observation_space,
-            action_space=build.action_space,
-            device=build.device,
-            cfg=agent_config(build),
-            loss=build.loss,
-            terms=build.loss_entry.terms,
-            reported=build.loss_entry.reported,
-            target_updater=build.target_updater,
-        )
+        return LossDelegatingTD3(**agent_arguments(build), cfg=agent_config(build))
 
     def act_deterministic(self, observations: np.ndarray) -> np.ndarray:
         """The policy's action without exploration noise (skrl's ``act`` adds noise even in eval, §14.5)."""
