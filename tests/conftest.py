@@ -49,9 +49,10 @@ def assert_one_line_error(result: subprocess.CompletedProcess, expected: str) ->
     assert expected in lines[0], lines[0]
 
 
-def make_build(plugin_module, backend, env_id, num_envs=4, steps=2048, seed=0, registry=None, loss=None, **hp_over):
+def make_build(plugin_module, backend, env_id, num_envs=4, steps=2048, seed=0, registry=None, loss=None, dataset=None, **hp_over):
     """A ``Build`` of the one algorithm ``plugin_module`` declares, wired stage by stage through the plugin's
-    hooks, without recipes or discovery. ``plugin_module`` is the entry module's name (``"rlplug_sac"``)."""
+    hooks, without recipes or discovery. ``plugin_module`` is the entry module's name (``"rlplug_sac"``).
+    Offline algorithms take ``dataset``, a dataset directory (see the ``random_dataset`` fixture)."""
     import importlib
     from types import SimpleNamespace
 
@@ -61,7 +62,7 @@ def make_build(plugin_module, backend, env_id, num_envs=4, steps=2048, seed=0, r
     plugin = importlib.import_module(plugin_module).plugin
     (spec,) = plugin.rlplug_algorithms()
     hp = {**spec.defaults(), **hp_over}
-    recipe = SimpleNamespace(name="test", steps=steps, num_envs=num_envs, seed=seed)
+    recipe = SimpleNamespace(name="test", steps=steps, num_envs=num_envs, seed=seed, dataset=dataset or "")
     if registry is None:
         registry = LossRegistry()
         plugin.rlplug_register_losses(registry)
@@ -72,6 +73,10 @@ def make_build(plugin_module, backend, env_id, num_envs=4, steps=2048, seed=0, r
                   env_id=env_id, env_kwargs={}, num_envs=num_envs, observation_space=observation_space,
                   action_space=action_space, seed=seed, device="cpu",
                   loss_entry=registry.get(spec.name, backend, loss or spec.default_loss))  # fmt: skip
+    if dataset is not None:
+        from rlplug.datasets import read_info
+
+        build.extras["dataset"] = read_info(dataset)
     build.models = plugin.rlplug_build_models(build=build)
     build.memory = plugin.rlplug_build_memory(build=build)
     build.loss = plugin.rlplug_build_loss(build=build)
@@ -111,3 +116,32 @@ def ppo_builds():
     yield make
     for build in made:
         build.trainer.close()
+
+
+def write_dataset(directory, env_id="Pendulum-v1", steps=2_000, seed=0, random_return=-1200.0, expert_return=-150.0):
+    """A uniformly random dataset of ``steps`` transitions at ``directory`` with made-up reference returns
+    (tests only: real datasets measure theirs)."""
+    import gymnasium as gym
+    from rlplug.collect import rollout
+    from rlplug.datasets import write
+
+    env = gym.make(env_id)
+    arrays = rollout(env_id, {}, None, steps, 0.0, seed, progress=False)
+    info = write(str(directory), arrays, env_id=env_id, env_kwargs={}, observation_space=env.observation_space,
+                 action_space=env.action_space, source={"kind": "random", "seed": seed},
+                 reference={"random_return": random_return, "expert_return": expert_return})
+    env.close()
+    return str(info.path)
+
+
+@pytest.fixture(scope="session")
+def random_dataset(tmp_path_factory):
+    """``random_dataset(env_id)``: the path of a 2,000-transition random dataset of ``env_id`` (made once)."""
+    made = {}
+
+    def make(env_id="Pendulum-v1"):
+        if env_id not in made:
+            made[env_id] = write_dataset(tmp_path_factory.mktemp("datasets") / env_id, env_id)
+        return made[env_id]
+
+    return make

@@ -30,7 +30,9 @@ def test_train_writes_a_complete_run_directory_then_eval_and_resume(backend, tmp
     versions = json.loads((run_dir / "versions.json").read_text())
     assert {"python", "torch", "skrl", "torchrl", "tensordict", "gymnasium", "rlplug", "rlplug-ppo"} <= set(versions)
     rows = list(csv.DictReader((run_dir / "metrics.csv").open()))
-    assert [int(r["env_steps"]) for r in rows] == [128, 256, 384, 512]
+    assert [int(r["env_steps"]) for r in rows] == [128, 256, 384, 512, 512]  # the last row: the final evaluation
+    assert float(rows[-1]["eval/return"]) == summary["eval_return_mean"] and rows[-1]["train/steps_per_second"] == ""
+    assert float(rows[-2]["train/steps_per_second"]) > 0
 
     evaluated = run_cli("eval", str(run_dir), "--json")
     assert evaluated.returncode == 0, evaluated.stderr
@@ -40,7 +42,7 @@ def test_train_writes_a_complete_run_directory_then_eval_and_resume(backend, tmp
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout)["steps"] == 768
     rows = list(csv.DictReader((run_dir / "metrics.csv").open()))
-    assert [int(r["env_steps"]) for r in rows][-2:] == [640, 768]  # rows already written are kept
+    assert [int(r["env_steps"]) for r in rows][-3:] == [640, 768, 768]  # rows already written are kept
 
 
 def test_no_write_writes_nothing(tmp_path):
@@ -84,3 +86,17 @@ def test_bench_prints_a_table():
     rows = json.loads(result.stdout)
     assert rows[0]["recipe"] == "ppo-cartpole@1" and rows[0]["backend"] == "skrl" and rows[0]["steps"] == 256
     assert rows[0]["passed"] is (rows[0]["eval_return_mean"] >= 475)
+
+
+def test_eval_records_videos_or_says_what_it_needs(tmp_path):
+    import importlib.util
+
+    run_dir = tmp_path / "run"
+    assert run_cli("train", "ppo-cartpole", "--steps", "256", "--run-dir", str(run_dir), *FAST).returncode == 0
+    result = run_cli("eval", str(run_dir), "--episodes", "1", "--video", "--json")
+    if importlib.util.find_spec("moviepy") is None:
+        assert_one_line_error(result, "needs moviepy: pip install moviepy")
+        return
+    assert result.returncode == 0, result.stderr
+    videos = json.loads(result.stdout)["videos"]
+    assert len(videos) == 1 and videos[0].endswith(".mp4") and (run_dir / "videos").is_dir()

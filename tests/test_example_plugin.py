@@ -133,6 +133,11 @@ def test_example_plugin_installs_trains_and_uninstalls(tmp_path: Path) -> None:
     assert summary["target"] == 400.0
     assert summary["run_dir"] is None
 
+    # the conformance kit, as the example's own test suite would call it
+    kit = venv.run(venv.python, "-c", "from rlplug.testing import check_cell; "
+                   "print(check_cell('reinforce-cartpole', 'skrl', ['num_envs=2'], steps=300))")
+    assert "resume equivalence" in kit.stdout, kit.stdout
+
     venv.pip("uninstall", "-y", "rlplug-reinforce")
 
     assert not any(row["algorithm"] == "reinforce" for row in _listed(venv))

@@ -244,3 +244,11 @@ def test_state_dict_round_trip(builds):
     assert fresh.trainer.env_steps == 1_200 and fresh.trainer.gradient_steps == 250
     assert new.epsilon == old.epsilon
     assert new.scheduler.state_dict() == old.scheduler.state_dict()
+
+
+def test_conforms_to_the_contract():
+    """The conformance kit: declarations, construction, short train, deterministic evaluation,
+    checkpoint round-trip and bit-for-bit resume equivalence."""
+    from rlplug.testing import check_cell
+
+    check_cell("dqn-cartpole", "skrl", ["learning_starts=64", "hidden_sizes=[16, 16]", "batch_size=16", "log_every=64"], steps=256)

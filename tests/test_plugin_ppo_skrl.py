@@ -280,3 +280,11 @@ def test_same_step_autoreset_hands_back_the_final_observation():
         assert torch.equal(patched[~ended], next_observations[~ended])
     finally:
         env.close()
+
+
+def test_conforms_to_the_contract():
+    """The conformance kit: declarations, construction, short train, deterministic evaluation,
+    checkpoint round-trip and bit-for-bit resume equivalence."""
+    from rlplug.testing import check_cell
+
+    check_cell("ppo-cartpole", "skrl", ["num_envs=2", "rollout_steps=32", "hidden_sizes=[16, 16]"], steps=128)

@@ -337,3 +337,11 @@ def test_deterministic_actor_and_q_value_operator():
     assert (action[:, 0].abs() <= 2.0).all() and (action[:, 1] >= 0.0).all() and (action[:, 1] <= 1.0).all()
     q_value = q_value_operator(mlp(3 + 2, [16], 1))(td)["state_action_value"]
     assert q_value.shape == (64, 1)
+
+
+def test_conforms_to_the_contract():
+    """The conformance kit: declarations, construction, short train, deterministic evaluation,
+    checkpoint round-trip and bit-for-bit resume equivalence."""
+    from rlplug.testing import check_cell
+
+    check_cell("ppo-cartpole", "torchrl", ["num_envs=2", "rollout_steps=32", "hidden_sizes=[16, 16]"], steps=128)

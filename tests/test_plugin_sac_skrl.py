@@ -210,3 +210,11 @@ def test_squashed_policy_matches_a_tanh_transformed_gaussian(builds):
     build.trainer.train(400, [lambda trainer, metrics: rows.append(metrics)])
     assert build.trainer.gradient_steps == 300
     assert all(np.isfinite(row[f"loss/{term}"]) for row in rows[1:] for term in ("loss_critic", "loss_policy", "loss_entropy"))
+
+
+def test_conforms_to_the_contract():
+    """The conformance kit: declarations, construction, short train, deterministic evaluation,
+    checkpoint round-trip and bit-for-bit resume equivalence."""
+    from rlplug.testing import check_cell
+
+    check_cell("sac-pendulum", "skrl", ["learning_starts=64", "hidden_sizes=[16, 16]", "batch_size=16", "log_every=64"], steps=128)

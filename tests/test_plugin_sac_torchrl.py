@@ -128,3 +128,11 @@ def test_ou_exploration_noise_correlates_actions_in_bounds(builds):
     assert np.all(np.abs(stored["ou"]) <= 2.0) and np.all(np.abs(stored["none"]) <= 2.0)
     assert _lag1_autocorrelation(stored["ou"]) > 0.5 > 0.2 > abs(_lag1_autocorrelation(stored["none"]))
     assert torchrl_settings(SAC.defaults(), SimpleNamespace(num_envs=1, steps=1000))["exploration_noise"] is None
+
+
+def test_conforms_to_the_contract():
+    """The conformance kit: declarations, construction, short train, deterministic evaluation,
+    checkpoint round-trip and bit-for-bit resume equivalence."""
+    from rlplug.testing import check_cell
+
+    check_cell("sac-pendulum", "torchrl", ["learning_starts=64", "hidden_sizes=[16, 16]", "batch_size=16", "log_every=64"], steps=128)

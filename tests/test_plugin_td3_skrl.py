@@ -181,3 +181,11 @@ def test_settings_refuse_torchrl_only_estimators():
         skrl_settings(hp, recipe)
     settings = skrl_settings({**TD3_SPEC.defaults(), "target_policy_noise": 0.0}, recipe)
     assert settings["smooth_regularization_noise"] is None
+
+
+def test_conforms_to_the_contract():
+    """The conformance kit: declarations, construction, short train, deterministic evaluation,
+    checkpoint round-trip and bit-for-bit resume equivalence."""
+    from rlplug.testing import check_cell
+
+    check_cell("td3-pendulum", "skrl", ["learning_starts=64", "hidden_sizes=[16, 16]", "batch_size=16", "log_every=64"], steps=128)

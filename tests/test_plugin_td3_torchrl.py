@@ -135,7 +135,7 @@ def test_checkpoint_round_trip_and_ou_annealing(builds):
     assert fresh.trainer.updates == build.trainer.updates > 0
     assert fresh.target_updater.steps == build.target_updater.steps
     assert float(fresh.trainer.noise.eps) == pytest.approx(0.2)
-    assert fresh.trainer.env_steps == 300 and fresh.trainer.collector.init_random_frames == 0
+    assert fresh.trainer.env_steps == 300 and fresh.trainer.collector._frames == 300  # past the random warm-up
     online, targets = _online_and_targets(fresh.loss)
     online_old, targets_old = _online_and_targets(build.loss)
     assert _equal(online, online_old) and _equal(targets, targets_old)
@@ -144,3 +144,11 @@ def test_checkpoint_round_trip_and_ou_annealing(builds):
 def test_describe_lists_accepted_keys():
     facts = describe_td3_loss()
     assert {"action", "state_action_value", "reward", "done", "terminated"} <= set(facts["set_keys"])
+
+
+def test_conforms_to_the_contract():
+    """The conformance kit: declarations, construction, short train, deterministic evaluation,
+    checkpoint round-trip and bit-for-bit resume equivalence."""
+    from rlplug.testing import check_cell
+
+    check_cell("td3-pendulum", "torchrl", ["learning_starts=64", "hidden_sizes=[16, 16]", "batch_size=16", "log_every=64"], steps=128)

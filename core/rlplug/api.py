@@ -73,11 +73,9 @@ def save(build: Build, path: str | Path) -> None:
 def load(build: Build, path: str | Path) -> Build:
     """Load a state saved by ``save`` into an already built ``Build`` of the same cell."""
     from .checkpoint import load_checkpoint
-    from .errors import RunDirError
+    from .runs import check_header, load_trainer_state
 
     payload = load_checkpoint(Path(path))
-    header = payload.get("rlplug", {})
-    if (header.get("algorithm"), header.get("backend")) != build.cell:
-        raise RunDirError(f"{path} holds a {header.get('algorithm')}/{header.get('backend')} checkpoint, not {'/'.join(build.cell)}")
-    build.trainer.load_state_dict(payload["trainer"])
+    check_header(payload.get("rlplug", {}), build, path)
+    load_trainer_state(build, payload["trainer"], path)
     return build

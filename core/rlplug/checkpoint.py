@@ -1,16 +1,25 @@
-"""Checkpoint I/O: atomic writes (temporary file, fsync, rename) and safe loads (``weights_only=True``)."""
+"""Checkpoint I/O: atomic writes that keep the previous checkpoint, and safe loads (``weights_only=True``).
+
+``save_checkpoint(path)`` writes a temporary file, fsyncs it, hard-links the current ``path`` to
+``previous.pt`` (so the last complete checkpoint survives whatever happens next) and renames the
+temporary file over ``path``. At every instant ``path`` is a complete checkpoint, old or new; a write
+that fails (disk full, killed) leaves it untouched.
+"""
 
 from __future__ import annotations
 
+import errno
 import os
 import pickle
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from .errors import RunDirError
 
 FORMAT = 1
+PREVIOUS = "previous.pt"
 
 
 def save_checkpoint(path: Path, payload: dict[str, Any]) -> None:
@@ -24,10 +33,35 @@ def save_checkpoint(path: Path, payload: dict[str, Any]) -> None:
             torch.save({"format": FORMAT, **payload}, handle)
             handle.flush()
             os.fsync(handle.fileno())
+        if path.exists():
+            keep = path.with_name(f".{PREVIOUS}.tmp")
+            keep.unlink(missing_ok=True)
+            os.link(path, keep)  # a second name for the current checkpoint, then moved into place
+            os.replace(keep, path.with_name(PREVIOUS))
         os.replace(tmp, path)
+        _fsync_directory(path.parent)
+    except OSError as err:
+        Path(tmp).unlink(missing_ok=True)
+        if err.errno == errno.ENOSPC:
+            raise RunDirError(f"disk full while writing checkpoint {path}; the previous checkpoint is intact") from None
+        raise
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make the renames durable (POSIX); a no-op where directories cannot be opened."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def load_checkpoint(path: Path) -> dict[str, Any]:
@@ -46,3 +80,23 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise RunDirError(f"checkpoint {path} is not an rlplug checkpoint (format {FORMAT})")
     return payload
+
+
+def non_finite_tensors(state: Any, prefix: str = "") -> Iterator[str]:
+    """Dotted names of floating-point tensors in ``state`` holding a NaN or an infinity.
+
+    Replay memories are skipped: skrl fills unused rows with NaN on purpose.
+    """
+    import torch
+
+    if isinstance(state, torch.Tensor):
+        if state.is_floating_point() and state.numel() and not bool(torch.isfinite(state).all()):
+            yield prefix or "tensor"
+    elif isinstance(state, dict):
+        for key, value in state.items():
+            if key == "memory":
+                continue
+            yield from non_finite_tensors(value, f"{prefix}.{key}" if prefix else str(key))
+    elif isinstance(state, (list, tuple)):
+        for index, value in enumerate(state):
+            yield from non_finite_tensors(value, f"{prefix}[{index}]")

@@ -140,9 +140,14 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 # ---- train / eval / resume / bench -------------------------------------------------------------------
 def _finish_line(summary: dict[str, Any]) -> str:
     verdict = "passed" if summary["passed"] else "below target"
+    unit = "gradient updates" if summary.get("step_unit") == "updates" else "steps"
+    score = ""
+    if summary.get("normalised_score") is not None:
+        score = f", normalised score {summary['normalised_score']:.1f} (dataset mean return {summary['dataset_return_mean']})"
+    target = f"score {summary['target']:g}" if summary.get("target_metric") == "normalised_score" else f"{summary['target']:g}"
     line = (f"{summary['recipe']} on {summary['backend']}: eval return {summary['eval_return_mean']:.1f} "
-            f"± {summary['eval_return_std']:.1f} over {summary['eval_episodes']} episodes "
-            f"(target {summary['target']:g}, {verdict}); {summary['steps']} steps in {summary['wall_seconds']:.1f} s")
+            f"± {summary['eval_return_std']:.1f} over {summary['eval_episodes']} episodes{score} "
+            f"(target {target}, {verdict}); {summary['steps']} {unit} in {summary['wall_seconds']:.1f} s")
     if summary.get("run_dir"):
         line += f"\nrun directory: {summary['run_dir']}"
     return line
@@ -173,40 +178,56 @@ def cmd_train(args: argparse.Namespace) -> int:
             raise RlplugError(f"run directory {run_dir} already exists and is not empty; choose another --run-dir")
     session.construct(build)
     try:
-        summary = train(build, run_dir=run_dir, progress=not (args.json or args.no_progress))
+        summary = train(build, run_dir=run_dir, progress=not (args.json or args.no_progress), checkpoint_every=args.checkpoint_every)
     finally:
         build.trainer.close()
     return _report(args, summary)
 
 
 def _load_run(args: argparse.Namespace):
-    from .runs import read_run
+    from .runs import open_run
 
     run_dir = Path(args.run_dir)
-    recipe, backend, payload = read_run(run_dir)
-    session = _session(args)
-    build = session.build(recipe, backend)
-    build.trainer.load_state_dict(payload["trainer"])
-    return run_dir, build
+    return run_dir, open_run(_session(args), run_dir)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
     import numpy as np
 
+    video_dir = None
+    if args.video:
+        import importlib.util
+
+        if importlib.util.find_spec("moviepy") is None:
+            raise RlplugError("eval --video records with gymnasium's RecordVideo, which needs moviepy: pip install moviepy")
+        video_dir = str(Path(args.run_dir) / "videos")
     run_dir, build = _load_run(args)
     try:
-        returns = build.trainer.evaluate(args.episodes or build.recipe.eval_episodes)
+        if video_dir is not None and build.extras.get("multiagent") is not None:
+            raise RlplugError("eval --video records single-agent gymnasium environments only")
+        returns = build.trainer.evaluate(args.episodes or build.recipe.eval_episodes, **({"video_dir": video_dir} if video_dir else {}))
     finally:
         build.trainer.close()
+    mean = float(np.mean(returns))
     result = {"run_dir": str(run_dir), "recipe": build.recipe.ref, "backend": build.backend,
-              "steps": build.trainer.env_steps, "eval_episodes": len(returns),
-              "eval_return_mean": round(float(np.mean(returns)), 2), "eval_return_std": round(float(np.std(returns)), 2),
-              "target": build.recipe.target, "passed": bool(np.mean(returns) >= build.recipe.target)}
+              "steps": build.trainer.progress, "step_unit": build.trainer.progress_unit, "eval_episodes": len(returns),
+              "eval_return_mean": round(mean, 2), "eval_return_std": round(float(np.std(returns)), 2),
+              "target": build.recipe.target}
+    dataset = build.extras.get("dataset")
+    if dataset is not None:
+        score = dataset.normalised_score(mean)
+        result["normalised_score"] = round(score, 1) if score is not None else None
+    if video_dir is not None:
+        result["videos"] = sorted(str(p) for p in Path(video_dir).glob("*.mp4"))
     if args.json:
         _emit_json(result)
     else:
-        print(f"{result['recipe']} on {result['backend']} after {result['steps']} steps: eval return "
-              f"{result['eval_return_mean']:.1f} ± {result['eval_return_std']:.1f} over {result['eval_episodes']} episodes")
+        unit = "gradient updates" if result["step_unit"] == "updates" else "steps"
+        score = f", normalised score {result['normalised_score']:.1f}" if result.get("normalised_score") is not None else ""
+        print(f"{result['recipe']} on {result['backend']} after {result['steps']} {unit}: eval return "
+              f"{result['eval_return_mean']:.1f} ± {result['eval_return_std']:.1f} over {result['eval_episodes']} episodes{score}")
+        if video_dir is not None:
+            print(f"videos: {video_dir} ({len(result['videos'])} files)")
     return 0
 
 
@@ -215,13 +236,38 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
     run_dir, build = _load_run(args)
     steps = args.steps or build.recipe.steps
-    if build.trainer.env_steps >= steps:
-        raise RlplugError(f"run {run_dir} already reached {build.trainer.env_steps} of {steps} steps; pass --steps to go further")
+    if build.trainer.progress >= steps:
+        build.trainer.close()
+        raise RlplugError(f"run {run_dir} already reached {build.trainer.progress} of {steps} steps; pass --steps to go further")
     try:
-        summary = train(build, steps=steps, run_dir=run_dir, progress=not (args.json or args.no_progress), resume=True)
+        summary = train(build, steps=steps, run_dir=run_dir, progress=not (args.json or args.no_progress), resume=True,
+                        checkpoint_every=args.checkpoint_every)
     finally:
         build.trainer.close()
     return _report(args, summary)
+
+
+def _bench_row(summary: dict[str, Any]) -> list[Any]:
+    unit = "upd" if summary.get("step_unit") == "updates" else ""
+    result = f"{summary['eval_return_mean']:.1f} ± {summary['eval_return_std']:.1f}"
+    target = f"{summary['target']:g}"
+    if summary.get("target_metric") == "normalised_score":
+        result += f" (score {summary['normalised_score']:.1f})" if summary.get("normalised_score") is not None else " (no score)"
+        target = f"score {target}"
+        if summary.get("dataset_return_mean") is not None:
+            target += f", data {summary['dataset_return_mean']:.0f}"
+    return [summary["recipe"], summary["backend"], f"{summary['steps']}{' ' + unit if unit else ''}", f"{summary['wall_seconds']:.1f}",
+            f"{summary['steps_per_second']:.0f}", result, target, "pass" if summary["passed"] else "FAIL"]
+
+
+def _ensure_dataset(session: Any, recipe: Any, quiet: bool) -> None:
+    """Build a declared dataset a recipe needs when it is missing (``rlplug dataset build`` does the same)."""
+    from .collect import build_declared
+    from .datasets import dataset_path
+
+    if recipe.dataset and recipe.dataset in session.book.datasets and not dataset_path(recipe.dataset).exists():
+        log = (lambda line: None) if quiet else (lambda line: print(line, file=sys.stderr))
+        build_declared(session, recipe.dataset, progress=not quiet, log=log)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -239,23 +285,129 @@ def cmd_bench(args: argparse.Namespace) -> int:
             overrides.append(f"seed={args.seed}")
         recipe = session.resolve(name, overrides)
         spec = session.host.algorithm(recipe.algorithm)
+        _ensure_dataset(session, recipe, quiet=args.json)
         for backend in backends or list(spec.backends):
             build = session.build(recipe, backend)
             if not args.json:
                 print(f"training {recipe.ref} on {backend} ...", file=sys.stderr)
+            run_dir = None
+            if args.runs_dir:  # keep each row's run directory (metrics, curve.png) for the report
+                run_dir = Path(args.runs_dir) / f"{recipe.name}-{backend}-seed{recipe.seed}"
+                if run_dir.exists():
+                    raise RlplugError(f"{run_dir} already exists; choose another --runs-dir")
             try:
-                summary = train(build, progress=not args.json)
+                summary = train(build, run_dir=run_dir, progress=not args.json)
             finally:
                 build.trainer.close()
             data.append(summary)
-            rows.append([summary["recipe"], backend, summary["steps"], f"{summary['wall_seconds']:.1f}",
-                         f"{summary['steps_per_second']:.0f}", f"{summary['eval_return_mean']:.1f} ± {summary['eval_return_std']:.1f}",
-                         f"{summary['target']:g}", "pass" if summary["passed"] else "FAIL"])
+            rows.append(_bench_row(summary))
     if args.json:
         _emit_json(data)
     else:
         print(format_table(["recipe", "backend", "steps", "wall s", "steps/s", "eval return", "target", "result"], rows))
     return 0 if all(row["passed"] for row in data) else 1
+
+
+# ---- dataset ---------------------------------------------------------------------------------------
+def _dataset_row(info: Any) -> list[Any]:
+    meta = info.metadata
+    stats = meta.get("returns") or {}
+    ref = meta.get("reference", {})
+    return [info.name, meta["env"], meta["transitions"], meta.get("episodes", ""),
+            f"{stats['mean']:.1f}" if "mean" in stats else "-",
+            f"{ref['random_return']:.1f}" if "random_return" in ref else "-",
+            f"{ref['expert_return']:.1f}" if "expert_return" in ref else "-",
+            meta.get("source", {}).get("kind", "?")]
+
+
+def _dataset_done(args: argparse.Namespace, info: Any) -> int:
+    if args.json:
+        _emit_json({"path": str(info.path), **info.metadata})
+    else:
+        stats = info.metadata.get("returns") or {}
+        mean = f", return mean {stats['mean']:.1f}" if "mean" in stats else ""
+        print(f"dataset {info.name}: {info.transitions} transitions, {info.metadata.get('episodes')} episodes{mean} -> {info.path}")
+    return 0
+
+
+def cmd_dataset_collect(args: argparse.Namespace) -> int:
+    from .collect import collect
+
+    if bool(args.policy) == bool(args.random):
+        raise RlplugError("dataset collect: give exactly one of --policy RUN_DIR or --random")
+    info = collect(_session(args), args.name, args.env, policy_run=args.policy, expert_run=args.expert, noise=args.noise,
+                   steps=args.steps, seed=args.seed, overwrite=args.overwrite, progress=not (args.json or args.no_progress))
+    return _dataset_done(args, info)
+
+
+def cmd_dataset_from_run(args: argparse.Namespace) -> int:
+    from .collect import from_run
+
+    name = args.name or f"{Path(args.run_dir).resolve().name}-replay"
+    info = from_run(_session(args), args.run_dir, name, expert_run=args.expert, seed=args.seed, overwrite=args.overwrite)
+    return _dataset_done(args, info)
+
+
+def cmd_dataset_build(args: argparse.Namespace) -> int:
+    from .collect import build_declared
+
+    log = (lambda line: print(line, file=sys.stderr)) if not args.json else (lambda line: None)
+    info = build_declared(_session(args), args.name, progress=not (args.json or args.no_progress), overwrite=args.overwrite, log=log)
+    return _dataset_done(args, info)
+
+
+def cmd_dataset_info(args: argparse.Namespace) -> int:
+    from .datasets import load_data, read_info
+
+    info = read_info(args.name)
+    if args.verify:
+        load_data(info)  # checksums and shapes: raises on a corrupt or truncated dataset
+    if args.json:
+        _emit_json({"path": str(info.path), **info.metadata})
+        return 0
+    meta = info.metadata
+    print(f"dataset {info.name} at {info.path}")
+    for key in ("env", "transitions", "episodes", "rlplug", "created"):
+        print(f"  {key:<18} {meta.get(key)}")
+    from .datasets import space_text
+
+    print(f"  {'observation space':<18} {space_text(meta['observation_space'])}")
+    print(f"  {'action space':<18} {space_text(meta['action_space'])}")
+    stats = meta.get("returns") or {}
+    if stats:
+        print(f"  {'returns':<18} mean {stats['mean']:.2f}, std {stats['std']:.2f}, min {stats['min']:.2f}, max {stats['max']:.2f}")
+    ref = meta.get("reference", {})
+    print(f"  {'random return':<18} {ref.get('random_return', '-')}")
+    print(f"  {'expert return':<18} {ref.get('expert_return', '-')}  ({ref.get('expert', 'no expert reference')})")
+    source = meta.get("source", {})
+    print("  source             " + ", ".join(f"{k}={v}" for k, v in source.items()))
+    if args.verify:
+        print("  checksums          ok")
+    return 0
+
+
+def cmd_dataset_list(args: argparse.Namespace) -> int:
+    from .datasets import data_root, dataset_path, list_datasets
+
+    session = _session(args)
+    rows, data = [], []
+    for found in list_datasets():
+        if isinstance(found, tuple):
+            rows.append([found[0], "-", "-", "-", "-", "-", "-", f"unreadable: {found[1]}"])
+            data.append({"name": found[0], "error": found[1]})
+        else:
+            rows.append(_dataset_row(found))
+            data.append({"name": found.name, "path": str(found.path), **found.metadata})
+    for name, table in sorted(session.book.datasets.items()):
+        if not dataset_path(name).exists():
+            rows.append([name, table.get("env", "?"), table.get("steps", "?"), "-", "-", "-", "-", "declared, not built"])
+            data.append({"name": name, "declared": True, "built": False})
+    if args.json:
+        _emit_json(data)
+    else:
+        print(f"datasets in {data_root()} (set RLPLUG_DATA_DIR to move them)")
+        print(format_table(["dataset", "env", "transitions", "episodes", "return", "random", "expert", "source"], rows))
+    return 0
 
 
 # ---- parser ----------------------------------------------------------------------------------------
@@ -290,18 +442,21 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--seed", type=int)
     train.add_argument("--run-dir")
     train.add_argument("--no-write", action="store_true", help="write nothing at all")
+    train.add_argument("--checkpoint-every", type=int, metavar="N", help="steps between checkpoints (default: a tenth of the budget)")
     train.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     train.set_defaults(func=cmd_train)
 
     evaluate = sub.add_parser("eval", parents=[common], help="evaluate a saved run")
     evaluate.add_argument("run_dir")
     evaluate.add_argument("--episodes", type=int)
+    evaluate.add_argument("--video", action="store_true", help="record the episodes to RUN_DIR/videos (needs moviepy)")
     evaluate.set_defaults(func=cmd_eval)
 
     resume = sub.add_parser("resume", parents=[common], help="continue a saved run")
     resume.add_argument("run_dir")
     resume.add_argument("--steps", type=int, help="new total step budget")
     resume.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    resume.add_argument("--checkpoint-every", type=int, metavar="N", help="steps between checkpoints (default: a tenth of the budget)")
     resume.set_defaults(func=cmd_resume)
 
     bench = sub.add_parser("bench", parents=[common], help="train recipes and check their targets")
@@ -310,7 +465,40 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--steps", type=int, help="override every recipe's step budget")
     bench.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a field of every recipe")
     bench.add_argument("--seed", type=int)
+    bench.add_argument("--runs-dir", metavar="DIR", help="write each row's run directory (metrics, curve.png) under DIR")
     bench.set_defaults(func=cmd_bench)
+
+    dataset = sub.add_parser("dataset", help="offline datasets: collect, from-run, build, info, list")
+    dsub = dataset.add_subparsers(dest="dataset_command", required=True, metavar="ACTION")
+    collect = dsub.add_parser("collect", parents=[common], help="roll out a run's policy (or a random one) into a dataset")
+    collect.add_argument("name")
+    collect.add_argument("--env", required=True, help="Gymnasium environment id")
+    collect.add_argument("--policy", metavar="RUN_DIR", help="behaviour policy: a run directory")
+    collect.add_argument("--random", action="store_true", help="behaviour policy: uniformly random actions")
+    collect.add_argument("--expert", metavar="RUN_DIR", help="run whose return is the expert reference (default: --policy)")
+    collect.add_argument("--noise", type=float, default=0.0, help="epsilon (discrete) or Gaussian std as a fraction of the half action range")
+    collect.add_argument("--steps", type=int, default=100_000, help="transitions to collect")
+    collect.add_argument("--seed", type=int, default=0)
+    collect.add_argument("--overwrite", action="store_true")
+    collect.add_argument("--no-progress", action="store_true")
+    collect.set_defaults(func=cmd_dataset_collect)
+    from_run = dsub.add_parser("from-run", parents=[common], help="a training run's replay memory as a dataset")
+    from_run.add_argument("run_dir")
+    from_run.add_argument("--name", help="dataset name (default: RUN_DIR's name + '-replay')")
+    from_run.add_argument("--expert", metavar="RUN_DIR", help="run whose return is the expert reference (default: the run itself)")
+    from_run.add_argument("--seed", type=int, default=0)
+    from_run.add_argument("--overwrite", action="store_true")
+    from_run.set_defaults(func=cmd_dataset_from_run)
+    build = dsub.add_parser("build", parents=[common], help="make a dataset declared in a recipe file ([datasets.NAME])")
+    build.add_argument("name")
+    build.add_argument("--overwrite", action="store_true")
+    build.add_argument("--no-progress", action="store_true")
+    build.set_defaults(func=cmd_dataset_build)
+    info = dsub.add_parser("info", parents=[common], help="a dataset's metadata")
+    info.add_argument("name")
+    info.add_argument("--verify", action="store_true", help="also check every file's checksum")
+    info.set_defaults(func=cmd_dataset_info)
+    dsub.add_parser("list", parents=[common], help="datasets on this machine, and declared ones not built yet").set_defaults(func=cmd_dataset_list)
 
     sub.add_parser("doctor", parents=[common], help="versions, plugins, and what failed to load").set_defaults(func=cmd_doctor)
     return parser

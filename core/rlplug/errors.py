@@ -35,3 +35,13 @@ class RunDirError(RlplugError):
 
 class LossRegistrationError(RlplugError):
     """A loss name is registered twice without ``override=True``, or is not registered."""
+
+
+class TrainingDivergedError(RlplugError):
+    """A loss term or a parameter became NaN or infinite; training stopped, the last good checkpoint kept."""
+
+    exit_code = 3
+
+
+class CheckpointMismatchError(RunDirError):
+    """A checkpoint belongs to another algorithm, backend, hyperparameter set or rlplug major version."""

@@ -18,15 +18,23 @@ def evaluate_policy(
     episodes: int,
     seed: int,
     max_steps: int = 100_000,
+    video_dir: str | None = None,
 ) -> list[float]:
     """Run ``episodes`` episodes with ``act(observation[None]) -> action[None]`` and return their returns.
 
     ``act`` receives a batch of one observation and must return a batch of one action chosen
-    deterministically (argmax / distribution mean); no exploration noise.
+    deterministically (argmax / distribution mean); no exploration noise. ``video_dir`` records every
+    episode there with gymnasium's ``RecordVideo`` (which needs ``moviepy``).
     """
     import gymnasium as gym
 
-    env = gym.make(env_id, **env_kwargs)
+    if video_dir is None:
+        env = gym.make(env_id, **env_kwargs)
+    else:
+        env = gym.wrappers.RecordVideo(
+            gym.make(env_id, render_mode="rgb_array", **env_kwargs), video_dir, episode_trigger=lambda _: True,
+            name_prefix="eval", disable_logger=True,
+        )
     returns: list[float] = []
     try:
         for episode in range(episodes):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .discovery import PluginHost
@@ -82,6 +82,9 @@ class Session:
             observation_space, action_space = probe_spaces(recipe.env, recipe.env_kwargs)
         check_action_space(spec, backend, action_space, recipe, self.host.algorithms.values())
         check_observation_space(observation_space, recipe.env)
+        dataset = check_dataset(spec, recipe, observation_space, action_space, self.book.datasets)
+        if dataset is not None:
+            extras["dataset"] = dataset  # a DatasetInfo; the cell's memory stage loads the transitions
         settings = backend_settings(spec, backend, hp, recipe)
         loss_name = recipe.loss or spec.default_loss
         loss_entry = self.host.losses.get(spec.name, backend, loss_name)
@@ -161,7 +164,7 @@ def check_action_space(
     fits = sorted(
         other.name
         for other in installed
-        if other.name != spec.name and other.kind != "multi-agent"
+        if other.name != spec.name and other.kind != "multi-agent" and (other.kind == "offline") == (spec.kind == "offline")
         and any(kind in b.action_spaces for b in other.backends.values())
     )
     names = ", ".join(fits[:-1]) + " or " + fits[-1] if len(fits) > 1 else "".join(fits)
@@ -192,6 +195,29 @@ def backend_settings(spec: AlgorithmSpec, backend: str, hp: dict[str, Any], reci
                 raise RecipeError(f"recipe '{recipe.name}': {err}") from None
         settings[key] = value
     return settings
+
+
+def check_dataset(
+    spec: AlgorithmSpec, recipe: Recipe, observation_space: Any, action_space: Any, declared: Mapping[str, Any] = {}
+) -> Any:
+    """An offline recipe names a readable dataset recorded on its env with its spaces; others name none."""
+    where = f"recipe '{recipe.name}'"
+    if spec.kind != "offline":
+        if recipe.dataset:
+            raise RecipeError(f"{where}: 'dataset' is for offline algorithms; {spec.name} is {spec.kind} and collects its own data")
+        return None
+    if not recipe.dataset:
+        raise RecipeError(f"{where}: {spec.name} is an offline algorithm and needs a 'dataset' (see `rlplug dataset list`)")
+    from .datasets import DatasetError, dataset_path, read_info
+
+    if recipe.dataset in declared and not dataset_path(recipe.dataset).exists():
+        raise DatasetError(
+            f"{where}: dataset '{recipe.dataset}' has not been built yet; `rlplug dataset build {recipe.dataset}` "
+            f"makes it (`rlplug bench` builds it itself)"
+        )
+    info = read_info(recipe.dataset)
+    info.check_env(recipe.env, observation_space, action_space, where)
+    return info
 
 
 def require_backend_libraries(spec: AlgorithmSpec, backend: str) -> None:

@@ -24,17 +24,22 @@ FIELDS: dict[str, tuple[type, Any, str]] = {
     "description": (str, "", "one line shown by `rlplug recipes`"),
     "extends": (str, "", "recipe this one starts from (`name` or `name@N`)"),
     "algorithm": (str, None, "algorithm name, as `rlplug list` shows it"),
-    "env": (str, None, "Gymnasium environment id"),
+    "env": (str, None, "Gymnasium environment id (offline recipes: the environment evaluated on)"),
+    "dataset": (str, "", "offline recipes: the dataset trained from (a name under the data directory or a path)"),
     "env_kwargs": (dict, {}, "keyword arguments for the environment constructor"),
     "backend": (str, None, "default backend"),
-    "steps": (int, None, "environment-step budget (transitions, summed over environments)"),
+    "steps": (int, None, "environment-step budget (transitions, summed over environments); offline: gradient updates"),
     "seed": (int, 0, "random seed"),
     "num_envs": (int, 1, "vectorised environments"),
     "loss": (str, "", "registered loss name; empty means the algorithm's default"),
     "hyperparameters": (dict, {}, "backend-neutral hyperparameters"),
-    "target": (float, None, "evaluation return `rlplug bench` requires"),
+    "target": (float, None, "what `rlplug bench` requires of the evaluation (see target_metric)"),
+    "target_metric": (str, "return", "what `target` is compared with: 'return' (mean evaluation return) or "
+                      "'normalised_score' (offline: 100 x (R - R_random) / (R_expert - R_random) of the dataset)"),
+    "beat_dataset": (bool, False, "offline: also require an evaluation return above the dataset's mean return"),
     "eval_episodes": (int, 10, "deterministic evaluation episodes"),
 }
+TARGET_METRICS = ("return", "normalised_score")
 BACKEND_TABLES = ("skrl", "torchrl")
 """Known backend names; a table with one of these names holds raw backend settings."""
 
@@ -50,6 +55,7 @@ class Recipe:
     backend: str
     steps: int
     target: float
+    dataset: str = ""
     seed: int = 0
     num_envs: int = 1
     env_kwargs: dict[str, Any] = field(default_factory=dict)
@@ -57,6 +63,8 @@ class Recipe:
     hyperparameters: dict[str, Any] = field(default_factory=dict)
     backend_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     eval_episodes: int = 10
+    target_metric: str = "return"
+    beat_dataset: bool = False
     description: str = ""
     source: str = ""
 
@@ -72,6 +80,7 @@ class Recipe:
             "description": self.description,
             "algorithm": self.algorithm,
             "env": self.env,
+            "dataset": self.dataset,
             "env_kwargs": dict(self.env_kwargs),
             "backend": self.backend,
             "steps": self.steps,
@@ -79,6 +88,8 @@ class Recipe:
             "num_envs": self.num_envs,
             "loss": self.loss,
             "target": self.target,
+            "target_metric": self.target_metric,
+            "beat_dataset": self.beat_dataset,
             "eval_episodes": self.eval_episodes,
             "hyperparameters": copy.deepcopy(self.hyperparameters),
         }
@@ -112,7 +123,17 @@ def split_ref(ref: str) -> tuple[str, int | None]:
     return name, int(version)
 
 
+# Dataset declarations (``[datasets.NAME]``): how `rlplug dataset build` and `rlplug bench` make an
+# offline dataset that is missing, deterministically from seeds. Checked by ``rlplug.collect``.
+DatasetTable = dict[str, Any]
+
+
 def parse_recipe_file(path: Path | str) -> list[_Entry]:
+    return read_recipe_file(path)[0]
+
+
+def read_recipe_file(path: Path | str) -> tuple[list[_Entry], dict[str, DatasetTable]]:
+    """The recipes of a TOML file and its dataset declarations."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -122,14 +143,17 @@ def parse_recipe_file(path: Path | str) -> list[_Entry]:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise RecipeError(f"{path}: malformed TOML: {err}") from None
-    unknown = set(data) - {"recipes"}
+    unknown = set(data) - {"recipes", "datasets"}
     if unknown:
         key = sorted(unknown)[0]
-        raise RecipeError(f"{path}: unknown top-level table '{key}'" + did_you_mean(key, ["recipes"]))
+        raise RecipeError(f"{path}: unknown top-level table '{key}'" + did_you_mean(key, ["recipes", "datasets"]))
     recipes = data.get("recipes", {})
-    if not isinstance(recipes, dict):
-        raise RecipeError(f"{path}: 'recipes' must be a table of recipes")
-    return [_entry_from_table(key, table, str(path)) for key, table in recipes.items()]
+    datasets = data.get("datasets", {})
+    for label, value in (("recipes", recipes), ("datasets", datasets)):
+        if not isinstance(value, dict) or not all(isinstance(t, dict) for t in value.values()):
+            raise RecipeError(f"{path}: '{label}' must be a table of tables")
+    entries = [_entry_from_table(key, table, str(path)) for key, table in recipes.items()]
+    return entries, {name: {**table, "source": str(path)} for name, table in datasets.items()}
 
 
 def _entry_from_table(key: str, table: Any, source: str) -> _Entry:
@@ -186,6 +210,8 @@ class RecipeBook:
     def __init__(self) -> None:
         self._entries: dict[str, dict[int, _Entry]] = {}
         self.conflicts: dict[str, list[str]] = {}
+        self.datasets: dict[str, DatasetTable] = {}
+        """Declared datasets by name (``[datasets.NAME]`` tables); a later file's declaration wins."""
 
     def add(self, entry: _Entry) -> None:
         """Add a recipe; the same name and version from two sources is an error when that recipe is used."""
@@ -197,8 +223,10 @@ class RecipeBook:
         versions[entry.version] = entry
 
     def add_file(self, path: Path | str) -> None:
-        for entry in parse_recipe_file(path):
+        entries, datasets = read_recipe_file(path)
+        for entry in entries:
             self.add(entry)
+        self.datasets.update(datasets)
 
     def add_tables(self, tables: Iterable[Mapping[str, Any]], source: str) -> None:
         for table in tables:
@@ -265,6 +293,13 @@ class RecipeBook:
         table["target"] = float(table["target"])
         if table["num_envs"] < 1 or table["steps"] < 1:
             raise RecipeError(f"{where}: 'steps' and 'num_envs' must be at least 1")
+        if table["target_metric"] not in TARGET_METRICS:
+            raise RecipeError(
+                f"{where}: target_metric '{table['target_metric']}' is not one of {', '.join(TARGET_METRICS)}"
+                + did_you_mean(table["target_metric"], TARGET_METRICS)
+            )
+        if (table["target_metric"] == "normalised_score" or table["beat_dataset"]) and not table["dataset"]:
+            raise RecipeError(f"{where}: target_metric 'normalised_score' and beat_dataset need a 'dataset'")
         return Recipe.from_table({"name": entry.name, **table}, source=entry.source)
 
 

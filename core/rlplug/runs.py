@@ -21,8 +21,8 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from .checkpoint import load_checkpoint, save_checkpoint
-from .errors import RunDirError
+from .checkpoint import load_checkpoint, non_finite_tensors, save_checkpoint
+from .errors import CheckpointMismatchError, RunDirError, TrainingDivergedError
 from .hookspecs import Build
 from .recipes import Recipe
 
@@ -72,6 +72,9 @@ class RunWriter:
             _write_json(run_dir / "recipe.json", {"backend": build.backend, "recipe": build.recipe.to_table()})
             (run_dir / "command.txt").write_text(shlex.join(sys.argv) + "\n")
             _write_json(run_dir / "versions.json", versions(build))
+        if resume:  # temporary files of checkpoint writes a kill interrupted
+            for stale in (run_dir / CHECKPOINT.parent).glob(".*.tmp"):
+                stale.unlink(missing_ok=True)
         self._csv_path = run_dir / "metrics.csv"
         self._columns: list[str] | None = None
         if resume and self._csv_path.is_file():
@@ -79,14 +82,16 @@ class RunWriter:
                 self._columns = next(csv.reader(handle), None)
         self._tb = None
 
-    def log(self, env_steps: int, wall: float, metrics: dict[str, float]) -> None:
-        row = {"env_steps": env_steps, "wall_s": round(wall, 3), **metrics}
+    def log(self, progress: int, wall: float, metrics: dict[str, float]) -> None:
+        unit = getattr(getattr(self.build, "trainer", None), "progress_unit", "env_steps")
+        row = {unit: progress, "wall_s": round(wall, 3), **metrics}
         if self._columns is None:
             # the loss's declared terms up front: off-policy cells log rows before their first update
             entry = self.build.loss_entry
             declared = [f"loss/{t}" for t in (*entry.terms, *entry.reported)] if entry is not None else []
+            declared += ["eval/return"] + (["eval/normalised_score"] if getattr(self.build, "extras", {}).get("dataset") else [])
             names = set(metrics) | set(declared)
-            self._columns = ["env_steps", "wall_s", "train/episode_return", *sorted(names - {"train/episode_return"})]
+            self._columns = [unit, "wall_s", "train/episode_return", *sorted(names - {"train/episode_return"})]
             with self._csv_path.open("w", newline="") as handle:
                 csv.writer(handle).writerow(self._columns)
         elif not set(metrics) <= set(self._columns):
@@ -95,7 +100,14 @@ class RunWriter:
             csv.writer(handle).writerow([_fmt(row.get(c, "")) for c in self._columns])
         writer = self._tensorboard()
         for key, value in metrics.items():
-            writer.add_scalar(key, value, env_steps)
+            writer.add_scalar(key, value, progress)
+        if any(key.startswith("eval/") for key in metrics):
+            self.plot()  # the curve is refreshed at each evaluation
+
+    def plot(self) -> None:
+        recipe = self.build.recipe
+        target = getattr(recipe, "target", None) if getattr(recipe, "target_metric", "return") == "return" else None
+        plot_learning_curve(self.dir, target)
 
     def _widen(self, new_columns: list[str]) -> None:
         """Add columns for metrics that appear mid-run; rows already written are kept (atomic rewrite)."""
@@ -117,14 +129,26 @@ class RunWriter:
         return self._tb
 
     def checkpoint(self) -> None:
+        """Save the trainer's state unless it holds a NaN or an infinity (then the last good one stays)."""
         trainer = self.build.trainer
-        save_checkpoint(self.dir / CHECKPOINT, {"rlplug": checkpoint_header(self.build), "trainer": trainer.state_dict()})
+        state = trainer.state_dict()
+        bad = next(non_finite_tensors(state), None)
+        if bad is not None:
+            raise TrainingDivergedError(
+                f"{bad} became NaN or infinite by {trainer.progress_unit.replace('_', ' ')} {trainer.progress}; "
+                f"training stopped and the last good checkpoint in {self.dir / CHECKPOINT.parent} is kept"
+            )
+        save_checkpoint(self.dir / CHECKPOINT, {"rlplug": checkpoint_header(self.build), "trainer": state})
 
-    def finish(self, summary: dict[str, Any]) -> None:
+    def finish(self, summary: dict[str, Any], wall: float) -> None:
+        """Log the final evaluation as the last row (so it is on the curve), then the summary."""
+        final = {"eval/return": summary["eval_return_mean"]}
+        if summary.get("normalised_score") is not None:
+            final["eval/normalised_score"] = summary["normalised_score"]
+        self.log(summary["steps"], wall, final)
         if self._tb is not None:
             self._tb.close()
         _write_json(self.dir / "summary.json", summary)
-        plot_learning_curve(self.dir)
 
 
 def checkpoint_header(build: Build) -> dict[str, Any]:
@@ -134,9 +158,47 @@ def checkpoint_header(build: Build) -> dict[str, Any]:
         "rlplug": __version__,
         "algorithm": build.algorithm.name,
         "backend": build.backend,
+        "hyperparameters": dict(build.hp),
         "recipe": build.recipe.ref,
         "env_steps": build.trainer.env_steps,
+        build.trainer.progress_unit: build.trainer.progress,
     }
+
+
+def check_header(header: dict[str, Any], build: Build, path: Path | str) -> None:
+    """Refuse a checkpoint written by another algorithm, backend, hyperparameter set or rlplug major version."""
+    from . import __version__
+
+    written = str(header.get("rlplug", "?"))
+    if _compatible_series(written) != _compatible_series(__version__):
+        raise CheckpointMismatchError(
+            f"checkpoint {path} was written by rlplug {written}; this is rlplug {__version__}, another major version"
+        )
+    if (header.get("algorithm"), header.get("backend")) != build.cell:
+        raise CheckpointMismatchError(
+            f"checkpoint {path} holds a {header.get('algorithm')}/{header.get('backend')} run, not {'/'.join(build.cell)}"
+        )
+    saved = header.get("hyperparameters")
+    if saved is not None:
+        differ = sorted(k for k in set(saved) | set(build.hp) if saved.get(k) != build.hp.get(k))
+        if differ:
+            shown = ", ".join(f"{k} ({saved.get(k)!r} there, {build.hp.get(k)!r} here)" for k in differ[:3])
+            raise CheckpointMismatchError(f"checkpoint {path} was trained with other hyperparameters: {shown}")
+
+
+def _compatible_series(version_text: str) -> tuple[str, ...]:
+    """The part of a version that must match: the major version, or major.minor while it is 0.x."""
+    parts = version_text.split(".")
+    return tuple(parts[:2]) if parts[0] == "0" else tuple(parts[:1])
+
+
+def check_losses(metrics: dict[str, float], progress: int, unit: str) -> None:
+    """Stop on a NaN or infinite loss term, naming it and the step."""
+    for name, value in metrics.items():
+        if name.startswith("loss/") and not math.isfinite(value):
+            raise TrainingDivergedError(
+                f"{name[5:]} became {value} by {unit.replace('_', ' ')} {progress}; training stopped, the last good checkpoint is kept"
+            )
 
 
 def _fmt(value: Any) -> Any:
@@ -149,26 +211,34 @@ def _write_json(path: Path, data: Any) -> None:
     tmp.replace(path)
 
 
-def plot_learning_curve(run_dir: Path) -> None:
-    """``curve.png``: training-episode return against environment steps."""
+def plot_learning_curve(run_dir: Path, target: float | None = None) -> None:
+    """``curve.png``: training-episode and evaluation returns against progress, with the target line."""
     path = run_dir / "metrics.csv"
     if not path.is_file():
         return
-    xs, ys = [], []
+    curves: dict[str, tuple[list[float], list[float]]] = {"train/episode_return": ([], []), "eval/return": ([], [])}
     with path.open() as handle:
-        for row in csv.DictReader(handle):
-            if row.get("train/episode_return"):
-                xs.append(float(row["env_steps"]))
-                ys.append(float(row["train/episode_return"]))
+        reader = csv.DictReader(handle)
+        unit = (reader.fieldnames or ["env_steps"])[0]
+        for row in reader:
+            for key, (xs, ys) in curves.items():
+                if row.get(key):
+                    xs.append(float(row[unit]))
+                    ys.append(float(row[key]))
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.plot(xs, ys, lw=1.5)
-    ax.set_xlabel("environment steps")
-    ax.set_ylabel("training episode return")
+    for key, (xs, ys) in curves.items():
+        if xs:
+            ax.plot(xs, ys, lw=1.5, marker="o" if key.startswith("eval") else None, ms=3, label=key)
+    if target is not None:
+        ax.axhline(target, color="tab:red", ls="--", lw=1, label=f"target {target:g}")
+    ax.legend(fontsize=8)
+    ax.set_xlabel("gradient updates" if unit == "updates" else "environment steps")
+    ax.set_ylabel("episode return")
     ax.set_title(run_dir.name, fontsize=9)
     ax.grid(alpha=0.3)
     fig.tight_layout()
@@ -191,64 +261,103 @@ def train(
     steps = steps or build.recipe.steps
     writer = RunWriter(run_dir, build, resume=resume) if run_dir is not None else None
     checkpoint_every = checkpoint_every or max(1, steps // 10)
-    next_checkpoint = (trainer.env_steps // checkpoint_every + 1) * checkpoint_every
-    start_steps, started, cpu_started = trainer.env_steps, time.perf_counter(), time.process_time()
-    bar = tqdm(total=steps, initial=trainer.env_steps, unit="step", dynamic_ncols=True, disable=not progress, leave=False)
-    last_return = [math.nan]
+    next_checkpoint = (trainer.progress // checkpoint_every + 1) * checkpoint_every
+    start_steps, started, cpu_started = trainer.progress, time.perf_counter(), time.process_time()
+    unit = "update" if trainer.progress_unit == "updates" else "step"
+    bar = tqdm(total=steps, initial=trainer.progress, unit=unit, dynamic_ncols=True, disable=not progress, leave=False)
     checkpointed_at = -1
 
     def on_step(tr: Any, metrics: dict[str, float]) -> None:
         nonlocal next_checkpoint, checkpointed_at
-        bar.update(tr.env_steps - bar.n)
-        if "train/episode_return" in metrics:
-            last_return[0] = metrics["train/episode_return"]
-            bar.set_postfix(ret=f"{last_return[0]:.1f}", refresh=False)
+        check_losses(metrics, tr.progress, tr.progress_unit)
+        elapsed = time.perf_counter() - started
+        if elapsed > 0:
+            metrics["train/steps_per_second"] = (tr.progress - start_steps) / elapsed
+        bar.update(tr.progress - bar.n)
+        for key, label in (("train/episode_return", "ret"), ("eval/return", "eval"), ("eval/normalised_score", "score")):
+            if key in metrics:
+                bar.set_postfix({label: f"{metrics[key]:.1f}"}, refresh=False)
         if writer is not None:
-            writer.log(tr.env_steps, time.perf_counter() - started, metrics)
-            if tr.env_steps >= next_checkpoint:
+            writer.log(tr.progress, elapsed, metrics)
+            if tr.progress >= next_checkpoint:
                 writer.checkpoint()
-                checkpointed_at = tr.env_steps
-                next_checkpoint = (tr.env_steps // checkpoint_every + 1) * checkpoint_every
+                checkpointed_at = tr.progress
+                next_checkpoint = (tr.progress // checkpoint_every + 1) * checkpoint_every
 
     try:
         trainer.train(steps, callbacks=[on_step])
+    except (RuntimeError, ValueError) as err:
+        # a library choking on NaN parameters (a Categorical of NaN logits, ...): name what diverged
+        bad = next(non_finite_tensors(trainer.state_dict()), None)
+        if bad is None:
+            raise
+        raise TrainingDivergedError(
+            f"{bad} became NaN or infinite by {trainer.progress_unit.replace('_', ' ')} {trainer.progress} "
+            f"({str(err).splitlines()[0]}); training stopped, the last good checkpoint is kept"
+        ) from None
     finally:
         bar.close()
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
-    if writer is not None and checkpointed_at != trainer.env_steps:
+    if writer is not None and checkpointed_at != trainer.progress:
         writer.checkpoint()
     returns = trainer.evaluate(build.recipe.eval_episodes)
-    summary = summarise(build, trainer.env_steps, trainer.env_steps - start_steps, wall, returns, cpu)
+    summary = summarise(build, trainer.progress, trainer.progress - start_steps, wall, returns, cpu)
     summary["run_dir"] = str(run_dir) if run_dir is not None else None
     if writer is not None:
-        writer.finish(summary)
+        writer.finish(summary, wall)
     return summary
 
 
 def summarise(
-    build: Build, env_steps: int, trained_steps: int, wall: float, returns: list[float], cpu: float | None = None
+    build: Build, steps: int, trained_steps: int, wall: float, returns: list[float], cpu: float | None = None
 ) -> dict[str, Any]:
-    """``steps_per_cpu_second`` (process CPU time of the training loop) is robust to a busy machine."""
+    """``steps_per_cpu_second`` (process CPU time of the training loop) is robust to a busy machine.
+
+    Offline runs count ``steps`` in gradient updates and add the dataset's normalised score
+    (100 x (R - R_random) / (R_expert - R_random)) and its own mean return.
+    """
     import numpy as np
 
     mean = float(np.mean(returns))
-    target = build.recipe.target
-    return {
-        "recipe": build.recipe.ref,
+    recipe = build.recipe
+    unit = build.trainer.progress_unit if build.trainer is not None else "env_steps"
+    summary = {
+        "recipe": recipe.ref,
         "algorithm": build.algorithm.name,
         "backend": build.backend,
         "env": build.env_id,
         "seed": build.seed,
-        "steps": env_steps,
+        "steps": steps,
+        "step_unit": unit,
         "wall_seconds": round(wall, 2),
         "steps_per_second": round(trained_steps / wall, 1) if wall > 0 else None,
         "steps_per_cpu_second": round(trained_steps / cpu, 1) if cpu else None,
         "eval_episodes": len(returns),
         "eval_return_mean": round(mean, 2),
         "eval_return_std": round(float(np.std(returns)), 2),
-        "target": target,
-        "passed": bool(mean >= target),
+        "target": recipe.target,
+        "target_metric": recipe.target_metric,
     }
+    dataset = build.extras.get("dataset")
+    if dataset is not None:
+        score = dataset.normalised_score(mean)
+        stats = dataset.metadata.get("returns") or {}
+        summary["dataset"] = dataset.name
+        summary["normalised_score"] = round(score, 1) if score is not None else None
+        summary["dataset_return_mean"] = round(stats["mean"], 2) if "mean" in stats else None
+    summary["passed"] = passed(recipe, summary)
+    return summary
+
+
+def passed(recipe: Recipe, summary: dict[str, Any]) -> bool:
+    """The recipe's target on its metric; ``beat_dataset`` also requires a return above the dataset's mean."""
+    value = summary["eval_return_mean"] if recipe.target_metric == "return" else summary.get("normalised_score")
+    if value is None or value < recipe.target:
+        return False
+    if recipe.beat_dataset:
+        dataset_mean = summary.get("dataset_return_mean")
+        return dataset_mean is not None and summary["eval_return_mean"] > dataset_mean
+    return True
 
 
 def read_run(run_dir: Path) -> tuple[Recipe, str, dict[str, Any]]:
@@ -270,8 +379,34 @@ def read_run(run_dir: Path) -> tuple[Recipe, str, dict[str, Any]]:
     payload = load_checkpoint(checkpoint)
     header = payload.get("rlplug", {})
     if (header.get("algorithm"), header.get("backend")) != (recipe.algorithm, backend):
-        raise RunDirError(
+        raise CheckpointMismatchError(
             f"checkpoint {checkpoint} was written by {header.get('algorithm')}/{header.get('backend')}, "
             f"but the run is {recipe.algorithm}/{backend}"
         )
     return recipe, backend, payload
+
+
+def open_run(session: Any, run_dir: Path) -> Build:
+    """Rebuild a run directory's recipe on its backend and load its checkpoint into the trainer."""
+    recipe, backend, payload = read_run(run_dir)
+    build = session.build(recipe, backend)
+    try:
+        check_header(payload.get("rlplug", {}), build, run_dir / CHECKPOINT)
+        load_trainer_state(build, payload["trainer"], run_dir / CHECKPOINT)
+    except BaseException:
+        build.trainer.close()
+        raise
+    return build
+
+
+def load_trainer_state(build: Build, state: Any, path: Path | str) -> None:
+    """``trainer.load_state_dict`` with one clear line when the checkpoint lacks what the cell needs."""
+    try:
+        build.trainer.load_state_dict(state)
+    except KeyError as err:
+        raise CheckpointMismatchError(
+            f"checkpoint {path} lacks {err.args[0]!r}, which {'/'.join(build.cell)} needs to resume; it was written by another version of the plugin"
+        ) from None
+    except (RuntimeError, ValueError, TypeError) as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise CheckpointMismatchError(f"checkpoint {path} does not fit {'/'.join(build.cell)}: {first}") from None

@@ -64,6 +64,13 @@ class TrainerBase:
     steps_per_iteration: int | None = None
     """Set by trainers whose iterations collect a fixed number of transitions (a PPO rollout)."""
 
+    progress_unit = "env_steps"
+    """The counter a step budget is measured in: ``env_steps``, or ``updates`` for offline trainers."""
+
+    @property
+    def progress(self) -> int:
+        return int(getattr(self, self.progress_unit))
+
     def train(self, steps: int, callbacks: Iterable[Callable[[Any, dict[str, float]], Any]] = ()) -> None:
         """Iterate while the step budget allows; fixed-size iterations never overshoot it.
 
@@ -72,14 +79,16 @@ class TrainerBase:
         callbacks = list(callbacks)
         self.budget = steps
         chunk = self.steps_per_iteration or 1
-        while self.env_steps + chunk <= steps or (self.env_steps < steps and self.iterations == 0):
+        while self.progress + chunk <= steps or (self.progress < steps and self.iterations == 0):
             metrics = self.step()
             for callback in callbacks:
                 if callback(self, metrics) is False:
                     return
 
-    def evaluate(self, episodes: int) -> list[float]:
-        return evaluate_policy(self.build.env_id, self.build.env_kwargs, self.act_deterministic, episodes, self.build.seed)
+    def evaluate(self, episodes: int, video_dir: str | None = None) -> list[float]:
+        return evaluate_policy(
+            self.build.env_id, self.build.env_kwargs, self.act_deterministic, episodes, self.build.seed, video_dir=video_dir
+        )
 
     def counters(self) -> dict[str, Any]:
         return {"env_steps": self.env_steps, "iterations": self.iterations, "episodes": self.episodes.state_dict()}

@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
+import logging
+
 import gymnasium as gym
 import numpy as np
 import skrl
@@ -38,7 +40,12 @@ def seed_everything(seed: int) -> None:
     which skrl's gymnasium wrapper reads when it is constructed (reference §8).
     """
     torch.set_num_threads(1)
-    set_seed(seed)
+    level = skrl.logger.level
+    skrl.logger.setLevel(max(level, logging.WARNING))  # skrl logs "Seed: N" at INFO on every call
+    try:
+        set_seed(seed)
+    finally:
+        skrl.logger.setLevel(level)
 
 
 # ---- environments -------------------------------------------------------------------------------
@@ -74,6 +81,20 @@ def make_vector_env(env_id: str, env_kwargs: Mapping[str, Any], num_envs: int, s
     # skrl picks cuda whenever it is available; keep env tensors on the device the models live on
     env._device = torch.device(device)
     return env
+
+
+def env_state(env: Wrapper) -> dict[str, Any]:
+    """The vector env's state (sub-envs mid-episode, their RNGs) and skrl's wrapper's, for checkpoints."""
+    from ..envstate import snapshot, vector_env_state
+
+    return {"vector": vector_env_state(env._env), "wrapper": snapshot(env)}
+
+
+def load_env_state(env: Wrapper, state: dict[str, Any]) -> None:
+    from ..envstate import load_vector_env_state, restore
+
+    load_vector_env_state(env._env, state["vector"])
+    restore(env, state["wrapper"])
 
 
 def true_next_observations(next_observations: torch.Tensor, infos: Mapping[str, Any]) -> torch.Tensor:

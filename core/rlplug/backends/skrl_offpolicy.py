@@ -23,7 +23,7 @@ from ..hookspecs import Build
 from ..offpolicy import gradient_steps_due
 from ..rng import capture_rng_state, restore_rng_state
 from ..trainer import TrainerBase
-from .skrl import make_vector_env, seed_everything, true_next_observations
+from .skrl import env_state, load_env_state, make_vector_env, seed_everything, true_next_observations
 
 # ---- memory -------------------------------------------------------------------------------------
 
@@ -344,6 +344,9 @@ class SkrlOffPolicyTrainer(TrainerBase):
             "modules": {name: module.state_dict() for name, module in agent.checkpoint_modules.items()},
             "agent": agent.extra_state(),
             "memory": memory_state(agent.memory),
+            "env": env_state(self.env),  # mid-episode sub-envs: a resumed run steps on where this one was
+            "observations": self._observations,
+            "random_actions": self.random_actions.np_random.bit_generator.state,
             "gradient_steps": self.gradient_steps,
             "counters": self.counters(),
             "rng": capture_rng_state(),
@@ -355,9 +358,42 @@ class SkrlOffPolicyTrainer(TrainerBase):
             module.load_state_dict(state["modules"][name])
         agent.load_extra_state(state["agent"])
         load_memory_state(agent.memory, state["memory"])
+        load_env_state(self.env, state["env"])
+        self._observations = state["observations"].to(self.build.device)
+        self.random_actions.np_random.bit_generator.state = state["random_actions"]
         self.gradient_steps = int(state["gradient_steps"])
         self.load_counters(state["counters"])
         restore_rng_state(state["rng"])
+
+    def replay_transitions(self) -> dict[str, Any]:
+        """The replay memory as numpy arrays by dataset key, oldest first, each env's steps contiguous
+        (``rlplug dataset from-run``); continuous actions clipped to the bounds the env applied."""
+        import numpy as np
+
+        from ..datasets import env_contiguous
+
+        memory = self.agent.memory
+        rows = memory.memory_size if memory.filled else memory.memory_index
+        oldest_first = (torch.arange(rows) + (memory.memory_index if memory.filled else 0)) % max(rows, 1)
+        names = {"observation": "observations", "action": "actions", "reward": "rewards",
+                 "next_observation": "next_observations", "terminated": "terminated", "truncated": "truncated"}
+        columns = {}
+        for key, name in names.items():
+            if name not in memory.tensors:
+                continue
+            tensor = memory.tensors[name][oldest_first]  # [rows, envs, size]
+            columns[key] = tensor.transpose(0, 1).reshape(rows * self.num_envs, -1).cpu().numpy()
+        if "truncated" not in columns:
+            # skrl's DQN stores no truncation flag: a step whose next observation is not the following
+            # step's observation ended its episode (the memory keeps the true final observation)
+            following = np.roll(columns["observation"], -1, axis=0)
+            ended = ~(columns["next_observation"] == following).all(axis=1) & ~columns["terminated"].reshape(-1)
+            ended[rows - 1 :: rows] = False  # each env's last stored step: env_contiguous decides
+            columns["truncated"] = ended
+        if isinstance(self.build.action_space, gym.spaces.Box):
+            columns["action"] = np.clip(columns["action"], self.build.action_space.low, self.build.action_space.high)
+        env_of = np.repeat(np.arange(self.num_envs), rows)
+        return env_contiguous(columns, np.arange(rows * self.num_envs), env_of, wrapped=bool(memory.filled))
 
     def close(self) -> None:
         self.env.close()

@@ -138,6 +138,45 @@ def make_collector(env: EnvBase, policy: nn.Module, frames_per_batch: int, total
     )
 
 
+def collector_state(collector: Collector, raw_envs: Sequence[Any] | None = None) -> dict[str, Any]:
+    """Where a collector stands: the gymnasium vector env under it (sub-envs mid-episode, RNGs), the
+    carrier tensordict it steps from next, and its frame and batch counters.
+
+    ``raw_envs``: the library envs under a multi-agent TorchRL env (PettingZoo, VMAS), saved with
+    ``deep_snapshot`` instead of the gymnasium vector env.
+    """
+    from ..envstate import deep_snapshot, vector_env_state
+
+    state = {
+        "vector": vector_env_state(collector.env.base_env._env) if raw_envs is None else None,
+        "raw": None if raw_envs is None else [deep_snapshot(env) for env in raw_envs],
+        "carrier": collector._carrier.to_dict(),
+        "frames": int(collector._frames),
+        "iter": int(collector._iter),
+    }
+    if getattr(collector, "_traj_pool_val", None) is not None:
+        state["traj_pool"] = collector._traj_pool.state_dict()
+    return state
+
+
+def load_collector_state(collector: Collector, state: dict[str, Any], raw_envs: Sequence[Any] | None = None) -> None:
+    from ..envstate import deep_restore, load_vector_env_state
+
+    if raw_envs is None:
+        load_vector_env_state(collector.env.base_env._env, state["vector"])
+    else:
+        if len(raw_envs) != len(state["raw"]):
+            raise ValueError(f"the checkpoint holds {len(state['raw'])} environments, this run has {len(raw_envs)}")
+        for env, saved in zip(raw_envs, state["raw"]):
+            deep_restore(env, saved)
+    carrier = TensorDict.from_dict(state["carrier"], batch_size=collector._carrier.batch_size)
+    collector._carrier.update(carrier)
+    collector._frames = state["frames"]
+    collector._iter = state["iter"]
+    if "traj_pool" in state:
+        collector._traj_pool.load_state_dict(state["traj_pool"])
+
+
 # ---- networks -----------------------------------------------------------------------------------
 
 

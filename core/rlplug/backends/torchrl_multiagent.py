@@ -54,6 +54,13 @@ def make_multiagent_env(env_id: str, env_kwargs: Mapping[str, Any], num_envs: in
     return env
 
 
+def library_envs(env: EnvBase) -> list[Any]:
+    """The PettingZoo / VMAS envs under a ``make_multiagent_env`` env, whose state a checkpoint keeps."""
+    if isinstance(env, SerialEnv):
+        return [wrapper._env for wrapper in env._envs]
+    return [env._env]
+
+
 AGENT_GROUPS = {"mpe": "agent", "vmas": "agents"}
 """The group TorchRL's PettingZoo and VMAS wrappers put homogeneous agents in."""
 

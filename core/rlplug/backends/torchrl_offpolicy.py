@@ -24,7 +24,15 @@ from ..hookspecs import Build
 from ..offpolicy import gradient_steps_due
 from ..rng import capture_rng_state, restore_rng_state
 from ..trainer import TrainerBase
-from .torchrl import configure_threads, extend_quietly, make_collector, make_env, seed_everything
+from .torchrl import (
+    collector_state,
+    configure_threads,
+    extend_quietly,
+    load_collector_state,
+    make_collector,
+    make_env,
+    seed_everything,
+)
 
 # What the buffer keeps of a collected step: the policy's extra outputs (logits, loc/scale, log-probs)
 # would only cost memory.
@@ -250,6 +258,7 @@ class TorchRLOffPolicyTrainer(TrainerBase):
         return {
             "extra": self.extra_state(),
             "memory": self.memory.state_dict(),  # storage, writer cursor, sampler: the replay a resume samples from
+            "collector": collector_state(self.collector),  # mid-episode envs and the next step's carrier
             "gradient_steps": self.gradient_steps,
             "counters": self.counters(),
             "rng": capture_rng_state(),
@@ -258,11 +267,42 @@ class TorchRLOffPolicyTrainer(TrainerBase):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.load_extra_state(state["extra"])
         self.memory.load_state_dict(state["memory"])
+        load_collector_state(self.collector, state["collector"])
         self.gradient_steps = int(state["gradient_steps"])
         self.load_counters(state["counters"])
         restore_rng_state(state["rng"])
-        # the collector must not draw random warm-up actions again once past learning_starts
-        self.collector.init_random_frames = max(0, self.learning_starts - self.env_steps)
+
+    def replay_transitions(self) -> dict[str, Any]:
+        """The replay buffer as numpy arrays by dataset key, each env's steps contiguous and in time
+        order (``rlplug dataset from-run``).
+
+        The buffer holds collector batches ``[num_envs, steps]`` flattened env-major; every transition
+        ever written has an absolute index (``env_steps`` count them all), from which its env and time
+        follow, also after the circular storage wrapped.
+        """
+        import numpy as np
+
+        from ..datasets import env_contiguous
+
+        count = len(self.memory)
+        cursor = int(self.memory._writer._cursor) % self.memory._storage.max_size
+        oldest_first = torch.arange(count) if count < self.memory._storage.max_size else (torch.arange(count) + cursor) % count
+        data = self.memory._storage[oldest_first]
+        absolute = np.arange(self.env_steps - count, self.env_steps)
+        per_env = self.frames_per_batch // self.build.num_envs
+        batch, within = absolute // self.frames_per_batch, absolute % self.frames_per_batch
+        env, time = within // per_env, within % per_env
+        order = np.lexsort((time, batch, env))
+        action = data["action"]
+        columns = {
+            "observation": data["observation"].numpy(),
+            "action": (action.reshape(count, 1) if action.ndim == 1 else action).numpy(),
+            "reward": data["next", "reward"].reshape(count, 1).numpy(),
+            "next_observation": data["next", "observation"].numpy(),
+            "terminated": data["next", "terminated"].reshape(count, 1).numpy(),
+            "truncated": data["next", "truncated"].reshape(count, 1).numpy(),
+        }
+        return env_contiguous(columns, order, env[order], wrapped=self.env_steps > count)
 
     def close(self) -> None:
         if not self._closed:

@@ -22,6 +22,8 @@ from skrl.models.torch import Model
 from rlplug import Build
 from rlplug.backends.skrl import (
     CategoricalPolicy,
+    env_state,
+    load_env_state,
     make_vector_env,
     policy_mean_or_argmax,
     seed_everything,
@@ -111,6 +113,22 @@ class EpisodeBuffer:
             del rows_of[:cut]
         self.first -= cut
         return batch
+
+    def state_dict(self) -> dict[str, Any]:
+        """The running episodes' steps (tensors and numbers only, for ``weights_only`` checkpoints)."""
+        return {
+            "observations": list(self.observations),
+            "actions": list(self.actions),
+            "rewards": [torch.from_numpy(r) for r in self.rewards],
+            "dones": [torch.from_numpy(d) for d in self.dones],
+            "first": torch.from_numpy(self.first),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.observations, self.actions = list(state["observations"]), list(state["actions"])
+        self.rewards = [r.numpy() for r in state["rewards"]]
+        self.dones = [d.numpy() for d in state["dones"]]
+        self.first = state["first"].numpy().copy()
 
 
 def build_memory(build: Build) -> EpisodeBuffer:
@@ -237,10 +255,13 @@ class ReinforceTrainer(TrainerBase):
         return actions.cpu().numpy()
 
     def state_dict(self) -> dict[str, Any]:
-        # environments and the episodes they are in cannot be saved: a resumed run starts new episodes
+        # the environments mid-episode too, so a resumed run continues exactly where this one stopped
         return {
             "models": {role: model.state_dict() for role, model in self.models.items()},
             "optimizer": self.optimizer.state_dict(),
+            "env": env_state(self.env),
+            "observations": self.observations,
+            "episodes_running": self.memory.state_dict(),
             "counters": self.counters(),
             "rng": capture_rng_state(),
         }
@@ -249,10 +270,10 @@ class ReinforceTrainer(TrainerBase):
         for role, model in self.models.items():
             model.load_state_dict(state["models"][role])
         self.optimizer.load_state_dict(state["optimizer"])
-        running = self.episodes.running.copy()
+        load_env_state(self.env, state["env"])
+        self.observations = state["observations"].to(self.build.device)
+        self.memory.load_state_dict(state["episodes_running"])
         self.load_counters(state["counters"])
-        # the running sums belong to this trainer's environments, which the checkpoint did not hold
-        self.episodes.running = running
         restore_rng_state(state["rng"])
 
     def close(self) -> None:

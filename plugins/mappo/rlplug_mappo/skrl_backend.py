@@ -19,6 +19,7 @@ import numpy as np
 import torch
 from rlplug.backends.skrl import clipped_ppo_terms, preprocessor, seed_everything
 from rlplug.backends.skrl_multiagent import agent_models, deterministic_actions, make_multiagent_env
+from rlplug.envstate import deep_restore, deep_snapshot
 from rlplug.hookspecs import Build
 from rlplug.multiagent import MultiAgentTrainerBase
 from rlplug.rng import capture_rng_state, restore_rng_state
@@ -357,6 +358,9 @@ class SkrlMAPPOTrainer(MultiAgentTrainerBase):
         return {
             "modules": {uid: {name: module.state_dict() for name, module in modules[uid].items()} for uid in self.agents},
             "rollout": self.agent._rollout,
+            "env": deep_snapshot(self.env),  # the MPE worlds / VMAS scenario mid-episode, their RNGs
+            "observations": self._observations,
+            "states": self._states,
             "counters": self.counters(),
             "rng": capture_rng_state(),
         }
@@ -367,6 +371,8 @@ class SkrlMAPPOTrainer(MultiAgentTrainerBase):
             for name, module in modules[uid].items():
                 module.load_state_dict(state["modules"][uid][name])
         self.agent._rollout = int(state["rollout"])
+        deep_restore(self.env, state["env"])
+        self._observations, self._states = state["observations"], state["states"]
         self.load_counters(state["counters"])
         restore_rng_state(state["rng"])
 

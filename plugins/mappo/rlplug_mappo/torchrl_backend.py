@@ -14,8 +14,17 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
-from rlplug.backends.torchrl import RunningNormalizer, configure_threads, extend_quietly, make_collector, seed_everything
+from rlplug.backends.torchrl import (
+    RunningNormalizer,
+    collector_state,
+    configure_threads,
+    extend_quietly,
+    load_collector_state,
+    make_collector,
+    seed_everything,
+)
 from rlplug.backends.torchrl_multiagent import (
+    library_envs,
     agent_group,
     done_keys,
     group_observation_batch,
@@ -213,6 +222,8 @@ class TorchRLMAPPOTrainer(MultiAgentTrainerBase):
             "loss": self.loss.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "value_normalizer": None if self.value_normalizer is None else self.value_normalizer.state_dict(),
+            "collector": collector_state(self.collector, library_envs(self.env)),  # the envs mid-episode
+            "memory": self.memory.state_dict(),  # the minibatch sampler's position decides the next permutation
             "counters": self.counters(),
             "rng": capture_rng_state(),
         }
@@ -224,6 +235,8 @@ class TorchRLMAPPOTrainer(MultiAgentTrainerBase):
         self.optimizer.load_state_dict(state["optimizer"])
         if self.value_normalizer is not None:
             self.value_normalizer.load_state_dict(state["value_normalizer"])
+        load_collector_state(self.collector, state["collector"], library_envs(self.env))
+        self.memory.load_state_dict(state["memory"])
         self.load_counters(state["counters"])
         restore_rng_state(state["rng"])
 

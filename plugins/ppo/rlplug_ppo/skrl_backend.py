@@ -16,6 +16,8 @@ import numpy as np
 import torch
 from rlplug.backends.skrl import (
     clipped_ppo_terms,
+    env_state,
+    load_env_state,
     make_vector_env,
     policy_mean_or_argmax,
     preprocessor,
@@ -330,6 +332,8 @@ class SkrlPPOTrainer(TrainerBase):
             "modules": {name: module.state_dict() for name, module in agent.checkpoint_modules.items()},
             "scheduler": agent.scheduler.state_dict() if agent.scheduler else None,
             "rollout": agent._rollout,
+            "env": env_state(self.env),  # mid-episode sub-envs: a resumed run steps on where this one was
+            "observations": self._observations,
             "counters": self.counters(),
             "rng": capture_rng_state(),
         }
@@ -341,6 +345,8 @@ class SkrlPPOTrainer(TrainerBase):
         if agent.scheduler:
             agent.scheduler.load_state_dict(state["scheduler"])
         agent._rollout = int(state["rollout"])
+        load_env_state(self.env, state["env"])
+        self._observations = state["observations"].to(self.build.device)
         self.load_counters(state["counters"])
         restore_rng_state(state["rng"])
 

@@ -21,6 +21,8 @@ from rlplug.backends.torchrl import (
     configure_threads,
     extend_quietly,
     find_module,
+    collector_state,
+    load_collector_state,
     make_collector,
     make_env,
     mlp,
@@ -248,6 +250,8 @@ class TorchRLPPOTrainer(TrainerBase):
             "optimizer": self.optimizer.state_dict(),
             "lr_schedule": self.lr_schedule.state_dict(),
             "value_normalizer": None if self.value_normalizer is None else self.value_normalizer.state_dict(),
+            "collector": collector_state(self.collector),  # mid-episode envs and the next step's carrier
+            "memory": self.memory.state_dict(),  # the minibatch sampler's position decides the next permutation
             "counters": self.counters(),
             "rng": capture_rng_state(),
         }
@@ -260,6 +264,8 @@ class TorchRLPPOTrainer(TrainerBase):
         self.lr_schedule.load_state_dict(state["lr_schedule"])
         if self.value_normalizer is not None:
             self.value_normalizer.load_state_dict(state["value_normalizer"])
+        load_collector_state(self.collector, state["collector"])
+        self.memory.load_state_dict(state["memory"])
         self.load_counters(state["counters"])
         restore_rng_state(state["rng"])
 

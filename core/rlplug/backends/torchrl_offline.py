@@ -1,0 +1,67 @@
+"""TorchRL building blocks for offline cells: the dataset as a ``TensorDictReplayBuffer`` in TorchRL's
+transition layout, and the trainer that takes gradient steps from it without a collector.
+
+TorchRL's losses take any batch in its layout (reference §9.1); a cell subclasses
+``TorchRLOfflineTrainer`` with ``gradient_step()`` (sample, loss, optimiser step, target update).
+"""
+
+from __future__ import annotations
+
+
+import torch
+from tensordict import TensorDict
+from torchrl.data import LazyTensorStorage, RandomSampler, TensorDictReplayBuffer
+
+from ..hookspecs import Build
+from .offline import OfflineTrainerBase, dataset_transitions
+from .torchrl import configure_threads, extend_quietly, seed_everything
+
+
+def dataset_tensordict(build: Build) -> TensorDict:
+    """The dataset as one ``[N]`` tensordict: ``observation``, ``action`` and ``next`` with
+    ``observation``, ``reward``, ``terminated``, ``truncated`` and ``done`` (what TorchRL's losses read).
+
+    Discrete actions stay indices (``[N]`` int64), as ``GymWrapper(categorical_action_encoding=True)``
+    and rlplug's ``q_value_actor`` produce them.
+    """
+    _, data = dataset_transitions(build)
+    count = len(data["reward"])
+    action = data["action"].reshape(count) if data["action"].dtype == torch.int64 else data["action"]
+    nxt = {
+        "observation": data["next_observation"],
+        "reward": data["reward"],
+        "terminated": data["terminated"],
+        "truncated": data["truncated"],
+        "done": data["terminated"] | data["truncated"],
+    }
+    return TensorDict(
+        {"observation": data["observation"], "action": action, "next": TensorDict(nxt, batch_size=[count])},
+        batch_size=[count],
+        device=build.device,
+    )
+
+
+def dataset_buffer(build: Build) -> TensorDictReplayBuffer:
+    """A ``TensorDictReplayBuffer`` holding the whole dataset, sampled uniformly in ``batch_size`` batches."""
+    data = dataset_tensordict(build)
+    buffer = TensorDictReplayBuffer(
+        storage=LazyTensorStorage(len(data), device=build.device),
+        sampler=RandomSampler(),
+        batch_size=build.settings["batch_size"],
+    )
+    extend_quietly(buffer, data)
+    return buffer
+
+
+class TorchRLOfflineTrainer(OfflineTrainerBase):
+    """Offline gradient steps on ``build.memory`` (the dataset buffer); no environment, no collector.
+
+    Subclasses implement ``gradient_step()`` (typically ``self.update(self.memory.sample())``),
+    ``act_deterministic``, and ``module_state()`` / ``load_module_state()`` (loss, optimisers, updater).
+    """
+
+    def __init__(self, build: Build) -> None:
+        super().__init__(build)
+        configure_threads()
+        seed_everything(build.seed)
+        self.memory = build.memory

@@ -1,0 +1,256 @@
+"""The conformance kit: one call that checks an algorithm cell against rlplug's contract.
+
+    from rlplug.testing import check_cell
+
+    def test_my_cell_conforms():
+        check_cell("my-recipe", backend="skrl", overrides=["hidden_sizes=[16, 16]"], steps=256)
+
+``check_cell`` resolves the recipe (installed plugins, plus ``plugins`` / ``recipe_files`` /
+``objects`` as the CLI's ``--plugin`` / ``--recipes`` take them), then checks, in order:
+
+1. declarations: the algorithm targets this core's API version, the recipe's loss is registered
+   for the cell with at least one optimised term;
+2. construction: each of the five hooks returns an object (the trainer one satisfying ``Trainer``);
+3. a short train of ``steps`` reports every optimised loss term, finite, and counts its progress;
+4. evaluation is deterministic (two evaluations give the same returns);
+5. the checkpoint holds only what ``torch.load(weights_only=True)`` accepts and round-trips into a
+   fresh build that then acts identically;
+6. resume equivalence: ``steps`` then a save / load into a fresh build then ``steps`` more ends
+   with the same state (models, optimisers, schedules, counters, RNG) as ``2 * steps`` straight,
+   bit for bit unless ``resume_tolerance`` says otherwise.
+
+A failed check raises ``ConformanceError`` naming the check and what was found.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from .hookspecs import API_VERSION, Build, Trainer
+from .pipeline import STAGES, Session
+
+
+class ConformanceError(AssertionError):
+    """A cell broke the contract; the message names the check."""
+
+
+def _fail(check: str, message: str) -> None:
+    raise ConformanceError(f"[{check}] {message}")
+
+
+def check_cell(
+    recipe: str,
+    backend: str | None = None,
+    overrides: Iterable[str] = (),
+    *,
+    steps: int | None = None,
+    plugins: Sequence[str] = (),
+    recipe_files: Sequence[str] = (),
+    objects: Sequence[Any] = (),
+    eval_episodes: int = 2,
+    resume: bool = True,
+    resume_tolerance: float = 0.0,
+) -> list[str]:
+    """Run every check on the cell (``recipe`` on ``backend``); returns the names of the checks passed."""
+    session = Session(plugins=plugins, recipe_files=recipe_files, objects=objects)
+    overrides = list(overrides)
+    if steps is not None:
+        overrides.append(f"steps={steps}")
+    resolved = session.resolve(recipe, overrides)
+    steps = resolved.steps
+    passed: list[str] = []
+
+    build = session.prepare(resolved, backend)
+    check_declarations(build)
+    passed.append("declarations")
+    construct_checked(session, build)
+    passed.append("construction")
+    try:
+        check_short_train(build, steps)
+        passed.append("short train")
+        check_deterministic_evaluation(build, eval_episodes)
+        passed.append("deterministic evaluation")
+        state = checkpoint_roundtrip(build)
+        fresh = session.build(resolved, build.backend)
+        try:
+            check_same_actions(build, fresh, state)
+        finally:
+            fresh.trainer.close()
+        passed.append("checkpoint round-trip")
+    finally:
+        build.trainer.close()
+    if resume:
+        check_resume_equivalence(session, resolved, build.backend, steps, resume_tolerance)
+        passed.append("resume equivalence")
+    return passed
+
+
+# ---- the checks ---------------------------------------------------------------------------------
+
+
+def check_declarations(build: Build) -> None:
+    spec = build.algorithm
+    if spec.api_version != API_VERSION:
+        _fail("declarations", f"{spec.name} implements API version {spec.api_version}, this core is {API_VERSION}")
+    entry = build.loss_entry
+    if entry is None or (entry.algorithm, entry.backend) != build.cell:
+        _fail("declarations", f"no loss registered for {'/'.join(build.cell)}")
+    if not entry.terms:
+        _fail("declarations", f"loss '{entry.name}' of {'/'.join(build.cell)} declares no optimised term")
+
+
+def construct_checked(session: Session, build: Build) -> None:
+    from .rng import seed_all
+
+    seed_all(build.seed)
+    for slot, hook_name in STAGES:
+        value = getattr(session.host.pm.hook, hook_name)(build=build)
+        setattr(build, slot, value)
+        if value is None and slot not in ("target_updater", "memory", "loss"):
+            _fail("construction", f"{hook_name} returned None for {'/'.join(build.cell)}")
+    if build.loss is None and build.loss_entry.factory is not None:
+        _fail("construction", f"rlplug_build_loss returned None although loss '{build.loss_entry.name}' has a factory")
+    if not isinstance(build.trainer, Trainer):
+        _fail("construction", f"the trainer {type(build.trainer).__name__} does not implement rlplug.Trainer")
+
+
+def check_short_train(build: Build, steps: int) -> None:
+    seen: dict[str, list[float]] = {}
+
+    def record(_: Any, metrics: dict[str, float]) -> None:
+        for name, value in metrics.items():
+            seen.setdefault(name, []).append(value)
+
+    trainer = build.trainer
+    trainer.train(steps, callbacks=[record])
+    progress = getattr(trainer, "progress", trainer.env_steps)
+    if progress < steps or trainer.iterations < 1:
+        _fail("short train", f"train({steps}) stopped at {progress} after {trainer.iterations} iterations")
+    for term in build.loss_entry.terms:
+        values = seen.get(f"loss/{term}")
+        if not values:
+            _fail("short train", f"no 'loss/{term}' metric in {steps} steps (is the budget past learning_starts?)")
+        bad = [v for v in values if not math.isfinite(v)]
+        if bad:
+            _fail("short train", f"'loss/{term}' was {bad[0]}")
+
+
+def check_deterministic_evaluation(build: Build, episodes: int) -> None:
+    first, second = build.trainer.evaluate(episodes), build.trainer.evaluate(episodes)
+    if first != second:
+        _fail("deterministic evaluation", f"two evaluations differ: {first} vs {second}")
+
+
+def checkpoint_roundtrip(build: Build) -> dict[str, Any]:
+    """The trainer's state through ``torch.save`` and ``torch.load(weights_only=True)``."""
+    import pickle
+
+    import torch
+
+    buffer = io.BytesIO()
+    torch.save(build.trainer.state_dict(), buffer)
+    buffer.seek(0)
+    try:
+        return torch.load(buffer, weights_only=True)
+    except pickle.UnpicklingError as err:
+        _fail("checkpoint round-trip", f"state_dict holds more than tensors, numbers and strings: {str(err).splitlines()[0]}")
+        raise  # unreachable
+
+
+def check_same_actions(build: Build, fresh: Build, state: dict[str, Any]) -> None:
+    import numpy as np
+
+    fresh.trainer.load_state_dict(state)
+    space = build.observation_space
+    space.seed(build.seed)
+    observations = np.stack([space.sample() for _ in range(16)]).astype(np.float32)
+    multiagent = build.extras.get("multiagent")
+    if multiagent is not None:  # multi-agent cells act on [B, n_agents, obs_dim]
+        observations = np.stack([observations] * multiagent.n_agents, axis=1)
+    ours, theirs = build.trainer.act_deterministic(observations), fresh.trainer.act_deterministic(observations)
+    if not np.array_equal(np.asarray(ours), np.asarray(theirs)):
+        _fail("checkpoint round-trip", "a fresh build loaded from the checkpoint acts differently")
+
+
+def check_resume_equivalence(session: Session, recipe: Any, backend: str, steps: int, tolerance: float) -> None:
+    straight = session.build(recipe, backend)
+    try:
+        straight.trainer.train(2 * steps)
+        expected = straight.trainer.state_dict()
+    finally:
+        straight.trainer.close()
+    first = session.build(recipe, backend)
+    try:
+        first.trainer.train(steps)
+        state = checkpoint_roundtrip(first)
+    finally:
+        first.trainer.close()
+    resumed = session.build(recipe, backend)
+    try:
+        resumed.trainer.load_state_dict(state)
+        resumed.trainer.train(2 * steps)
+        got = resumed.trainer.state_dict()
+    finally:
+        resumed.trainer.close()
+    difference = first_difference(expected, got, tolerance)
+    if difference:
+        _fail("resume equivalence", f"{steps} + {steps} steps with a resume between differ from {2 * steps} straight at {difference}")
+
+
+def _filled(storage_state: dict[str, Any]) -> dict[str, Any]:
+    import torch
+
+    rows = int(storage_state["_len"])
+
+    def cut(value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            return value[:rows]
+        if isinstance(value, dict):
+            return {k: cut(v) for k, v in value.items()}
+        return value
+
+    return {**storage_state, "_storage": cut(storage_state["_storage"])}
+
+
+def first_difference(expected: Any, got: Any, tolerance: float = 0.0, path: str = "") -> str | None:
+    """The first place two trainer states differ (replay memories compared only where filled)."""
+    import torch
+
+    if isinstance(expected, torch.Tensor):
+        if not isinstance(got, torch.Tensor) or expected.shape != got.shape or expected.dtype != got.dtype:
+            return f"{path or 'state'} (shape or dtype)"
+        if expected.is_floating_point():
+            close = torch.allclose(expected, got, rtol=0.0, atol=tolerance, equal_nan=True) if tolerance else torch.equal(
+                torch.nan_to_num(expected, nan=0.125), torch.nan_to_num(got, nan=0.125)
+            )
+        else:
+            close = torch.equal(expected, got)
+        if close:
+            return None
+        if expected.is_floating_point():
+            return f"{path} (max abs diff {(expected.double() - got.double()).abs().max().item():.3g})"
+        return path
+    if isinstance(expected, dict):
+        if set(expected) != set(got if isinstance(got, dict) else {}):
+            return f"{path or 'state'} (keys)"
+        if "_storage" in expected and "_len" in expected:  # a TorchRL storage: rows past _len are uninitialised
+            expected, got = _filled(expected), _filled(got)
+        for key in expected:
+            found = first_difference(expected[key], got[key], tolerance, f"{path}.{key}" if path else str(key))
+            if found:
+                return found
+        return None
+    if isinstance(expected, (list, tuple)):
+        if not isinstance(got, (list, tuple)) or len(expected) != len(got):
+            return f"{path} (length)"
+        for index, (a, b) in enumerate(zip(expected, got)):
+            found = first_difference(a, b, tolerance, f"{path}[{index}]")
+            if found:
+                return found
+        return None
+    if isinstance(expected, float) and isinstance(got, float) and math.isnan(expected) and math.isnan(got):
+        return None
+    return None if expected == got else f"{path} ({expected!r} vs {got!r})"

@@ -1,0 +1,198 @@
+"""Offline datasets: writing and reading back, what is refused (corrupt, truncated, other env), the
+normalised score, replay-memory export from runs on both backends, and the `rlplug dataset` commands."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from conftest import assert_one_line_error, run_cli, write_dataset
+from rlplug.datasets import DatasetError, env_contiguous, episode_returns, load_data, read_info
+
+
+@pytest.fixture
+def data_dir(tmp_path, monkeypatch):
+    root = tmp_path / "data"
+    monkeypatch.setenv("RLPLUG_DATA_DIR", str(root))
+    return root
+
+
+def test_written_dataset_reads_back_with_its_metadata(tmp_path):
+    path = write_dataset(tmp_path / "pend", steps=450)
+    info = read_info(path)
+    data = load_data(info)
+    assert info.transitions == 450 and info.env == "Pendulum-v1"
+    assert data["observation"].shape == (450, 3) and data["action"].shape == (450, 1)
+    assert data["reward"].shape == (450, 1) and data["terminated"].dtype.is_floating_point is False
+    # episodes are contiguous: the next observation of a step is the observation of the following one
+    done = (data["terminated"] | data["truncated"]).reshape(-1)
+    same = (data["next_observation"][:-1] == data["observation"][1:]).all(dim=1)
+    assert bool(same[~done[:-1]].all())
+    assert info.metadata["episodes"] == 2 and bool(done[-1])  # 200-step episodes; the trailing piece is cut, not counted
+    assert info.metadata["returns"]["mean"] == pytest.approx(data["reward"][:400].sum().item() / 2, rel=1e-5)
+
+
+def test_discrete_actions_are_stored_as_indices(tmp_path):
+    info = read_info(write_dataset(tmp_path / "cart", env_id="CartPole-v1", steps=300))
+    data = load_data(info)
+    assert data["action"].dtype.is_floating_point is False and set(data["action"].unique().tolist()) <= {0, 1}
+    assert info.metadata["action_space"] == {"type": "Discrete", "n": 2}
+
+
+def test_normalised_score_uses_the_reference_returns(tmp_path):
+    info = read_info(write_dataset(tmp_path / "pend", steps=200, random_return=-1200.0, expert_return=-200.0))
+    assert info.normalised_score(-200.0) == pytest.approx(100.0)
+    assert info.normalised_score(-700.0) == pytest.approx(50.0)
+    info.metadata["reference"] = {"random_return": -1200.0}
+    assert info.normalised_score(-700.0) is None
+
+
+def test_a_changed_byte_is_refused_as_corrupt(tmp_path):
+    path = write_dataset(tmp_path / "pend", steps=200)
+    file = tmp_path / "pend" / "data" / "reward.memmap"
+    raw = bytearray(file.read_bytes())
+    raw[10] ^= 0xFF
+    file.write_bytes(bytes(raw))
+    with pytest.raises(DatasetError, match="corrupt: reward.memmap does not match its recorded checksum"):
+        load_data(read_info(path))
+
+
+def test_a_truncated_dataset_is_refused(tmp_path):
+    path = write_dataset(tmp_path / "pend", steps=200)
+    file = tmp_path / "pend" / "data" / "observation.memmap"
+    file.write_bytes(file.read_bytes()[:100])
+    with pytest.raises(DatasetError, match="corrupt"):
+        load_data(read_info(path))
+    (tmp_path / "pend" / "data" / "observation.memmap").unlink()
+    with pytest.raises(DatasetError, match="incomplete: observation is missing"):
+        load_data(read_info(path))
+
+
+def test_unreadable_or_missing_metadata_is_one_error(tmp_path):
+    path = write_dataset(tmp_path / "pend", steps=200)
+    (tmp_path / "pend" / "metadata.json").write_text("{not json")
+    with pytest.raises(DatasetError, match="metadata.json is unreadable"):
+        read_info(path)
+    (tmp_path / "pend" / "metadata.json").unlink()
+    with pytest.raises(DatasetError, match="is not an rlplug dataset"):
+        read_info(path)
+    with pytest.raises(DatasetError, match="not found"):
+        read_info(str(tmp_path / "nothing"))
+
+
+def test_a_dataset_of_another_env_or_other_spaces_is_refused(tmp_path):
+    info = read_info(write_dataset(tmp_path / "pend", steps=200))
+    cart = gym.make("CartPole-v1")
+    with pytest.raises(DatasetError, match="was recorded on Pendulum-v1, not CartPole-v1"):
+        info.check_env("CartPole-v1", cart.observation_space, cart.action_space, "recipe 'x'")
+    wider = gym.spaces.Box(-4.0, 4.0, (1,), np.float32)
+    pend = gym.make("Pendulum-v1")
+    with pytest.raises(DatasetError, match="has action space Box"):
+        info.check_env("Pendulum-v1", pend.observation_space, wider, "recipe 'x'")
+
+
+def test_env_contiguous_reorders_and_cuts_each_envs_piece():
+    # two envs interleaved: rows alternate env 0 / env 1
+    columns = {
+        "reward": np.arange(6, dtype=np.float32).reshape(6, 1),
+        "terminated": np.zeros((6, 1), bool),
+        "truncated": np.zeros((6, 1), bool),
+    }
+    order = np.array([0, 2, 4, 1, 3, 5])
+    columns["terminated"][2] = True  # env 0 ends an episode at its second step
+    out = env_contiguous(columns, order, np.array([0, 0, 0, 1, 1, 1]), wrapped=False)
+    assert out["reward"].reshape(-1).tolist() == [0, 2, 4, 1, 3, 5]
+    assert out["truncated"].tolist() == [False, False, True, False, False, True]
+    assert out["partial"].tolist() == [False, False, True, False, False, True]
+    assert episode_returns(out["reward"], out["terminated"], out["truncated"]) == [2.0, 4.0, 9.0]
+    assert episode_returns(out["reward"], out["terminated"], out["truncated"], out["partial"]) == [2.0]
+    wrapped = env_contiguous(columns, order, np.array([0, 0, 0, 1, 1, 1]), wrapped=True)
+    assert episode_returns(wrapped["reward"], wrapped["terminated"], wrapped["truncated"], wrapped["partial"]) == []
+
+
+@pytest.mark.parametrize("backend", ["skrl", "torchrl"])
+def test_from_run_exports_the_replay_memory_env_by_env(tmp_path, data_dir, backend):
+    import rlplug
+    from rlplug.collect import from_run
+
+    run_dir = tmp_path / "run"
+    overrides = ["steps=240", "num_envs=2", "learning_starts=100", "train_every=3", "buffer_size=200", "log_every=60",
+                 "hidden_sizes=[16, 16]", "batch_size=16"]
+    rlplug.train("dqn-cartpole", backend=backend, overrides=overrides, run_dir=run_dir)
+    info = from_run(rlplug.session(), run_dir, "replay")
+    data = load_data(info)
+    assert info.transitions == 200  # the buffer wrapped: the newest 200 of 240 transitions
+    assert info.metadata["source"]["kind"] == "replay" and info.metadata["source"]["backend"] == backend
+    assert "expert_return" in info.reference and "random_return" in info.reference
+    done = (data["terminated"] | data["truncated"]).reshape(-1)
+    follows = (data["next_observation"][:-1] == data["observation"][1:]).all(dim=1)
+    assert bool(follows[~done[:-1]].all()), "consecutive rows of one env must be consecutive steps"
+    assert int(done.sum()) >= 2  # at least the two env pieces end
+
+
+def test_from_run_refuses_an_on_policy_run(tmp_path, data_dir):
+    import rlplug
+    from rlplug.collect import from_run
+
+    rlplug.train("ppo-cartpole", overrides=["steps=512", "num_envs=2", "rollout_steps=256"], run_dir=tmp_path / "run")
+    with pytest.raises(DatasetError, match=r"keeps no replay memory; from-run needs an off-policy run"):
+        from_run(rlplug.session(), tmp_path / "run", "ppo-data")
+
+
+# ---- the command line -----------------------------------------------------------------------------
+
+
+def _cli_env(data_dir):
+    return {"RLPLUG_DATA_DIR": str(data_dir)}
+
+
+def run_data_cli(data_dir, *args):
+    old = os.environ.get("RLPLUG_DATA_DIR")
+    os.environ["RLPLUG_DATA_DIR"] = str(data_dir)
+    try:
+        return run_cli(*args)
+    finally:
+        if old is None:
+            os.environ.pop("RLPLUG_DATA_DIR")
+        else:
+            os.environ["RLPLUG_DATA_DIR"] = old
+
+
+def test_cli_collect_info_list(tmp_path):
+    data_dir = tmp_path / "data"
+    made = run_data_cli(data_dir, "dataset", "collect", "rand", "--env", "CartPole-v1", "--random", "--steps", "300", "--no-progress")
+    assert made.returncode == 0, made.stderr
+    assert "dataset rand: 300 transitions" in made.stdout
+    info = run_data_cli(data_dir, "dataset", "info", "rand", "--verify", "--json")
+    meta = json.loads(info.stdout)
+    assert meta["transitions"] == 300 and meta["source"]["kind"] == "random" and "random_return" in meta["reference"]
+    listed = run_data_cli(data_dir, "dataset", "list")
+    assert "rand" in listed.stdout and "CartPole-v1" in listed.stdout
+    assert "pendulum-medium" in listed.stdout and "declared, not built" in listed.stdout
+    again = run_data_cli(data_dir, "dataset", "collect", "rand", "--env", "CartPole-v1", "--random", "--steps", "300")
+    assert_one_line_error(again, "dataset 'rand' already exists")
+    assert json.loads(run_data_cli(data_dir, "dataset", "info", "rand", "--json").stdout)["transitions"] == 300
+
+
+def test_cli_dataset_errors_are_one_line(tmp_path):
+    data_dir = tmp_path / "data"
+    assert_one_line_error(run_data_cli(data_dir, "dataset", "info", "nope"), "dataset 'nope' not found")
+    assert_one_line_error(
+        run_data_cli(data_dir, "dataset", "collect", "x", "--env", "CartPole-v1"), "give exactly one of --policy RUN_DIR or --random"
+    )
+    assert_one_line_error(
+        run_data_cli(data_dir, "dataset", "collect", "x", "--env", "CartPole-v1", "--policy", str(tmp_path / "no-run")),
+        "does not exist",
+    )
+    assert_one_line_error(run_data_cli(data_dir, "dataset", "collect", "x", "--env", "CartPol-v1", "--random"), "did you mean")
+    assert_one_line_error(run_data_cli(data_dir, "dataset", "build", "pendulum-mediun"), "did you mean 'pendulum-medium'")
+    assert not (data_dir / "x").exists()
+
+
+def test_a_dataset_on_an_online_recipe_is_refused():
+    result = run_cli("train", "sac-pendulum", "--set", "dataset=pendulum-medium", "--no-write")
+    assert_one_line_error(result, "'dataset' is for offline algorithms; sac is off-policy")
