@@ -80,12 +80,18 @@ def test_corrupt_and_malicious_checkpoints_are_refused(tmp_path):
     assert not marker.exists()
 
 
-def test_bench_prints_a_table():
-    result = run_cli("bench", "ppo-cartpole", "--backend", "skrl", "--steps", "256", *FAST, "--json")
+def test_bench_prints_a_table_and_writes_a_report(tmp_path):
+    report = tmp_path / "BENCH.md"
+    result = run_cli("bench", "ppo-cartpole", "--backend", "skrl", "--steps", "256", *FAST, "--json", "--report", str(report))
     assert result.returncode in (0, 1), result.stderr  # a 256-step run is not expected to reach the target
     rows = json.loads(result.stdout)
     assert rows[0]["recipe"] == "ppo-cartpole@1" and rows[0]["backend"] == "skrl" and rows[0]["steps"] == 256
     assert rows[0]["passed"] is (rows[0]["eval_return_mean"] >= 475)
+    text = report.read_text()
+    assert "| ppo-cartpole@1 | skrl | 256 |" in text and "torch threads 1" in text and "skrl 2.1.1" in text
+    saved = json.loads(report.with_suffix(".json").read_text())
+    assert saved["rows"] == rows and saved["machine"]["cpu_count"] >= 1
+    assert_one_line_error(run_cli("bench", "ppo-cartpole", "--all"), "give recipe names or --all, not both")
 
 
 def test_eval_records_videos_or_says_what_it_needs(tmp_path):

@@ -274,7 +274,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from .runs import train
 
     session = _session(args)
-    names = args.names or [n for n, _ in session.book.refs()]
+    if args.all:
+        if args.names:
+            raise RlplugError("bench --all runs every first-party recipe; give recipe names or --all, not both")
+        names = [n for n, v in session.book.refs() if session.book.raw(f"{n}@{v}")[1].source.endswith("registry.toml")]
+    else:
+        names = args.names or [n for n, _ in session.book.refs()]
+    report = Path(args.report) if args.report else (Path("BENCHMARKS.md") if args.all else None)
     backends = [b for b in (args.backend or "").split(",") if b]
     rows, data = [], []
     for name in dict.fromkeys(names):
@@ -301,6 +307,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 build.trainer.close()
             data.append(summary)
             rows.append(_bench_row(summary))
+            if report is not None:  # rewritten after each row: a long bench leaves a partial report
+                from .report import write_report
+
+                write_report(report, data, "rlplug " + " ".join(sys.argv[1:]))
     if args.json:
         _emit_json(data)
     else:
@@ -466,6 +476,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a field of every recipe")
     bench.add_argument("--seed", type=int)
     bench.add_argument("--runs-dir", metavar="DIR", help="write each row's run directory (metrics, curve.png) under DIR")
+    bench.add_argument("--all", action="store_true", help="every first-party recipe on every backend; writes BENCHMARKS.md")
+    bench.add_argument("--report", metavar="FILE.md", help="write the table as Markdown (and FILE.json) with the machine's details")
     bench.set_defaults(func=cmd_bench)
 
     dataset = sub.add_parser("dataset", help="offline datasets: collect, from-run, build, info, list")

@@ -263,6 +263,7 @@ def train(
     checkpoint_every = checkpoint_every or max(1, steps // 10)
     next_checkpoint = (trainer.progress // checkpoint_every + 1) * checkpoint_every
     start_steps, started, cpu_started = trainer.progress, time.perf_counter(), time.process_time()
+    start_updates = getattr(trainer, "gradient_steps", 0)
     unit = "update" if trainer.progress_unit == "updates" else "step"
     bar = tqdm(total=steps, initial=trainer.progress, unit=unit, dynamic_ncols=True, disable=not progress, leave=False)
     checkpointed_at = -1
@@ -302,6 +303,10 @@ def train(
         writer.checkpoint()
     returns = trainer.evaluate(build.recipe.eval_episodes)
     summary = summarise(build, trainer.progress, trainer.progress - start_steps, wall, returns, cpu)
+    if trainer.progress_unit == "updates":
+        summary["updates_per_second"] = summary["steps_per_second"]
+    elif hasattr(trainer, "gradient_steps") and wall > 0:  # off-policy cells: gradient steps taken
+        summary["updates_per_second"] = round((trainer.gradient_steps - start_updates) / wall, 1)
     summary["run_dir"] = str(run_dir) if run_dir is not None else None
     if writer is not None:
         writer.finish(summary, wall)
