@@ -15,12 +15,10 @@ the ratio rlplug / plain per round, with mean and spread.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import statistics
-import time
 
 import torch
+from update_rates import interleaved, report
 from torch import nn
 from torch.nn import functional as F
 
@@ -115,15 +113,6 @@ def rlplug_updater(backend: str):
     return lambda: trainer.update(trainer.memory.sample()), trainer
 
 
-def rate(step, updates: int) -> float:
-    for _ in range(10):  # warm-up: allocator, autograd graph caches
-        step()
-    started = time.perf_counter()
-    for _ in range(updates):
-        step()
-    return updates / (time.perf_counter() - started)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--updates", type=int, default=300)
@@ -134,26 +123,11 @@ def main() -> None:
     torch.set_num_threads(1)
     plain = PlainSAC()
     cells = {backend: rlplug_updater(backend) for backend in args.backends.split(",")}
-    results: dict[str, dict[str, list[float]]] = {b: {"plain": [], "rlplug": [], "ratio": []} for b in cells}
-    for _ in range(args.rounds):
-        for backend, (step, _) in cells.items():
-            plain_rate = rate(plain.update, args.updates)
-            cell_rate = rate(step, args.updates)
-            results[backend]["plain"].append(plain_rate)
-            results[backend]["rlplug"].append(cell_rate)
-            results[backend]["ratio"].append(cell_rate / plain_rate)
+    results = interleaved(plain.update, {backend: step for backend, (step, _) in cells.items()}, args.rounds, args.updates)
     for _, trainer in cells.values():
         trainer.close()
-    if args.json:
-        print(json.dumps(results))
-        return
-    print(f"SAC gradient updates/s, batch {BATCH}, {HIDDEN}x{HIDDEN} nets, 1 torch thread, {args.rounds} rounds x {args.updates} updates")
-    for backend, r in results.items():
-        ratios = r["ratio"]
-        print(
-            f"  {backend:8s} plain {statistics.mean(r['plain']):6.1f}/s  rlplug {statistics.mean(r['rlplug']):6.1f}/s  "
-            f"ratio {statistics.mean(ratios):.3f} (min {min(ratios):.3f}, max {max(ratios):.3f})"
-        )
+    report(f"SAC gradient updates/s, batch {BATCH}, {HIDDEN}x{HIDDEN} nets, 1 torch thread, {args.rounds} rounds x {args.updates} updates",
+           results, args.json)
 
 
 if __name__ == "__main__":

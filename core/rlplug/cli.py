@@ -254,8 +254,8 @@ def _bench_row(summary: dict[str, Any]) -> list[Any]:
     if summary.get("target_metric") == "normalised_score":
         result += f" (score {summary['normalised_score']:.1f})" if summary.get("normalised_score") is not None else " (no score)"
         target = f"score {target}"
-        if summary.get("dataset_return_mean") is not None:
-            target += f", data {summary['dataset_return_mean']:.0f}"
+        if summary.get("beat_dataset"):
+            target += f", > data {summary['dataset_return_mean']:.0f}"
     return [summary["recipe"], summary["backend"], f"{summary['steps']}{' ' + unit if unit else ''}", f"{summary['wall_seconds']:.1f}",
             f"{summary['steps_per_second']:.0f}", result, target, "pass" if summary["passed"] else "FAIL"]
 

@@ -40,7 +40,7 @@ def _row(summary: dict[str, Any]) -> list[str]:
     target = f"{summary['target']:g}"
     if summary.get("target_metric") == "normalised_score":
         result += f" (score {summary['normalised_score']:.1f})" if summary.get("normalised_score") is not None else ""
-        target = f"score ≥ {summary['target']:g}" + (f", > data {summary['dataset_return_mean']:.0f}" if summary.get("dataset_return_mean") is not None else "")
+        target = f"score ≥ {summary['target']:g}" + (f", > data {summary['dataset_return_mean']:.0f}" if summary.get("beat_dataset") else "")
     return [
         summary["recipe"],
         summary["backend"],

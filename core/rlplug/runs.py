@@ -105,9 +105,19 @@ class RunWriter:
             self.plot()  # the curve is refreshed at each evaluation
 
     def plot(self) -> None:
+        """``curve.png`` with the target as a return (an offline score target converted with the
+        dataset's reference returns) and, offline, the dataset's own mean return."""
         recipe = self.build.recipe
-        target = getattr(recipe, "target", None) if getattr(recipe, "target_metric", "return") == "return" else None
-        plot_learning_curve(self.dir, target)
+        target = getattr(recipe, "target", None)
+        dataset = getattr(self.build, "extras", {}).get("dataset")
+        data_mean = None
+        if getattr(recipe, "target_metric", "return") == "normalised_score":
+            ref = dataset.reference if dataset is not None else {}
+            low, high = ref.get("random_return"), ref.get("expert_return")
+            target = None if low is None or high is None else low + target / 100.0 * (high - low)
+        if dataset is not None:
+            data_mean = (dataset.metadata.get("returns") or {}).get("mean")
+        plot_learning_curve(self.dir, target, data_mean)
 
     def _widen(self, new_columns: list[str]) -> None:
         """Add columns for metrics that appear mid-run; rows already written are kept (atomic rewrite)."""
@@ -211,7 +221,7 @@ def _write_json(path: Path, data: Any) -> None:
     tmp.replace(path)
 
 
-def plot_learning_curve(run_dir: Path, target: float | None = None) -> None:
+def plot_learning_curve(run_dir: Path, target: float | None = None, data_mean: float | None = None) -> None:
     """``curve.png``: training-episode and evaluation returns against progress, with the target line."""
     path = run_dir / "metrics.csv"
     if not path.is_file():
@@ -235,7 +245,9 @@ def plot_learning_curve(run_dir: Path, target: float | None = None) -> None:
         if xs:
             ax.plot(xs, ys, lw=1.5, marker="o" if key.startswith("eval") else None, ms=3, label=key)
     if target is not None:
-        ax.axhline(target, color="tab:red", ls="--", lw=1, label=f"target {target:g}")
+        ax.axhline(target, color="tab:red", ls="--", lw=1, label=f"target {target:.0f}")
+    if data_mean is not None:
+        ax.axhline(data_mean, color="tab:gray", ls=":", lw=1, label=f"dataset mean {data_mean:.0f}")
     ax.legend(fontsize=8)
     ax.set_xlabel("gradient updates" if unit == "updates" else "environment steps")
     ax.set_ylabel("episode return")
@@ -350,6 +362,7 @@ def summarise(
         summary["dataset"] = dataset.name
         summary["normalised_score"] = round(score, 1) if score is not None else None
         summary["dataset_return_mean"] = round(stats["mean"], 2) if "mean" in stats else None
+        summary["beat_dataset"] = recipe.beat_dataset
     summary["passed"] = passed(recipe, summary)
     return summary
 

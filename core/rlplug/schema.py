@@ -95,6 +95,18 @@ class LossSpec:
     describe: str = ""  # optional "module:function" returning extra facts for ``rlplug losses``
 
 
+@dataclass(frozen=True)
+class AutoOrFloat(Param):
+    """A hyperparameter that is either the string ``"auto"`` or a number (stored as a float)."""
+
+    def validate(self, value: Any, where: str) -> Any:
+        if value == "auto":
+            return value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        raise TypeError(f"{where} must be 'auto' or a number, got {type(value).__name__} {value!r}")
+
+
 def both_backends(
     package: str,
     action_spaces: tuple[str, ...],

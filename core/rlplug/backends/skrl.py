@@ -12,6 +12,7 @@ from functools import partial
 from typing import Any
 
 import logging
+import math
 
 import gymnasium as gym
 import numpy as np
@@ -251,6 +252,21 @@ def q_model(
             observation_space, action_space, device, hidden_sizes, activation, output_size=int(action_space.n)
         )
     return DeterministicModel(observation_space, action_space, device, hidden_sizes, activation, with_actions=True)
+
+
+def register_action_bounds(model: nn.Module, space: gym.spaces.Box, device: Any = None) -> None:
+    """Buffers ``action_center`` and ``action_half_range`` of a Box space, for policies that map
+    ``tanh`` into the bounds (they follow ``.to()`` and are saved with the model)."""
+    low = torch.as_tensor(space.low, dtype=torch.float32, device=device)
+    high = torch.as_tensor(space.high, dtype=torch.float32, device=device)
+    model.register_buffer("action_center", (high + low) / 2)
+    model.register_buffer("action_half_range", (high - low) / 2)
+
+
+def tanh_log_det(u: torch.Tensor, half_range: torch.Tensor) -> torch.Tensor:
+    """``log |d(center + half_range * tanh(u)) / du|``, with ``log(1 - tanh(u)^2)`` computed stably as
+    ``2 * (log 2 - u - softplus(-2u))``: the change-of-variables term of a squashed Gaussian."""
+    return 2.0 * (math.log(2.0) - u - torch.nn.functional.softplus(-2.0 * u)) + torch.log(half_range)
 
 
 def policy_mean_or_argmax(policy: Model, observations: torch.Tensor) -> torch.Tensor:

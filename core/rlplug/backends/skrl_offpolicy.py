@@ -193,6 +193,14 @@ class StagedLossAgent:
             batch["next_states"] = self._state_preprocessor(batch["next_states"], train=True)
         return batch
 
+    def extra_state(self) -> dict[str, Any]:
+        """What skrl's ``checkpoint_modules`` miss; subclasses add theirs to this dict."""
+        return {"target_updater": self.target_updater.state_dict() if self.target_updater is not None else None}
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        if self.target_updater is not None:
+            self.target_updater.load_state_dict(state["target_updater"])
+
     def run_stage(
         self, batch: dict[str, torch.Tensor], stage: str, optimizer: torch.optim.Optimizer, models: Iterable[nn.Module], grad_norm_clip: float
     ) -> dict[str, torch.Tensor]:

@@ -22,7 +22,7 @@ from tensordict.nn import AddStateIndependentNormalScale, NormalParamExtractor, 
 from torch import nn
 from torch.distributions import Categorical
 from torchrl.collectors import Collector
-from torchrl.envs import DoubleToFloat, EnvBase, GymWrapper, Transform, TransformedEnv
+from torchrl.envs import DoubleToFloat, EnvBase, ExplorationType, GymWrapper, Transform, TransformedEnv, set_exploration_type
 from torchrl.data import Categorical as CategoricalSpec
 from torchrl.modules import IndependentNormal, ProbabilisticActor, QValueActor, TanhNormal, ValueOperator
 
@@ -410,6 +410,22 @@ class LearningRateSchedule:
 
 
 # ---- small helpers ------------------------------------------------------------------------------
+
+
+def describe_loss(*loss_classes: type, value_estimator: str) -> dict[str, Any]:
+    """What ``rlplug losses`` shows for a TorchRL loss: the keys its ``set_keys`` accepts, and the value
+    estimators it can use."""
+    import dataclasses
+
+    keys = {field.name for loss in loss_classes for field in dataclasses.fields(loss._AcceptedKeys)}
+    return {"set_keys": sorted(keys), "value_estimator": value_estimator}
+
+
+def deterministic_actions(policy: nn.Module, observations: np.ndarray, device: str = "cpu") -> np.ndarray:
+    """``policy``'s ``"action"`` for a batch of observations in DETERMINISTIC exploration mode (a
+    distribution's mode or mean, a Q-actor's argmax): what evaluation and dataset collection use."""
+    with torch.no_grad(), set_exploration_type(ExplorationType.DETERMINISTIC):
+        return policy(observation_batch(observations, device))["action"].cpu().numpy()
 
 
 def observation_batch(observations: np.ndarray, device: str = "cpu") -> TensorDict:

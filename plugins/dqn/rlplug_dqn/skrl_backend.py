@@ -163,13 +163,13 @@ class LossDelegatingDQN(StagedLossAgent, DQN):
         """What ``checkpoint_modules`` (Q networks, optimiser) misses: the updater's step count
         (the phase of a hard copy), the scheduler, and epsilon (informational: it follows the timestep)."""
         return {
-            "target_updater": self.target_updater.state_dict(),
+            **super().extra_state(),
             "scheduler": self.scheduler.state_dict() if self.scheduler else None,
             "epsilon": float(self.epsilon),
         }
 
     def load_extra_state(self, state: dict[str, Any]) -> None:
-        self.target_updater.load_state_dict(state["target_updater"])
+        super().load_extra_state(state)
         if self.scheduler:
             self.scheduler.load_state_dict(state["scheduler"])
         self.epsilon = float(state["epsilon"])

@@ -11,12 +11,11 @@ clips the gradient norm, steps Adam and then the target updater. Epsilon follows
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import numpy as np
 import torch
-from rlplug.backends.torchrl import configure_threads, mlp, observation_batch, q_value_actor, seed_everything
+from rlplug.backends.torchrl import configure_threads, describe_loss, mlp, observation_batch, q_value_actor, seed_everything
 from rlplug.backends.torchrl_offpolicy import TorchRLOffPolicyTrainer, replay_buffer, set_value_estimator, target_update
 from rlplug.hookspecs import Build
 from rlplug.offpolicy import LinearSchedule
@@ -71,8 +70,7 @@ def make_dqn_loss(build: Build) -> DQNLoss:
 
 def describe_dqn_loss() -> dict[str, Any]:
     """What ``rlplug losses`` shows for this loss: the keys ``set_keys`` accepts and the estimators."""
-    fields = dataclasses.fields(DQNLoss._AcceptedKeys)
-    return {"set_keys": sorted(field.name for field in fields), "value_estimator": "td0 (td1, td_lambda)"}
+    return describe_loss(DQNLoss, value_estimator="td0 (td1, td_lambda)")
 
 
 # ---- target network -----------------------------------------------------------------------------

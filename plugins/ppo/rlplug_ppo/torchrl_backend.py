@@ -9,7 +9,6 @@ loss's own value estimator, then ``epochs`` passes of minibatches drawn without 
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import gymnasium as gym
@@ -18,10 +17,11 @@ import torch
 from rlplug.backends.torchrl import (
     LearningRateSchedule,
     RunningNormalizer,
+    collector_state,
     configure_threads,
+    describe_loss,
     extend_quietly,
     find_module,
-    collector_state,
     load_collector_state,
     make_collector,
     make_env,
@@ -104,8 +104,7 @@ def make_clip_loss(build: Build) -> ClipPPOLoss:
 
 def describe_clip_loss() -> dict[str, Any]:
     """What ``rlplug losses`` shows for this loss: the keys ``set_keys`` accepts and the estimator."""
-    fields = dataclasses.fields(ClipPPOLoss._AcceptedKeys)
-    return {"set_keys": sorted(field.name for field in fields), "value_estimator": "GAE"}
+    return describe_loss(ClipPPOLoss, value_estimator="GAE")
 
 
 # ---- trainer ------------------------------------------------------------------------------------

@@ -6,26 +6,12 @@ The backends live in ``skrl_backend`` and ``torchrl_backend`` and are imported o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
 
 from rlplug import AlgorithmPlugin, AlgorithmSpec, LossSpec, Param
 from rlplug.offpolicy import ESTIMATOR_PARAMS, REPLAY_PARAMS, TARGET_PARAMS
-from rlplug.schema import both_backends
+from rlplug.schema import AutoOrFloat, both_backends
 
 from .settings import skrl_settings, torchrl_settings
-
-
-@dataclass(frozen=True)
-class AutoOrFloat(Param):
-    """A hyperparameter that is either the string ``"auto"`` or a number (stored as a float)."""
-
-    def validate(self, value: Any, where: str) -> Any:
-        if value == "auto":
-            return value
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        raise TypeError(f"{where} must be 'auto' or a number, got {type(value).__name__} {value!r}")
 
 
 PARAMS = (

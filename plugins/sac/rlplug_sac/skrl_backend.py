@@ -12,13 +12,12 @@ With ``exploration_noise = "ou"`` the actions sent to the env while collecting a
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from rlplug.backends.skrl import GaussianPolicy, policy_mean_or_argmax, q_model, seed_everything
+from rlplug.backends.skrl import GaussianPolicy, policy_mean_or_argmax, q_model, register_action_bounds, seed_everything, tanh_log_det
 from rlplug.backends.skrl_offpolicy import (
     SkrlOffPolicyTrainer,
     StagedLossAgent,
@@ -45,18 +44,14 @@ class SquashedGaussianPolicy(GaussianPolicy):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        low = torch.as_tensor(self.action_space.low, dtype=torch.float32, device=self.device)
-        high = torch.as_tensor(self.action_space.high, dtype=torch.float32, device=self.device)
-        self.register_buffer("action_center", (high + low) / 2)
-        self.register_buffer("action_half_range", (high - low) / 2)
+        register_action_bounds(self, self.action_space, self.device)
 
     def act(self, inputs: dict[str, Any], *, role: str = "") -> tuple[torch.Tensor, dict[str, Any]]:
         mean, outputs = self.compute(inputs, role)
         log_std = torch.clamp(outputs["log_std"], min=self._g_min_log_std, max=self._g_max_log_std)
         distribution = Normal(mean, log_std.exp())
         u = distribution.rsample()
-        # log(1 - tanh(u)^2), computed stably as 2 * (log 2 - u - softplus(-2u))
-        log_det = 2.0 * (math.log(2.0) - u - F.softplus(-2.0 * u)) + torch.log(self.action_half_range)
+        log_det = tanh_log_det(u, self.action_half_range)
         log_prob = (distribution.log_prob(u) - log_det).sum(dim=-1, keepdim=True)
         actions = self.action_center + self.action_half_range * torch.tanh(u)
         return actions, {"log_prob": log_prob, "log_std": log_std, "mean_actions": self.deterministic_actions(mean)}
@@ -193,8 +188,8 @@ class LossDelegatingSAC(StagedLossAgent, SAC):
         log_alpha = self.log_entropy_coefficient.detach().clone() if self.cfg.learn_entropy else None
         noise_state = getattr(self.exploration_noise, "state", None)
         return {
+            **super().extra_state(),
             "log_entropy_coefficient": log_alpha,
-            "target_updater": self.target_updater.state_dict(),
             "exploration_noise_state": noise_state.clone() if torch.is_tensor(noise_state) else None,
         }
 
@@ -203,7 +198,7 @@ class LossDelegatingSAC(StagedLossAgent, SAC):
             with torch.no_grad():
                 self.log_entropy_coefficient.copy_(state["log_entropy_coefficient"])
             self._entropy_coefficient = torch.exp(self.log_entropy_coefficient.detach())
-        self.target_updater.load_state_dict(state["target_updater"])
+        super().load_extra_state(state)
         if state.get("exploration_noise_state") is not None:
             self.exploration_noise.state = state["exploration_noise_state"].clone()
 

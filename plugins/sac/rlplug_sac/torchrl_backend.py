@@ -11,12 +11,11 @@ With ``exploration_noise = "ou"`` the collector runs the actor followed by Ornst
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import numpy as np
 import torch
-from rlplug.backends.torchrl import configure_threads, mlp, observation_batch, q_value_operator, seed_everything, tanh_normal_actor
+from rlplug.backends.torchrl import configure_threads, describe_loss, deterministic_actions, mlp, q_value_operator, seed_everything, tanh_normal_actor
 from rlplug.backends.torchrl_offpolicy import (
     TargetUpdate,
     TorchRLOffPolicyTrainer,
@@ -30,7 +29,6 @@ from tensordict import TensorDict
 from tensordict.nn import TensorDictSequential
 from torch import nn
 from torchrl.data import TensorDictReplayBuffer
-from torchrl.envs import ExplorationType, set_exploration_type
 from torchrl.objectives import SACLoss
 
 # ---- models -------------------------------------------------------------------------------------
@@ -86,8 +84,7 @@ def make_sac_loss(build: Build) -> SACLoss:
 
 def describe_sac_loss() -> dict[str, Any]:
     """What ``rlplug losses`` shows for this loss: the keys ``set_keys`` accepts and the estimators."""
-    fields = dataclasses.fields(SACLoss._AcceptedKeys)
-    return {"set_keys": sorted(field.name for field in fields), "value_estimator": "td0 | td1 | td_lambda"}
+    return describe_loss(SACLoss, value_estimator="td0 | td1 | td_lambda")
 
 
 # ---- target networks ----------------------------------------------------------------------------
@@ -170,8 +167,7 @@ class TorchRLSACTrainer(TorchRLOffPolicyTrainer):
         return {"train/alpha": float(self.loss.log_alpha.detach().exp())}
 
     def act_deterministic(self, observations: np.ndarray) -> np.ndarray:
-        with torch.no_grad(), set_exploration_type(ExplorationType.DETERMINISTIC):
-            return self.actor(observation_batch(observations, self.build.device))["action"].cpu().numpy()
+        return deterministic_actions(self.actor, observations, self.build.device)
 
     # -- checkpoints ------------------------------------------------------------------------------
 

@@ -171,15 +171,15 @@ class LossDelegatingTD3(StagedLossAgent, TD3):
     def extra_state(self) -> dict[str, Any]:
         noise_state = getattr(self._exploration_noise, "state", None)
         return {
+            **super().extra_state(),
             "update_counter": self._update_counter,
-            "target_updater": self.target_updater.state_dict(),
             "exploration_noise_state": noise_state.clone() if torch.is_tensor(noise_state) else None,
             "timestep": self._timestep,
         }
 
     def load_extra_state(self, state: dict[str, Any]) -> None:
+        super().load_extra_state(state)
         self._update_counter = int(state["update_counter"])
-        self.target_updater.load_state_dict(state["target_updater"])
         if state["exploration_noise_state"] is not None:
             self._exploration_noise.state = state["exploration_noise_state"].clone()
         self._timestep = int(state["timestep"])

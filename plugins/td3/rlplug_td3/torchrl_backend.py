@@ -10,13 +10,13 @@ actor steps on ``actor_loss`` and the target networks move.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import numpy as np
 import torch
 from rlplug.backends.torchrl import (
     configure_threads,
+    describe_loss,
     deterministic_actor,
     mlp,
     observation_batch,
@@ -86,8 +86,7 @@ def make_td3_loss(build: Build) -> TD3Loss:
 
 def describe_td3_loss() -> dict[str, Any]:
     """What ``rlplug losses`` shows for this loss: the keys ``set_keys`` accepts and the estimators."""
-    fields = dataclasses.fields(TD3Loss._AcceptedKeys)
-    return {"set_keys": sorted(field.name for field in fields), "value_estimator": "td0 | td1 | td_lambda (hp value_estimator)"}
+    return describe_loss(TD3Loss, value_estimator="td0 | td1 | td_lambda (hp value_estimator)")
 
 
 # ---- target networks ----------------------------------------------------------------------------

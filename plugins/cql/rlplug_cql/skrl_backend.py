@@ -1,0 +1,400 @@
+"""CQL on skrl: models, the dataset memory, the staged CQL loss, target updates, the agents, the trainer.
+
+skrl has no CQL and no offline path (reference §11), so the agents are written on skrl's ``Agent``
+base the way skrl writes SAC and DQN (roles, ``checkpoint_modules``, one Adam per role, skrl's
+optimiser step), and take their loss terms from the registered staged loss (``build.loss``),
+like rlplug's other skrl cells. The maths is TorchRL's ``CQLLoss`` / ``DiscreteCQLLoss`` with the
+same neutral hyperparameters, so both backends train the same algorithm:
+
+* Box actions, SAC + CQL(H). Stage ``critic``: the TD loss of both Q networks against
+  ``r + gamma * (1 - terminated) * min target Q(s', a'~pi)`` (no entropy bonus with
+  ``deterministic_backup``), plus ``min_q_weight`` times the penalty: the log-sum-exp (temperature
+  ``T``) over ``num_random`` actions from each of three proposals (uniform in [-1, 1], the policy
+  at s, the policy at s'), importance-weighted by their log-densities, minus ``Q(s, a_data)``.
+  As in TorchRL, the log-sum-exp runs over the three proposals' values of each sampled row, the
+  policy's proposal at s' is valued at s', and the uniform proposal spans [-1, 1] whatever the
+  bounds. Stage ``policy``: ``alpha * log pi(a|s) - min Q(s, a)``; stage ``entropy``: SAC's
+  temperature loss. The policy is a squashed Gaussian with a state-dependent scale, TorchRL's
+  ``TanhNormal`` actor (``NormalParamExtractor``'s biased softplus).
+* Discrete actions, stage ``q``: ``0.5 * TD loss`` against ``r + gamma * (1 - terminated) *
+  max_a target Q(s', a)`` plus ``min_q_weight * (logsumexp_a Q(s, a) - Q(s, a_data))``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn.functional as F
+from packaging import version
+from rlplug.backends.skrl import mlp, q_model, register_action_bounds, seed_everything, tanh_log_det
+from rlplug.backends.skrl_offline import SkrlOfflineTrainer, dataset_memory
+from rlplug.backends.skrl_offpolicy import StagedLossAgent, TargetUpdate, agent_arguments, hard_copy, target_update
+from rlplug.hookspecs import Build
+from skrl.agents.torch import Agent, AgentCfg
+from skrl.memories.torch import RandomMemory
+from skrl.models.torch import Model
+
+
+def is_discrete(build: Build) -> bool:
+    return isinstance(build.action_space, gym.spaces.Discrete)
+
+
+# ---- models -------------------------------------------------------------------------------------
+
+# TorchRL's NormalParamExtractor: scale = softplus(x + bias) + 0.01 with softplus(bias) = 0.99, at least 1e-4
+SCALE_MIN = 0.01
+SCALE_BIAS = math.log(math.expm1(1.0 - SCALE_MIN))
+SCALE_FLOOR = 1e-4
+TANH_LIMIT = 1.0 - torch.finfo(torch.float32).resolution  # TorchRL's SafeTanh keeps samples off +-1
+
+
+class TanhGaussianPolicy(Model):
+    """A squashed Gaussian over Box actions, TorchRL's ``tanh_normal_actor`` on skrl: the MLP outputs
+    a mean ``m`` and a raw scale per action dimension; ``u ~ N(m, s)``, the action is
+    ``center + half_range * tanh(u)`` and its log-probability carries the change of variables.
+    ``act`` returns ``(actions, {"log_prob", "mean_actions"})``; the deterministic action is the
+    squashed mean."""
+
+    def __init__(self, observation_space: gym.Space, action_space: gym.spaces.Box, device: str, hidden_sizes: list[int], activation: str) -> None:
+        Model.__init__(self, observation_space=observation_space, action_space=action_space, device=device)
+        self.net = mlp(self.num_observations, hidden_sizes, 2 * self.num_actions, activation)
+        register_action_bounds(self, action_space)
+        self.to(self.device)
+
+    def compute(self, inputs: dict[str, Any], role: str = "") -> tuple[torch.Tensor, dict[str, Any]]:
+        mean, raw_scale = self.net(inputs["observations"]).chunk(2, dim=-1)
+        scale = (F.softplus(raw_scale + SCALE_BIAS) + SCALE_MIN).clamp_min(SCALE_FLOOR)
+        return mean, {"scale": scale}
+
+    def act(self, inputs: dict[str, Any], *, role: str = "") -> tuple[torch.Tensor, dict[str, Any]]:
+        mean, outputs = self.compute(inputs, role)
+        scale = outputs["scale"]
+        u = mean + scale * torch.randn_like(mean)
+        normal_log_prob = -((u - mean) ** 2) / (2 * scale**2) - scale.log() - 0.5 * math.log(2 * math.pi)
+        log_det = tanh_log_det(u, self.action_half_range)  # log |d action / du|
+        log_prob = (normal_log_prob - log_det).sum(dim=-1, keepdim=True)
+        actions = self.squash(u)
+        return actions, {"log_prob": log_prob, "mean_actions": self.squash(mean)}
+
+    def squash(self, u: torch.Tensor) -> torch.Tensor:
+        return self.action_center + self.action_half_range * torch.tanh(u).clamp(-TANH_LIMIT, TANH_LIMIT)
+
+
+def build_models(build: Build) -> dict[str, Any]:
+    """Box: the squashed Gaussian policy and two Q(s, a) critics with their targets. Discrete: a
+    Q(s, .) network and its target. Initialised from ``build.seed``; the agents hard-copy targets."""
+    seed_everything(build.seed)
+    s = build.settings
+    args = (build.observation_space, build.action_space, build.device, s["hidden_sizes"], s["activation"])
+    if is_discrete(build):
+        return {"q_network": q_model(*args), "target_q_network": q_model(*args)}
+    return {
+        "policy": TanhGaussianPolicy(*args),
+        "critic_1": q_model(*args),
+        "critic_2": q_model(*args),
+        "target_critic_1": q_model(*args),
+        "target_critic_2": q_model(*args),
+    }
+
+
+# ---- memory -------------------------------------------------------------------------------------
+
+
+def build_memory(build: Build) -> RandomMemory:
+    """The whole dataset in a full ``RandomMemory`` sampled with replacement (``dataset_memory``)."""
+    return dataset_memory(build)
+
+
+# ---- loss ---------------------------------------------------------------------------------------
+
+
+class CQLLoss:
+    """TorchRL's CQL maths as skrl stages: called as ``loss(agent, batch, stage)``.
+
+    Box: ``critic`` -> ``loss_critic`` (TD, summed over both Q networks) and ``loss_cql`` (the
+    weighted penalty, summed over both), ``policy`` -> ``loss_policy`` (stashes ``log_prob``),
+    ``entropy`` -> ``loss_entropy``. Discrete: ``q`` -> ``loss_critic`` and ``loss_cql``. Reported:
+    ``q_data`` (mean Q(s, a_data)), ``alpha`` and ``entropy`` (Box).
+    """
+
+    def __init__(
+        self,
+        discount_factor: float,
+        min_q_weight: float = 1.0,
+        num_random: int = 10,
+        temperature: float = 1.0,
+        deterministic_backup: bool = True,
+        td_loss: str = "mse",
+    ) -> None:
+        if td_loss not in ("mse", "huber"):
+            raise ValueError(f"td_loss must be 'mse' or 'huber', got '{td_loss}'")
+        self.discount_factor = discount_factor
+        self.min_q_weight = min_q_weight
+        self.num_random = num_random
+        self.temperature = temperature
+        self.deterministic_backup = deterministic_backup
+        self.td_loss = F.mse_loss if td_loss == "mse" else F.smooth_l1_loss
+
+    def __call__(self, agent: Agent, batch: dict[str, torch.Tensor], stage: str) -> dict[str, torch.Tensor]:
+        return getattr(self, stage)(agent, batch)
+
+    # -- Box actions ------------------------------------------------------------------------------
+
+    def critic(self, agent: CQL, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        observations, actions = batch["observations"], batch["actions"]
+        next_observations = batch["next_observations"]
+        n = self.num_random
+        with torch.no_grad():
+            next_actions, next_outputs = agent.policy.act({"observations": next_observations}, role="policy")
+            target_q = torch.min(
+                agent.target_critic_1.act({"observations": next_observations, "taken_actions": next_actions}, role="target_critic_1")[0],
+                agent.target_critic_2.act({"observations": next_observations, "taken_actions": next_actions}, role="target_critic_2")[0],
+            )
+            if not self.deterministic_backup:
+                target_q = target_q - agent._entropy_coefficient * next_outputs["log_prob"]
+            target = batch["rewards"] + self.discount_factor * batch["terminated"].logical_not() * target_q
+            # the penalty's proposals: n rows per state, as TorchRL draws them (uniform, then pi(s), then pi(s'))
+            repeated = observations.repeat_interleave(n, dim=0)
+            next_repeated = next_observations.repeat_interleave(n, dim=0)
+            random_actions = torch.empty(len(repeated), actions.shape[-1], device=actions.device).uniform_(-1, 1)
+            current_actions, current = agent.policy.act({"observations": repeated}, role="policy")
+            new_actions, new = agent.policy.act({"observations": next_repeated}, role="policy")
+        random_log_density = actions.shape[-1] * math.log(0.5)
+        # Q(s, a_data) and the three proposals through each critic in one call
+        inputs = {
+            "observations": torch.cat([observations, repeated, repeated, next_repeated]),
+            "taken_actions": torch.cat([actions, random_actions, current_actions, new_actions]),
+        }
+        td_loss, penalty, q_data = 0.0, 0.0, None
+        for critic, role in ((agent.critic_1, "critic_1"), (agent.critic_2, "critic_2")):
+            q = critic.act(inputs, role=role)[0]
+            q_taken, q_random, q_current, q_new = q.split([len(observations), len(repeated), len(repeated), len(repeated)])
+            proposals = torch.cat(
+                [q_random - random_log_density, q_new - new["log_prob"], q_current - current["log_prob"]], dim=-1
+            )
+            logsumexp = torch.logsumexp(proposals / self.temperature, dim=-1) * self.temperature
+            td_loss = td_loss + self.td_loss(q_taken, target)
+            penalty = penalty + self.min_q_weight * (logsumexp.mean() - q_taken.mean())
+            q_data = q_taken if q_data is None else q_data
+        return {"loss_critic": td_loss, "loss_cql": penalty, "q_data": q_data.detach().mean()}
+
+    def policy(self, agent: CQL, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        inputs = {"observations": batch["observations"]}
+        actions, outputs = agent.policy.act(inputs, role="policy")
+        batch["log_prob"] = outputs["log_prob"]
+        q1 = agent.critic_1.act({**inputs, "taken_actions": actions}, role="critic_1")[0]
+        q2 = agent.critic_2.act({**inputs, "taken_actions": actions}, role="critic_2")[0]
+        loss = (agent._entropy_coefficient * outputs["log_prob"] - torch.min(q1, q2)).mean()
+        return {"loss_policy": loss, "entropy": -outputs["log_prob"].detach().mean(), "alpha": agent._entropy_coefficient.detach().clone()}
+
+    def entropy(self, agent: CQL, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        log_prob = batch["log_prob"].detach()
+        return {"loss_entropy": -(agent.log_entropy_coefficient * (log_prob + agent._target_entropy)).mean()}
+
+    # -- Discrete actions -------------------------------------------------------------------------
+
+    def q(self, agent: DiscreteCQL, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        with torch.no_grad():
+            next_q = agent.target_q_network.act({"observations": batch["next_observations"]}, role="target_q_network")[0]
+            target = batch["rewards"] + self.discount_factor * batch["terminated"].logical_not() * next_q.max(dim=-1, keepdim=True)[0]
+        q_values = agent.q_network.act({"observations": batch["observations"]}, role="q_network")[0]
+        q_taken = torch.gather(q_values, dim=1, index=batch["actions"].long())
+        penalty = (torch.logsumexp(q_values, dim=-1, keepdim=True) - q_taken).mean()
+        return {
+            "loss_critic": 0.5 * self.td_loss(q_taken, target),
+            "loss_cql": self.min_q_weight * penalty,
+            "q_data": q_taken.detach().mean(),
+        }
+
+
+def make_cql_loss(build: Build) -> CQLLoss:
+    """The registered default loss ("cql") for cql/skrl."""
+    s = build.settings
+    return CQLLoss(s["discount_factor"], s["min_q_weight"], s["num_random"], s["temperature"], s["deterministic_backup"], s["td_loss"])
+
+
+# ---- target networks ----------------------------------------------------------------------------
+
+
+def build_target_updater(build: Build) -> TargetUpdate:
+    """Soft (Polyak, ``tau``) or hard (every ``target_update_period`` steps) updates of the target Q networks."""
+    m = build.models
+    if is_discrete(build):
+        return target_update(build, [(m["target_q_network"], m["q_network"])])
+    return target_update(build, [(m["target_critic_1"], m["critic_1"]), (m["target_critic_2"], m["critic_2"])])
+
+
+# ---- agents -------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(kw_only=True)
+class CQL_CFG(AgentCfg):
+    """The agents' configuration (the loss keeps its own hyperparameters); skrl's SAC_CFG names."""
+
+    batch_size: int = 256
+    learning_rate: tuple[float, float, float] = (1e-4, 3e-4, 3e-4)  # policy, critics (Q network), entropy
+    grad_norm_clip: float = 0.0
+    learn_entropy: bool = True
+    initial_entropy_value: float = 1.0
+    target_entropy: float | None = None
+    mixed_precision: bool = False
+
+
+class OfflineStagedAgent(StagedLossAgent, Agent):
+    """What both CQL agents share on skrl's ``Agent`` base: skrl's mixed-precision scaler, identity
+    preprocessors (the dataset is used as recorded), batches sampled by name from the dataset memory
+    (``StagedLossAgent.sample_batch``), and a deterministic ``act`` for skrl's own evaluation."""
+
+    def __init__(self, *, cfg: CQL_CFG, **kwargs: Any) -> None:
+        super().__init__(cfg=cfg, **kwargs)
+        self._device_type = torch.device(self.device).type
+        if version.parse(torch.__version__) >= version.parse("2.4"):
+            self.scaler = torch.amp.GradScaler(device=self._device_type, enabled=self.cfg.mixed_precision)
+        else:  # pragma: no cover - older torch
+            self.scaler = torch.cuda.amp.GradScaler(enabled=self.cfg.mixed_precision)
+        self._observation_preprocessor = self._empty_preprocessor
+        self._state_preprocessor = self._empty_preprocessor
+
+    def init(self, *, trainer_cfg: Any = None) -> None:
+        """The dataset memory already holds its tensors; name the ones a batch is sampled from."""
+        super().init(trainer_cfg=trainer_cfg)
+        self._tensors_names = ["observations", "states", "actions", "rewards", "next_observations", "next_states", "terminated"]
+
+    def gradient_step(self) -> dict[str, torch.Tensor]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # skrl's interaction hooks, for driving the agent with skrl's own loop (reference §11);
+    # rlplug's offline trainer calls gradient_step directly
+
+    def pre_interaction(self, *, timestep: int, timesteps: int) -> None:
+        pass
+
+    def post_interaction(self, *, timestep: int, timesteps: int) -> None:
+        if self.training:
+            self.update(timestep=timestep, timesteps=timesteps)
+        super().post_interaction(timestep=timestep, timesteps=timesteps)
+
+    def update(self, *, timestep: int, timesteps: int) -> None:
+        self.gradient_step()
+
+
+class CQL(OfflineStagedAgent):
+    """SAC + CQL(H) on skrl's ``Agent`` base (SAC's roles, optimisers and entropy coefficient).
+
+    ``log_entropy_coefficient`` is a bare tensor, which skrl's ``checkpoint_modules`` cannot hold:
+    ``extra_state()`` carries it, with the target updater's step count.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.policy = self.models["policy"]
+        self.critic_1, self.critic_2 = self.models["critic_1"], self.models["critic_2"]
+        self.target_critic_1, self.target_critic_2 = self.models["target_critic_1"], self.models["target_critic_2"]
+        hard_copy(self.target_critic_1, self.critic_1)
+        hard_copy(self.target_critic_2, self.critic_2)
+        cfg = self.cfg
+        target_entropy = cfg.target_entropy
+        self._target_entropy = -float(np.prod(self.action_space.shape)) if target_entropy is None else float(target_entropy)
+        self.log_entropy_coefficient = torch.log(torch.full((1,), float(cfg.initial_entropy_value), device=self.device))
+        self.log_entropy_coefficient.requires_grad_(cfg.learn_entropy)
+        self._entropy_coefficient = self.log_entropy_coefficient.detach().exp()
+        self.policy_optimizer = torch.optim.Adam(self.policy.parameters(), lr=cfg.learning_rate[0])
+        self.critic_optimizer = torch.optim.Adam(
+            itertools.chain(self.critic_1.parameters(), self.critic_2.parameters()), lr=cfg.learning_rate[1]
+        )
+        self.entropy_optimizer = torch.optim.Adam([self.log_entropy_coefficient], lr=cfg.learning_rate[2])
+        for name in ("policy", "critic_1", "critic_2", "target_critic_1", "target_critic_2"):
+            self.checkpoint_modules[name] = self.models[name]
+        self.checkpoint_modules["policy_optimizer"] = self.policy_optimizer
+        self.checkpoint_modules["critic_optimizer"] = self.critic_optimizer
+        self.checkpoint_modules["entropy_optimizer"] = self.entropy_optimizer
+
+    def act(self, observations: torch.Tensor, states: torch.Tensor | None, *, timestep: int, timesteps: int) -> tuple[torch.Tensor, dict[str, Any]]:
+        """The squashed mean (what ``trainer.eval()`` would step the env with); no sampling."""
+        mean, _ = self.policy.compute({"observations": observations}, role="policy")
+        return self.policy.squash(mean), {}
+
+    def gradient_step(self) -> dict[str, torch.Tensor]:
+        batch = self.sample_batch()
+        clip = self.cfg.grad_norm_clip
+        terms = self.run_stage(batch, "critic", self.critic_optimizer, (self.critic_1, self.critic_2), clip)
+        terms.update(self.run_stage(batch, "policy", self.policy_optimizer, (self.policy,), clip))
+        if self.cfg.learn_entropy:
+            terms.update(self.run_stage(batch, "entropy", self.entropy_optimizer, (), 0.0))
+            self._entropy_coefficient = self.log_entropy_coefficient.detach().exp()
+        self.scaler.update()
+        self.target_updater.step()
+        return {name: value for name, value in terms.items() if name in self.logged_terms}
+
+    def extra_state(self) -> dict[str, Any]:
+        return {**super().extra_state(), "log_entropy_coefficient": self.log_entropy_coefficient.detach().clone()}
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        with torch.no_grad():
+            self.log_entropy_coefficient.copy_(state["log_entropy_coefficient"])
+        self._entropy_coefficient = self.log_entropy_coefficient.detach().exp()
+        super().load_extra_state(state)
+
+
+class DiscreteCQL(OfflineStagedAgent):
+    """Q-learning + the CQL penalty on skrl's ``Agent`` base (DQN's roles, one Adam)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.q_network, self.target_q_network = self.models["q_network"], self.models["target_q_network"]
+        hard_copy(self.target_q_network, self.q_network)
+        self.optimizer = torch.optim.Adam(self.q_network.parameters(), lr=self.cfg.learning_rate[1])
+        self.checkpoint_modules["q_network"] = self.q_network
+        self.checkpoint_modules["target_q_network"] = self.target_q_network
+        self.checkpoint_modules["optimizer"] = self.optimizer
+
+    def act(self, observations: torch.Tensor, states: torch.Tensor | None, *, timestep: int, timesteps: int) -> tuple[torch.Tensor, dict[str, Any]]:
+        """The argmax of Q (``[B, 1]`` int64, what the memory stores)."""
+        q_values, _ = self.q_network.compute({"observations": observations}, role="q_network")
+        return q_values.argmax(dim=-1, keepdim=True), {}
+
+    def gradient_step(self) -> dict[str, torch.Tensor]:
+        terms = self.run_stage(self.sample_batch(), "q", self.optimizer, (self.q_network,), self.cfg.grad_norm_clip)
+        self.scaler.update()
+        self.target_updater.step()
+        return {name: value for name, value in terms.items() if name in self.logged_terms}
+
+
+def cql_cfg(build: Build) -> CQL_CFG:
+    s = build.settings
+    return CQL_CFG(
+        batch_size=s["batch_size"],
+        learning_rate=tuple(s["learning_rate"]),
+        grad_norm_clip=s["grad_norm_clip"],
+        learn_entropy=s["learn_entropy"],
+        initial_entropy_value=s["initial_entropy_value"],
+        target_entropy=s["target_entropy"],
+        experiment={"write_interval": 0, "checkpoint_interval": 0},
+    )
+
+
+# ---- trainer ------------------------------------------------------------------------------------
+
+
+class SkrlCQLTrainer(SkrlOfflineTrainer):
+    """rlplug's offline loop around ``CQL`` / ``DiscreteCQL``; evaluation acts with the squashed
+    Gaussian mean or the argmax of Q (``compute``, so it draws nothing from torch's RNG)."""
+
+    def make_agent(self, build: Build) -> OfflineStagedAgent:
+        agent_class = DiscreteCQL if is_discrete(build) else CQL
+        return agent_class(**agent_arguments(build), cfg=cql_cfg(build))
+
+    def act_deterministic(self, observations: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            actions, _ = self.agent.act(self.observations(observations), None, timestep=0, timesteps=0)
+            return (actions.squeeze(-1) if is_discrete(self.build) else actions).cpu().numpy()
+
+
+def build_trainer(build: Build) -> SkrlCQLTrainer:
+    return SkrlCQLTrainer(build)

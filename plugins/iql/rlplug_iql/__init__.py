@@ -1,0 +1,60 @@
+"""rlplug-iql: Implicit Q-Learning (Kostrikov et al. 2021), offline, on skrl and TorchRL.
+
+This module is the plugin's entry point: it declares the algorithm and stays cheap (no torch).
+The backends live in ``skrl_backend`` and ``torchrl_backend`` and are imported only when built.
+"""
+
+from __future__ import annotations
+
+from rlplug import AlgorithmPlugin, AlgorithmSpec, LossSpec, Param
+from rlplug.offline import OFFLINE_PARAMS
+from rlplug.offpolicy import TARGET_PARAMS
+from rlplug.schema import both_backends
+
+from .settings import skrl_settings, torchrl_settings
+
+PARAMS = (
+    Param("actor_learning_rate", 3e-4, "Adam learning rate of the policy"),
+    Param("critic_learning_rate", 3e-4, "Adam learning rate of the two Q networks"),
+    Param("value_learning_rate", 3e-4, "Adam learning rate of the state-value network V"),
+    Param("gamma", 0.99, "discount factor of the TD(0) target r + gamma * (1 - terminated) * V(s')"),
+    Param("expectile", 0.7, "expectile tau of V's regression towards min Q (0.5: the mean, i.e. SARSA; "
+          "towards 1: the best action in the data)"),
+    Param("temperature", 3.0, "inverse temperature beta of the advantage weights exp(beta * (Q - V)), clamped at 100"),
+    Param("hidden_sizes", [256, 256], "hidden layer widths of the policy, Q and V networks", item_type=int),
+    Param("activation", "relu", "hidden activation", choices=("relu", "tanh", "elu")),
+    Param("grad_norm_clip", 0.0, "gradient-norm clip per optimised network (0 disables)"),
+) + OFFLINE_PARAMS + TARGET_PARAMS
+
+IQL = AlgorithmSpec(
+    name="iql",
+    summary="Implicit Q-Learning: expectile V, TD Q, advantage-weighted policy regression (offline)",
+    kind="offline",
+    backends=both_backends("rlplug_iql", ("continuous",), skrl_settings, torchrl_settings),
+    params=PARAMS,
+    api_version=1,
+    default_loss="iql",
+    losses=(
+        LossSpec(
+            name="iql",
+            backend="skrl",
+            factory="rlplug_iql.skrl_backend:make_iql_loss",
+            terms=("loss_value", "loss_critic", "loss_policy"),
+            reported=("entropy",),
+            optimisers={"loss_value": "value", "loss_critic": "critic", "loss_policy": "policy"},
+            doc="IQL in three stages (value: expectile regression, critic: TD towards V(s'), policy: AWR), "
+            "one optimiser each; TorchRL's IQLLoss math",
+        ),
+        LossSpec(
+            name="iql",
+            backend="torchrl",
+            factory="rlplug_iql.torchrl_backend:make_iql_loss",
+            terms=("loss_actor", "loss_qvalue", "loss_value"),
+            reported=("entropy",),
+            doc="torchrl.objectives.IQLLoss (two Q networks, V network, TD(0) value estimator)",
+            describe="rlplug_iql.torchrl_backend:describe_iql_loss",
+        ),
+    ),
+)
+
+plugin = AlgorithmPlugin(IQL, source="rlplug-iql")
