@@ -145,3 +145,15 @@ def random_dataset(tmp_path_factory):
         return made[env_id]
 
     return make
+
+
+def weights_only_round_trip(state):
+    """``state`` through ``torch.save`` and ``torch.load(weights_only=True)``, as a checkpoint goes."""
+    import io
+
+    import torch
+
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    buffer.seek(0)
+    return torch.load(buffer, weights_only=True)

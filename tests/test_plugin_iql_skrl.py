@@ -4,7 +4,6 @@ the updater says, and its state round-trips and continues identically."""
 from __future__ import annotations
 
 import copy
-import io
 
 import numpy as np
 import pytest
@@ -12,6 +11,7 @@ import torch
 
 pytest.importorskip("skrl")
 
+from conftest import weights_only_round_trip  # noqa: E402
 from rlplug_iql import IQL  # noqa: E402
 from rlplug_iql.settings import skrl_settings  # noqa: E402
 
@@ -27,11 +27,7 @@ def iql_build(builds, random_dataset):
     return make
 
 
-def _round_trip(state):
-    buffer = io.BytesIO()
-    torch.save(state, buffer)
-    buffer.seek(0)
-    return torch.load(buffer, weights_only=True)
+_round_trip = weights_only_round_trip
 
 
 # ---- the same math as TorchRL's IQLLoss ---------------------------------------------------------

@@ -3,7 +3,6 @@ and the state round-trips and continues identically."""
 
 from __future__ import annotations
 
-import io
 
 import numpy as np
 import pytest
@@ -11,6 +10,7 @@ import torch
 
 pytest.importorskip("torchrl")
 
+from conftest import weights_only_round_trip  # noqa: E402
 from rlplug_iql import IQL  # noqa: E402
 from rlplug_iql.settings import torchrl_settings  # noqa: E402
 
@@ -26,11 +26,7 @@ def iql_build(builds, random_dataset):
     return make
 
 
-def _round_trip(state):
-    buffer = io.BytesIO()
-    torch.save(state, buffer)
-    buffer.seek(0)
-    return torch.load(buffer, weights_only=True)
+_round_trip = weights_only_round_trip
 
 
 def test_loss_is_iqlloss_with_the_recipe_hyperparameters_and_td0(iql_build):
