@@ -10,7 +10,7 @@ import pytest
 
 from conftest import assert_one_line_error, run_cli
 
-HEAVY = ("torch", "skrl", "torchrl", "tensordict")
+HEAVY = ("torch", "skrl", "torchrl", "tensordict", "numpy", "gymnasium")
 
 
 def test_listing_commands_import_no_torch():

@@ -16,16 +16,11 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from .errors import BackendMissingError, SpaceError, UnknownNameError
-from .evaluation import EVAL_SEED_OFFSET
 from .suggest import did_you_mean
-from .trainer import TrainerBase
 
 FAMILIES = ("mpe", "vmas")
 VMAS_DEFAULT_MAX_STEPS = 100
@@ -156,6 +151,8 @@ def gymnasium_space(space: Any) -> Any:
 
     if isinstance(space, gym.Space):
         return space
+    import numpy as np
+
     if hasattr(space, "n"):
         return gym.spaces.Discrete(int(space.n))
     return gym.spaces.Box(np.asarray(space.low), np.asarray(space.high), tuple(space.shape), np.float32)
@@ -164,6 +161,7 @@ def gymnasium_space(space: Any) -> Any:
 def probe_multiagent_spaces(env_id: str, env_kwargs: dict[str, Any]) -> MultiAgentSpaces:
     """Make the environment once and return its agents and spaces."""
     import gymnasium as gym
+    import numpy as np
 
     family, name = parse_env_id(env_id)
     if family == "mpe":
@@ -186,92 +184,11 @@ def probe_multiagent_spaces(env_id: str, env_kwargs: dict[str, Any]) -> MultiAge
     return MultiAgentSpaces(agents, observation, action, state)
 
 
-# ---- evaluation -------------------------------------------------------------------------------------
+def __getattr__(name: str) -> Any:
+    """The evaluation loop and the trainer base live in ``multiagent_training`` (they import numpy);
+    this module stays cheap for recipe validation, which imports it on every command."""
+    if name in ("evaluate_multiagent", "MultiAgentTrainerBase"):
+        from . import multiagent_training
 
-
-def evaluate_multiagent(
-    env_id: str,
-    env_kwargs: dict[str, Any],
-    act: Callable[[np.ndarray], np.ndarray],
-    episodes: int,
-    seed: int,
-) -> list[float]:
-    """Mean per-agent return of ``episodes`` deterministic episodes on a separate environment.
-
-    ``act(observations[B, n_agents, obs_dim]) -> actions[B, n_agents(, act_dim)]`` must choose
-    deterministically (argmax / Gaussian mean). An episode's score is the agents' returns averaged
-    over agents. MPE episodes run one after another, seeded ``seed + EVAL_SEED_OFFSET + episode``;
-    VMAS runs all of them at once in one vectorised env seeded ``seed + EVAL_SEED_OFFSET``.
-    """
-    family, name = parse_env_id(env_id)
-    if family == "mpe":
-        return _evaluate_mpe(name, env_kwargs, act, episodes, seed)
-    return _evaluate_vmas(name, env_kwargs, act, episodes, seed)
-
-
-def _evaluate_mpe(name: str, env_kwargs: dict[str, Any], act: Callable, episodes: int, seed: int) -> list[float]:
-    import gymnasium as gym
-
-    env = make_mpe_env(name, env_kwargs)
-    agents = list(env.possible_agents)
-    discrete = isinstance(env.action_space(agents[0]), gym.spaces.Discrete)
-    returns = []
-    try:
-        for episode in range(episodes):
-            observations, _ = env.reset(seed=seed + EVAL_SEED_OFFSET + episode)
-            totals = dict.fromkeys(agents, 0.0)
-            while env.agents:
-                batch = np.stack([np.asarray(observations[a], dtype=np.float32) for a in agents])[None]
-                actions = act(batch)[0]
-                step_actions = {a: (int(actions[i]) if discrete else np.asarray(actions[i])) for i, a in enumerate(agents)}
-                observations, rewards, _, _, _ = env.step(step_actions)
-                for agent, reward in rewards.items():
-                    totals[agent] += float(reward)
-            returns.append(float(np.mean(list(totals.values()))))
-    finally:
-        env.close()
-    return returns
-
-
-def _evaluate_vmas(name: str, env_kwargs: dict[str, Any], act: Callable, episodes: int, seed: int) -> list[float]:
-    from vmas.simulator.environment import Environment
-
-    # every VMAS env draws from one random state shared by the class; give the training env its stream back
-    saved = list(Environment.vmas_random_state)
-    try:
-        return _run_vmas_episodes(name, env_kwargs, act, episodes, seed)
-    finally:
-        Environment.vmas_random_state[:] = saved
-
-
-def _run_vmas_episodes(name: str, env_kwargs: dict[str, Any], act: Callable, episodes: int, seed: int) -> list[float]:
-    import torch
-
-    env = make_vmas_env(name, env_kwargs, num_envs=episodes, seed=seed + EVAL_SEED_OFFSET)
-    observations = env.reset()
-    totals = torch.zeros(episodes, dtype=torch.float64)
-    running = torch.ones(episodes, dtype=torch.bool)
-    for _ in range(vmas_kwargs(env_kwargs)["max_steps"]):
-        batch = torch.stack(observations, dim=1).numpy()
-        actions = torch.as_tensor(act(batch))
-        observations, rewards, dones, _ = env.step([actions[:, i] for i in range(env.n_agents)])
-        totals += torch.stack(rewards, dim=1).double().mean(1) * running
-        running &= ~dones
-        if not running.any():
-            break
-    return totals.tolist()
-
-
-# ---- trainers -----------------------------------------------------------------------------------------
-
-
-class MultiAgentTrainerBase(TrainerBase):
-    """``TrainerBase`` for multi-agent cells: ``act_deterministic`` takes ``[B, n_agents, obs_dim]``
-    observations and returns ``[B, n_agents(, act_dim)]`` actions; ``evaluate`` scores the mean
-    per-agent episode return on a separate env (``evaluate_multiagent``). ``self.episodes`` is fed
-    the per-step reward averaged over agents, so training returns are per-agent too.
-    """
-
-    def evaluate(self, episodes: int) -> list[float]:
-        build = self.build
-        return evaluate_multiagent(build.env_id, build.env_kwargs, self.act_deterministic, episodes, build.seed)
+        return getattr(multiagent_training, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

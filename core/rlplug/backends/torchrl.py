@@ -9,8 +9,10 @@ a TorchRL backend is built.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import logging
 import math
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -43,6 +45,15 @@ def configure_threads(threads: int = 1) -> None:
 def seed_everything(seed: int) -> None:
     """Seed python ``random``, numpy's global generator and torch (which TorchRL samples from)."""
     seed_all(seed)
+
+
+# tensordict 0.14.3 asks ``importlib.util.find_spec("pandas")`` for every module output it writes
+# (``TensorDictBase.from_any``); without pandas installed that is a scan of every ``sys.path`` entry
+# each time, 3-4 % of a TorchRL SAC or CQL gradient step here (benchmarks/README.md). A ``None`` entry
+# in ``sys.modules`` makes the answer "not installed" immediately, which is what it is: ``import
+# pandas`` still raises ImportError. Done once, and only when pandas is absent.
+if "pandas" not in sys.modules and importlib.util.find_spec("pandas") is None:
+    sys.modules["pandas"] = None
 
 
 # ---- environments -------------------------------------------------------------------------------
