@@ -1,0 +1,89 @@
+"""Startup: cold wall time of the commands that train nothing, and how long `rlplug train` takes to
+reach its first training step beyond importing the backend's libraries.
+
+Every measurement is a fresh interpreter (``python -m rlplug.cli ...`` or ``python -c ...``), repeated
+``--repeats`` times; the median and the spread are reported. Goals (issue 7): listing commands
+≤ 0.3 s; `train` ready to step ≤ 1.5 s + the backend's own import time.
+
+    python benchmarks/startup.py [--repeats 5] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+
+COMMANDS = (["list"], ["recipes"], ["show", "ppo-cartpole"], ["--help"])
+
+# Time to the trainer's first step(): `rlplug train` with TrainerBase.train patched to report and exit.
+READY = """
+import os, sys, time
+started = time.perf_counter()
+from rlplug.trainer import TrainerBase
+def ready(self, steps, callbacks=()):
+    print(f"READY {{time.perf_counter() - started:.4f}}", flush=True)
+    os._exit(0)
+TrainerBase.train = ready
+from rlplug.cli import main
+main(["train", "{recipe}", "--backend", "{backend}", "--no-write", "--no-progress"])
+"""
+
+# The backend module a cell imports, alone (torch + skrl, or torch + torchrl + tensordict), plus one
+# optimiser: torch imports torch._dynamo (~1 s here) the first time any optimiser is made, a cost
+# every training script pays, rlplug or not.
+IMPORT = """
+import time
+started = time.perf_counter()
+import {module}
+import torch
+torch.optim.Adam([torch.zeros(1, requires_grad=True)])
+print(f"READY {{time.perf_counter() - started:.4f}}", flush=True)
+"""
+
+BACKEND_MODULES = {"skrl": "rlplug_ppo.skrl_backend", "torchrl": "rlplug_ppo.torchrl_backend"}
+
+
+def wall(argv: list[str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(argv, capture_output=True, check=True)
+    return time.perf_counter() - started
+
+
+def reported(code: str) -> float:
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    return float(next(line for line in out.splitlines() if line.startswith("READY")).split()[1])
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    return {"median": round(statistics.median(values), 3), "min": round(min(values), 3), "max": round(max(values), 3)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    results: dict[str, dict[str, float]] = {}
+    for command in COMMANDS:
+        results["rlplug " + " ".join(command)] = summary(
+            [wall([sys.executable, "-m", "rlplug.cli", *command]) for _ in range(args.repeats)]
+        )
+    for backend, module in BACKEND_MODULES.items():
+        imports = [reported(IMPORT.format(module=module)) for _ in range(args.repeats)]
+        ready = [reported(READY.format(recipe="ppo-cartpole", backend=backend)) for _ in range(args.repeats)]
+        results[f"import {module}"] = summary(imports)
+        results[f"train ppo-cartpole --backend {backend}: ready to step"] = summary(ready)
+        results[f"  of which beyond the backend import ({backend})"] = summary([r - i for r, i in zip(ready, imports)])
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return
+    for name, s in results.items():
+        print(f"{name:58s} {s['median']:7.3f} s  (min {s['min']:.3f}, max {s['max']:.3f})")
+
+
+if __name__ == "__main__":
+    main()
