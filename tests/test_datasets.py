@@ -196,3 +196,30 @@ def test_cli_dataset_errors_are_one_line(tmp_path):
 def test_a_dataset_on_an_online_recipe_is_refused():
     result = run_cli("train", "sac-pendulum", "--set", "dataset=pendulum-medium", "--no-write")
     assert_one_line_error(result, "'dataset' is for offline algorithms; sac is off-policy")
+
+
+def test_train_builds_a_declared_dataset_then_trains_offline(tmp_path):
+    """End to end in a subprocess: a recipe file declares a small dataset (a short PPO behaviour policy
+    and expert) and an offline CQL recipe on it; `rlplug train` builds the dataset, then trains."""
+    recipes = tmp_path / "tiny.toml"
+    recipes.write_text(
+        "[datasets.cartpole-tiny]\n"
+        'env = "CartPole-v1"\npolicy = "ppo-cartpole"\npolicy_steps = 512\nexpert_steps = 1024\nnoise = 0.1\n'
+        "steps = 600\nseed = 3\n\n"
+        "[recipes.cql-tiny]\n"
+        'extends = "cql-cartpole-medium"\ndataset = "cartpole-tiny"\nsteps = 60\neval_episodes = 2\n'
+        "[recipes.cql-tiny.hyperparameters]\n"
+        "hidden_sizes = [16, 16]\nbatch_size = 32\nlog_every = 20\neval_every = 40\neval_episodes = 1\n"
+    )
+    run_dir = tmp_path / "run"
+    result = run_data_cli(tmp_path / "data", "train", "cql-tiny", "--recipes", str(recipes), "--run-dir", str(run_dir),
+                          "--no-progress", "--json")
+    assert result.returncode in (0, 1), result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["step_unit"] == "updates" and summary["steps"] == 60 and summary["dataset"] == "cartpole-tiny"
+    assert summary["normalised_score"] is not None
+    info = read_info(str(tmp_path / "data" / "cartpole-tiny"))
+    assert info.transitions == 600 and info.metadata["source"]["trained_steps"] == 512
+    assert info.reference["expert_source"]["trained_steps"] == 1024
+    rows = (run_dir / "metrics.csv").read_text().splitlines()
+    assert rows[0].startswith("updates,") and "eval/normalised_score" in rows[0]

@@ -56,8 +56,10 @@ def cmd_recipes(args: argparse.Namespace) -> int:
         table, entry = session.book.raw(f"{name}@{ver}")
         spec = session.host.algorithms.get(table.get("algorithm", ""))
         backends = ",".join(spec.backends) if spec else "(plugin not installed)"
-        rows.append([f"{name}@{ver}", table.get("algorithm"), table.get("env"), backends, table.get("steps"), table.get("target")])
+        env = table.get("env") + (f" ({table['dataset']})" if table.get("dataset") else "")
+        rows.append([f"{name}@{ver}", table.get("algorithm"), env, backends, table.get("steps"), table.get("target")])
         data.append({"name": name, "version": ver, "algorithm": table.get("algorithm"), "env": table.get("env"),
+                     "dataset": table.get("dataset", ""),
                      "backends": list(spec.backends) if spec else [], "steps": table.get("steps"),
                      "target": table.get("target"), "source": entry.source})
     if args.json:
@@ -170,6 +172,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.seed is not None:
         overrides.append(f"seed={args.seed}")
     session = _session(args)
+    _ensure_dataset(session, session.resolve(args.name, overrides), quiet=args.json)
     build = session.prepare(args.name, args.backend, overrides)
     run_dir = None
     if not args.no_write:
@@ -261,10 +264,14 @@ def _bench_row(summary: dict[str, Any]) -> list[Any]:
 
 
 def _ensure_dataset(session: Any, recipe: Any, quiet: bool) -> None:
-    """Build a declared dataset a recipe needs when it is missing (``rlplug dataset build`` does the same)."""
+    """Build a declared dataset a recipe needs when it is missing (``rlplug dataset build`` does the same;
+    ``train`` and ``bench`` call this, so a first-party offline recipe runs on a fresh machine)."""
     from .collect import build_declared
     from .datasets import dataset_path
 
+    spec = session.host.algorithms.get(recipe.algorithm)
+    if spec is None or spec.kind != "offline":
+        return  # prepare() refuses a dataset on an online recipe before anything is trained
     if recipe.dataset and recipe.dataset in session.book.datasets and not dataset_path(recipe.dataset).exists():
         log = (lambda line: None) if quiet else (lambda line: print(line, file=sys.stderr))
         build_declared(session, recipe.dataset, progress=not quiet, log=log)
