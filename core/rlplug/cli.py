@@ -172,8 +172,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.seed is not None:
         overrides.append(f"seed={args.seed}")
     session = _session(args)
-    _ensure_dataset(session, session.resolve(args.name, overrides), quiet=args.json)
-    build = session.prepare(args.name, args.backend, overrides)
+    recipe = session.resolve(args.name, overrides)
+    _ensure_dataset(session, recipe, quiet=args.json)
+    build = session.prepare(recipe, args.backend)
     run_dir = None
     if not args.no_write:
         run_dir = Path(args.run_dir) if args.run_dir else default_run_dir(build.recipe, build.backend)

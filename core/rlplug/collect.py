@@ -121,7 +121,7 @@ def open_policy_run(session: Any, run_dir: str | Path, env_id: str | None = None
     return build
 
 
-def reference_returns(session: Any, env_id: str, env_kwargs: dict[str, Any], expert: Build | None, seed: int, how: str) -> dict[str, Any]:
+def reference_returns(env_id: str, env_kwargs: dict[str, Any], expert: Build | None, seed: int, how: str) -> dict[str, Any]:
     reference: dict[str, Any] = {"random_return": random_return(env_id, env_kwargs, REFERENCE_EPISODES, seed), "episodes": REFERENCE_EPISODES}
     if expert is not None:
         reference["expert_return"] = float(np.mean(expert.trainer.evaluate(REFERENCE_EPISODES)))
@@ -177,7 +177,7 @@ def collect(
             source.update(run_source(policy, policy_run))
         source.update(extra_source or {})
         how = f"run {expert_run}" if expert is not None else f"the behaviour policy's run {policy_run} (no --expert given)"
-        reference = reference_returns(session, env_id, env_kwargs, expert or policy, seed, how)
+        reference = reference_returns(env_id, env_kwargs, expert or policy, seed, how)
         if expert is not None:
             reference["expert_source"] = run_source(expert, expert_run)
     finally:
@@ -206,7 +206,7 @@ def from_run(session: Any, run_dir: str | Path, name: str, *, expert_run: str | 
         if expert is not None:
             opened.append(expert)
         how = f"run {expert_run}" if expert is not None else f"the run's own final policy ({run_dir}; no --expert given)"
-        reference = reference_returns(session, build.env_id, build.env_kwargs, expert or build, seed, how)
+        reference = reference_returns(build.env_id, build.env_kwargs, expert or build, seed, how)
         source = {"kind": "replay", **run_source(build, run_dir)}
         returns = episode_returns(arrays["reward"], arrays["terminated"], arrays["truncated"], arrays.get("partial"))
         if not returns:

@@ -200,13 +200,6 @@ def load_data(info: DatasetInfo, verify: bool = True) -> dict[str, Any]:
     return tensors
 
 
-def load(name: str, env_id: str, observation_space: Any, action_space: Any, where: str) -> tuple[DatasetInfo, dict[str, Any]]:
-    """``read_info`` + ``check_env`` + ``load_data``: what a trainer calls."""
-    info = read_info(name)
-    info.check_env(env_id, observation_space, action_space, where)
-    return info, load_data(info)
-
-
 def list_datasets() -> list[DatasetInfo | tuple[str, str]]:
     """Every dataset under ``data_root()``: its info, or ``(name, reason)`` for one that is unreadable."""
     root = data_root()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from .discovery import PluginHost
@@ -105,13 +105,19 @@ class Session:
             extras=extras,
         )
 
-    def construct(self, build: Build) -> Build:
-        """Run the five construction hooks in order; each sees what the earlier ones stored."""
+    def construct(self, build: Build, check_stage: Callable[[str, str, Any], None] | None = None) -> Build:
+        """Run the five construction hooks in order; each sees what the earlier ones stored.
+
+        ``check_stage(slot, hook_name, value)`` sees each stage's result (the conformance kit's checks).
+        """
         from .rng import seed_all
 
         seed_all(build.seed)  # so every stage, a user's override too, starts from the recipe's seed
         for slot, hook_name in STAGES:
-            setattr(build, slot, getattr(self.host.pm.hook, hook_name)(build=build))
+            value = getattr(self.host.pm.hook, hook_name)(build=build)
+            setattr(build, slot, value)
+            if check_stage is not None:
+                check_stage(slot, hook_name, value)
         if build.trainer is None:
             raise PluginError(f"no plugin built a trainer for {build.algorithm.name}/{build.backend}")
         return build

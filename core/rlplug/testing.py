@@ -31,7 +31,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .hookspecs import API_VERSION, Build, Trainer
-from .pipeline import STAGES, Session
+from .pipeline import Session
 
 
 class ConformanceError(AssertionError):
@@ -104,14 +104,11 @@ def check_declarations(build: Build) -> None:
 
 
 def construct_checked(session: Session, build: Build) -> None:
-    from .rng import seed_all
-
-    seed_all(build.seed)
-    for slot, hook_name in STAGES:
-        value = getattr(session.host.pm.hook, hook_name)(build=build)
-        setattr(build, slot, value)
+    def check_stage(slot: str, hook_name: str, value: Any) -> None:
         if value is None and slot not in ("target_updater", "memory", "loss"):
             _fail("construction", f"{hook_name} returned None for {'/'.join(build.cell)}")
+
+    session.construct(build, check_stage)
     if build.loss is None and build.loss_entry.factory is not None:
         _fail("construction", f"rlplug_build_loss returned None although loss '{build.loss_entry.name}' has a factory")
     if not isinstance(build.trainer, Trainer):

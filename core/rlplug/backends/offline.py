@@ -13,18 +13,21 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..datasets import DatasetError, DatasetInfo, load
+from ..datasets import DatasetError, DatasetInfo, load_data, read_info
 from ..hookspecs import Build
 from ..rng import capture_rng_state, restore_rng_state
 from ..trainer import TrainerBase
+from .terms import TermMeans
 
 
 def dataset_transitions(build: Build) -> tuple[DatasetInfo, dict[str, torch.Tensor]]:
     """The recipe's dataset as tensors, checked against the env, with continuous actions pulled
     ``action_margin`` of the half-range inside the bounds (a tanh policy's log-prob of an action
     exactly on the bound is about -90, which swamps an actor loss)."""
-    where = f"recipe '{build.recipe.name}'"
-    info, data = load(build.recipe.dataset, build.env_id, build.observation_space, build.action_space, where)
+    # the pipeline read and checked the metadata when it prepared the build; a hand-made build has not
+    info = build.extras.get("dataset") or read_info(build.recipe.dataset)
+    info.check_env(build.env_id, build.observation_space, build.action_space, f"recipe '{build.recipe.name}'")
+    data = load_data(info)
     margin = build.settings.get("action_margin", 0.0)
     if margin and data["action"].is_floating_point():
         low = torch.as_tensor(build.action_space.low, dtype=torch.float32)
@@ -67,20 +70,12 @@ class OfflineTrainerBase(TrainerBase):
         if self.budget is not None:
             stop = min(stop, max(self.budget, self.updates + 1))
         start = self.updates
-        sums: dict[str, torch.Tensor] = {}
-        counts: dict[str, int] = {}
+        terms = TermMeans()
         while self.updates < stop:
-            for name, value in self.gradient_step().items():
-                value = value.detach()
-                sums[name] = sums[name] + value if name in sums else value.clone()
-                counts[name] = counts.get(name, 0) + 1
+            terms.add(self.gradient_step())
             self.updates += 1
         self.iterations += 1
-        metrics: dict[str, float] = {}
-        if sums:
-            names = list(sums)
-            values = torch.stack([sums[n].float().mean() for n in names]).tolist()  # one sync per iteration
-            metrics = {f"loss/{n}": v / counts[n] for n, v in zip(names, values)}
+        metrics = {f"loss/{name}": value for name, value in terms.pop().items()}  # one sync per iteration
         metrics["train/updates"] = float(self.updates)
         if self.eval_every and self.updates // self.eval_every > start // self.eval_every:
             metrics.update(self.evaluation_metrics(self.evaluate(self.eval_episodes)))

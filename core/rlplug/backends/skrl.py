@@ -49,6 +49,17 @@ def seed_everything(seed: int) -> None:
         skrl.logger.setLevel(level)
 
 
+# skrl's memory tensor names for the dataset's keys, as its own off-policy agents name them
+SKRL_NAMES = {
+    "observation": "observations",
+    "action": "actions",
+    "reward": "rewards",
+    "next_observation": "next_observations",
+    "terminated": "terminated",
+    "truncated": "truncated",
+}
+
+
 # ---- environments -------------------------------------------------------------------------------
 
 

@@ -17,18 +17,7 @@ from skrl.memories.torch import RandomMemory
 
 from ..hookspecs import Build
 from .offline import OfflineTrainerBase, dataset_transitions
-from .skrl import seed_everything
-
-# skrl's memory tensor names for the dataset's keys, as its own off-policy agents name them
-SKRL_NAMES = {
-    "observation": "observations",
-    "action": "actions",
-    "reward": "rewards",
-    "next_observation": "next_observations",
-    "terminated": "terminated",
-    "truncated": "truncated",
-}
-
+from .skrl import SKRL_NAMES, seed_everything
 
 def dataset_memory(build: Build) -> RandomMemory:
     """The recipe's dataset as a full ``RandomMemory(memory_size=N, num_envs=1)``, sampled with replacement.

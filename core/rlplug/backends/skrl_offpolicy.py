@@ -23,7 +23,8 @@ from ..hookspecs import Build
 from ..offpolicy import gradient_steps_due
 from ..rng import capture_rng_state, restore_rng_state
 from ..trainer import TrainerBase
-from .skrl import env_state, load_env_state, make_vector_env, seed_everything, true_next_observations
+from .terms import TermMeans
+from .skrl import SKRL_NAMES, env_state, load_env_state, make_vector_env, seed_everything, true_next_observations
 
 # ---- memory -------------------------------------------------------------------------------------
 
@@ -129,33 +130,6 @@ def optimise(agent: Agent, loss: torch.Tensor, optimizer: torch.optim.Optimizer,
         agent.scaler.unscale_(optimizer)
         nn.utils.clip_grad_norm_([p for m in models for p in m.parameters()], grad_norm_clip)
     agent.scaler.step(optimizer)
-
-
-class TermMeans:
-    """Sums loss terms as detached tensors (no ``.item()`` per gradient step) and reports their means."""
-
-    def __init__(self) -> None:
-        self.sums: dict[str, torch.Tensor] = {}
-        self.counts: dict[str, int] = {}
-
-    def add(self, terms: dict[str, torch.Tensor], names: Iterable[str]) -> None:
-        for name in names:
-            value = terms.get(name)
-            if value is None:
-                continue
-            value = value.detach()
-            self.sums[name] = self.sums[name] + value if name in self.sums else value.clone()
-            self.counts[name] = self.counts.get(name, 0) + 1
-
-    def pop(self) -> dict[str, float]:
-        if not self.sums:
-            return {}
-        names = list(self.sums)
-        values = torch.stack([self.sums[n].float().mean() for n in names]).tolist()
-        means = {name: value / self.counts[name] for name, value in zip(names, values)}
-        self.sums.clear()
-        self.counts.clear()
-        return means
 
 
 class StagedLossAgent:
@@ -383,10 +357,8 @@ class SkrlOffPolicyTrainer(TrainerBase):
         memory = self.agent.memory
         rows = memory.memory_size if memory.filled else memory.memory_index
         oldest_first = (torch.arange(rows) + (memory.memory_index if memory.filled else 0)) % max(rows, 1)
-        names = {"observation": "observations", "action": "actions", "reward": "rewards",
-                 "next_observation": "next_observations", "terminated": "terminated", "truncated": "truncated"}
         columns = {}
-        for key, name in names.items():
+        for key, name in SKRL_NAMES.items():
             if name not in memory.tensors:
                 continue
             tensor = memory.tensors[name][oldest_first]  # [rows, envs, size]

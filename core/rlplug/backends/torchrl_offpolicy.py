@@ -24,6 +24,7 @@ from ..hookspecs import Build
 from ..offpolicy import gradient_steps_due
 from ..rng import capture_rng_state, restore_rng_state
 from ..trainer import TrainerBase
+from .terms import TermMeans
 from .torchrl import (
     collector_state,
     configure_threads,
@@ -201,8 +202,7 @@ class TorchRLOffPolicyTrainer(TrainerBase):
         stop = self.env_steps + self.log_every
         if self.budget is not None:
             stop = min(stop, max(self.budget, self.env_steps + self.frames_per_batch))
-        sums: dict[str, torch.Tensor] = {}
-        counts: dict[str, int] = {}  # per term: TD3's actor term exists only on delayed steps
+        terms = TermMeans()  # per term: TD3's actor term exists only on delayed steps
         updates = 0
         while self.env_steps + self.frames_per_batch <= stop:
             batch = next(self._batches)
@@ -212,15 +212,11 @@ class TorchRLOffPolicyTrainer(TrainerBase):
             self.after_batch(batch.numel())
             due = gradient_steps_due(self.env_steps, self.learning_starts, self.utd_ratio, self.gradient_steps)
             for _ in range(due):
-                terms = self.update(self.memory.sample())
-                for name, value in terms.items():
-                    value = value.detach()
-                    sums[name] = sums[name] + value if name in sums else value.clone()
-                    counts[name] = counts.get(name, 0) + 1
+                terms.add(self.update(self.memory.sample()))
             self.gradient_steps += due
             updates += due
         self.iterations += 1
-        return self._metrics(sums, counts, updates)
+        return self._metrics(terms, updates)
 
     def _track_episodes(self, batch: TensorDict) -> None:
         rewards = batch["next", "reward"].reshape(batch.shape[0], -1).cpu().numpy()
@@ -228,13 +224,8 @@ class TorchRLOffPolicyTrainer(TrainerBase):
         for t in range(rewards.shape[1]):
             self.episodes.update(rewards[:, t], dones[:, t])
 
-    def _metrics(self, sums: dict[str, torch.Tensor], counts: dict[str, int], updates: int) -> dict[str, float]:
-        metrics: dict[str, float] = {}
-        if sums:
-            names = list(sums)
-            with torch.no_grad():  # one reduction per iteration, not one per gradient step
-                values = torch.stack([sums[n].float().mean() for n in names]).tolist()
-            metrics = {f"loss/{name}": value / counts[name] for name, value in zip(names, values)}
+    def _metrics(self, terms: TermMeans, updates: int) -> dict[str, float]:
+        metrics = {f"loss/{name}": value for name, value in terms.pop().items()}  # one reduction per iteration
         metrics.update(self.extra_metrics())
         metrics["train/gradient_steps"] = float(self.gradient_steps)
         metrics["train/updates_this_iteration"] = float(updates)
