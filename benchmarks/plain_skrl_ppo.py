@@ -9,12 +9,9 @@ Adam 1e-3 with KLAdaptiveLR(0.008), running observation and value standardisatio
 
 from __future__ import annotations
 
-import argparse
-import json
 import time
 
 import gymnasium as gym
-import numpy as np
 import torch
 from torch import nn
 
@@ -26,6 +23,8 @@ from skrl.resources.preprocessors.torch import RunningStandardScaler
 from skrl.resources.schedulers.torch import KLAdaptiveLR
 from skrl.trainers.torch import SequentialTrainer, SequentialTrainerCfg
 from skrl.utils import set_seed
+
+from plain_common import parse_args, report  # the scripts' shared command line and result line
 
 ENV_ID = "CartPole-v1"
 NUM_ENVS = 8
@@ -116,11 +115,7 @@ def evaluate(agent: PPO, episodes: int = 10) -> list[float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=100_000, help="total env steps (transitions over all envs)")
-    parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--json", action="store_true", help="print one JSON line only")
-    args = parser.parse_args()
+    args = parse_args(__doc__, 100_000, "total env steps (transitions over all envs)")
 
     torch.set_num_threads(1)
     set_seed(args.seed)  # before wrap_env: the wrapper captures skrl's PRNG key for its reset seed
@@ -141,18 +136,7 @@ def main() -> None:
 
     steps = trainer_cfg.timesteps * NUM_ENVS
     returns = evaluate(agent)
-    result = {
-        "backend": "skrl",
-        "steps": steps,
-        "wall_s": round(wall, 3),
-        "steps_per_s": round(steps / wall, 1),
-        "steps_per_cpu_s": round(steps / cpu, 1),
-        "eval_mean": float(np.mean(returns)),
-        "eval_std": float(np.std(returns)),
-    }
-    if not args.json:
-        print(f"eval returns: {returns}")
-    print(json.dumps(result))
+    report("skrl", steps, wall, cpu, returns, quiet=args.json)
 
 
 if __name__ == "__main__":

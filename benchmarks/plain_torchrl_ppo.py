@@ -12,8 +12,6 @@ standardisation, 64-64 tanh nets.
 
 from __future__ import annotations
 
-import argparse
-import json
 import logging
 import random
 import time
@@ -31,6 +29,8 @@ from torchrl.envs import GymWrapper
 from torchrl.modules import MLP, OneHotCategorical, ProbabilisticActor, ValueOperator
 from torchrl.objectives import ClipPPOLoss
 from torchrl.objectives.value import GAE
+
+from plain_common import parse_args, report  # the scripts' shared command line and result line
 
 ENV_ID = "CartPole-v1"
 NUM_ENVS = 8
@@ -104,11 +104,7 @@ def evaluate(policy_net: nn.Module, episodes: int = 10) -> list[float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=100_000, help="total env steps (rounded up to whole batches)")
-    parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--json", action="store_true", help="print one JSON line only")
-    args = parser.parse_args()
+    args = parse_args(__doc__, 100_000, "total env steps (rounded up to whole batches)")
 
     torch.set_num_threads(1)
     logging.getLogger("torchrl").setLevel(logging.WARNING)  # keep stdout for the result line
@@ -178,18 +174,7 @@ def main() -> None:
     collector.shutdown()  # also closes the env
 
     returns = evaluate(policy_net)
-    result = {
-        "backend": "torchrl",
-        "steps": frames,
-        "wall_s": round(wall, 3),
-        "steps_per_s": round(frames / wall, 1),
-        "steps_per_cpu_s": round(frames / cpu, 1),
-        "eval_mean": float(np.mean(returns)),
-        "eval_std": float(np.std(returns)),
-    }
-    if not args.json:
-        print(f"eval returns: {returns}")
-    print(json.dumps(result))
+    report("torchrl", frames, wall, cpu, returns, quiet=args.json)
 
 
 if __name__ == "__main__":

@@ -98,12 +98,13 @@ class PlainSAC:
             torch._foreach_lerp_(targets, sources, self.tau)
 
 
-def rlplug_updater(backend: str):
-    """A zero-argument callable taking one gradient step of the ``sac-pendulum`` cell on ``backend``."""
+def rlplug_updater(backend: str, recipe: str = "sac-pendulum"):
+    """A zero-argument callable taking one gradient step of ``recipe``'s cell on ``backend`` (an
+    off-policy recipe: td3_updates.py reuses this with ``td3-pendulum``)."""
     import rlplug
 
     warmup = 2 * BATCH
-    build = rlplug.build("sac-pendulum", backend=backend, overrides=[f"learning_starts={warmup}", f"log_every={warmup}"])
+    build = rlplug.build(recipe, backend=backend, overrides=[f"learning_starts={warmup}", f"log_every={warmup}"])
     trainer = build.trainer
     trainer.train(warmup)  # random actions only: fills the replay, takes no gradient step
     if backend == "skrl":

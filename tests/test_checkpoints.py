@@ -58,6 +58,19 @@ def test_non_finite_tensors_are_named_and_replay_memory_is_ignored():
     assert list(non_finite_tensors(state)) == ["modules.policy.w"]
 
 
+def test_environment_snapshots_may_hold_infinite_space_bounds():
+    """A VMAS world's observation space is unbounded: its snapshot is not a diverged parameter."""
+    from rlplug.envstate import snapshot
+    import gymnasium as gym
+
+    class World:
+        def __init__(self):
+            self.observation_space = gym.spaces.Box(-float("inf"), float("inf"), (2,))
+
+    state = {"env": snapshot(World()), "modules": {"w": torch.ones(2)}}
+    assert list(non_finite_tensors(state)) == []
+
+
 def test_checkpoints_of_other_hyperparameters_cells_or_major_versions_are_refused(tmp_path):
     build = rlplug.build("ppo-cartpole", overrides=SMALL_PPO)
     try:

@@ -38,7 +38,9 @@ def _filled_without_updates(builds, transitions=300, **kw):
 def test_gradient_steps_match_upstream_skrl(builds, learn_alpha, grad_norm_clip):
     from rlplug_sac.skrl_backend import sac_cfg
 
-    build = _filled_without_updates(builds, learn_alpha=learn_alpha, grad_norm_clip=grad_norm_clip, tau=0.05, initial_alpha=0.5)
+    # upstream steps torch's default (loop) Adam: compare the loss maths on the same optimiser path
+    build = _filled_without_updates(builds, learn_alpha=learn_alpha, grad_norm_clip=grad_norm_clip, tau=0.05, initial_alpha=0.5,
+                                    optimizer_impl="loop")
     ours = build.trainer.agent
     upstream = UpstreamSAC(
         models={role: copy.deepcopy(model) for role, model in build.models.items()},

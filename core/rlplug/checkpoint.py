@@ -85,7 +85,8 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
 def non_finite_tensors(state: Any, prefix: str = "") -> Iterator[str]:
     """Dotted names of floating-point tensors in ``state`` holding a NaN or an infinity.
 
-    Replay memories are skipped: skrl fills unused rows with NaN on purpose.
+    Replay memories are skipped: skrl fills unused rows with NaN on purpose. So are environment
+    snapshots (``rlplug.envstate``'s ``__object__`` encoding): a space's bounds may be infinite.
     """
     import torch
 
@@ -94,7 +95,7 @@ def non_finite_tensors(state: Any, prefix: str = "") -> Iterator[str]:
             yield prefix or "tensor"
     elif isinstance(state, dict):
         for key, value in state.items():
-            if key == "memory":
+            if key == "memory" or key == "__object__":
                 continue
             yield from non_finite_tensors(value, f"{prefix}.{key}" if prefix else str(key))
     elif isinstance(state, (list, tuple)):

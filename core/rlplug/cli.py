@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .distributed import finish_worker, world
 from .errors import RlplugError
 from .tables import format_table, to_toml
 
@@ -150,6 +151,11 @@ def _finish_line(summary: dict[str, Any]) -> str:
     line = (f"{summary['recipe']} on {summary['backend']}: eval return {summary['eval_return_mean']:.1f} "
             f"± {summary['eval_return_std']:.1f} over {summary['eval_episodes']} episodes{score} "
             f"(target {target}, {verdict}); {summary['steps']} {unit} in {summary['wall_seconds']:.1f} s")
+    if summary.get("world_size", 1) > 1:
+        line += (f" on {summary['world_size']} processes ({summary['steps_all_ranks']} {unit} over all ranks, "
+                 f"{summary['steps_per_second_all_ranks']:.0f}/s)")
+        if not summary.get("ranks_in_sync"):
+            line += "\nwarning: the ranks' networks differ after training; report this as a bug"
     if summary.get("run_dir"):
         line += f"\nrun directory: {summary['run_dir']}"
     return line
@@ -163,36 +169,62 @@ def _report(args: argparse.Namespace, summary: dict[str, Any]) -> int:
     return 0
 
 
+def _device(args: argparse.Namespace) -> str:
+    """This process's device: joins the process group first when torchrun started it (a worker)."""
+    from .distributed import init_worker, rank_device, world
+
+    device = getattr(args, "device", None) or "cpu"
+    return init_worker(device) if world().distributed else rank_device(device, 0)
+
+
+def _launching(args: argparse.Namespace) -> bool:
+    """Whether this process is the launcher of a multi-process run (workers never see --nproc)."""
+    if args.nproc is None and (args.nnodes != 1 or args.rdzv_endpoint):
+        args.nproc = 1
+    return args.nproc is not None
+
+
 def cmd_train(args: argparse.Namespace) -> int:
-    from .runs import default_run_dir, train
+    from .distributed import world
+    from .runs import default_run_dir, join_ranks, train
 
     overrides = list(args.set or ())
     if args.steps is not None:
         overrides.append(f"steps={args.steps}")
     if args.seed is not None:
         overrides.append(f"seed={args.seed}")
+    device = args.device if _launching(args) else _device(args)
+    here = world()
     session = _session(args)
     recipe = session.resolve(args.name, overrides)
-    _ensure_dataset(session, recipe, quiet=args.json)
-    build = session.prepare(recipe, args.backend)
+    if here.is_main:
+        _ensure_dataset(session, recipe, quiet=args.json)
+    build = session.prepare(recipe, args.backend, device=device)
     run_dir = None
     if not args.no_write:
         run_dir = Path(args.run_dir) if args.run_dir else default_run_dir(build.recipe, build.backend)
-        if run_dir.exists() and any(run_dir.iterdir()):
+        if here.is_main and run_dir.exists() and any(run_dir.iterdir()):
             raise RlplugError(f"run directory {run_dir} already exists and is not empty; choose another --run-dir")
+    if args.nproc is not None:  # the launcher: everything above is checked once, before any process starts
+        from .runs import check_distributed
+        from .distributed import launch, worker_argv
+
+        check_distributed(build.algorithm, build.backend, session.host.algorithms.values())
+        return launch(worker_argv(args.argv, None if run_dir is None else str(run_dir)), args.nproc, args.nnodes, args.rdzv_endpoint)
+    join_ranks(build, session)
     session.construct(build)
     try:
         summary = train(build, run_dir=run_dir, progress=not (args.json or args.no_progress), checkpoint_every=args.checkpoint_every)
     finally:
         build.trainer.close()
-    return _report(args, summary)
+    return _report(args, summary) if here.is_main else 0
 
 
-def _load_run(args: argparse.Namespace):
+def _load_run(args: argparse.Namespace, device: str = "cpu"):
     from .runs import open_run
 
     run_dir = Path(args.run_dir)
-    return run_dir, open_run(_session(args), run_dir)
+    return run_dir, open_run(_session(args), run_dir, device)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -236,9 +268,22 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    from .runs import train
+    from .distributed import world
+    from .runs import read_run, resume_note, train
 
-    run_dir, build = _load_run(args)
+    if _launching(args):  # checked once, before any process starts
+        from .distributed import launch, worker_argv
+        from .runs import check_distributed
+
+        recipe, backend, _ = read_run(Path(args.run_dir))
+        session = _session(args)
+        check_distributed(session.host.algorithm(recipe.algorithm), backend, session.host.algorithms.values())
+        return launch(worker_argv(args.argv, None), args.nproc, args.nnodes, args.rdzv_endpoint)
+    here = world()
+    run_dir, build = _load_run(args, _device(args))
+    note = resume_note(build.extras.get("saved_world_size", 1), here.size)
+    if note and here.is_main:  # stderr: --json output stays one document
+        print(f"rlplug: note: {note}", file=sys.stderr)
     steps = args.steps or build.recipe.steps
     if build.trainer.progress >= steps:
         build.trainer.close()
@@ -248,7 +293,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
                         checkpoint_every=args.checkpoint_every)
     finally:
         build.trainer.close()
-    return _report(args, summary)
+    return _report(args, summary) if here.is_main else 0
 
 
 def _bench_row(summary: dict[str, Any]) -> list[Any]:
@@ -429,6 +474,14 @@ def cmd_dataset_list(args: argparse.Namespace) -> int:
 
 
 # ---- parser ----------------------------------------------------------------------------------------
+def _add_launch_options(command: argparse.ArgumentParser) -> None:
+    group = command.add_argument_group("devices and processes (data-parallel through torchrun)")
+    group.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="cuda: each process on its own GPU (default: cpu)")
+    group.add_argument("--nproc", type=int, metavar="N", help="processes per node (ranks), launched by torch.distributed.run")
+    group.add_argument("--nnodes", type=int, default=1, metavar="M", help="nodes taking part; run the same command on each (default: 1)")
+    group.add_argument("--rdzv-endpoint", metavar="HOST:PORT", help="where the nodes meet (needed with --nnodes above 1)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--plugin", action="append", metavar="MODULE[:OBJ]", help="import a module (or an object in it) and register it as a plugin")
@@ -462,6 +515,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--no-write", action="store_true", help="write nothing at all")
     train.add_argument("--checkpoint-every", type=int, metavar="N", help="steps between checkpoints (default: a tenth of the budget)")
     train.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    _add_launch_options(train)
     train.set_defaults(func=cmd_train)
 
     evaluate = sub.add_parser("eval", parents=[common], help="evaluate a saved run")
@@ -475,6 +529,7 @@ def build_parser() -> argparse.ArgumentParser:
     resume.add_argument("--steps", type=int, help="new total step budget")
     resume.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     resume.add_argument("--checkpoint-every", type=int, metavar="N", help="steps between checkpoints (default: a tenth of the budget)")
+    _add_launch_options(resume)
     resume.set_defaults(func=cmd_resume)
 
     bench = sub.add_parser("bench", parents=[common], help="train recipes and check their targets")
@@ -529,8 +584,12 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("RL_LOGGING_LEVEL", "WARNING")
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = list(argv) if argv is not None else sys.argv[1:]  # a launcher hands it on to torchrun
     try:
-        return args.func(args)
+        code = args.func(args)
+        if code == 0 and world().distributed:
+            finish_worker(code)  # does not return
+        return code
     except RlplugError as err:
         print(f"rlplug: error: {err}", file=sys.stderr)
         return err.exit_code

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from .discovery import PluginHost
+from .distributed import world
 from .envs import action_space_kind, check_observation_space, probe_spaces
 from .errors import BackendMissingError, PluginError, RecipeError, SpaceError, UnknownNameError
 from .hookspecs import Build
@@ -120,6 +121,10 @@ class Session:
                 check_stage(slot, hook_name, value)
         if build.trainer is None:
             raise PluginError(f"no plugin built a trainer for {build.algorithm.name}/{build.backend}")
+        if world().distributed:  # ranks built their networks from their own seeds: start all from rank 0's
+            from .backends.parallel import broadcast_build
+
+            broadcast_build(build)
         return build
 
     def build(self, recipe: Recipe | str, backend: str | None = None, overrides: Iterable[str] = (), device: str = "cpu") -> Build:

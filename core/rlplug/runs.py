@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from .checkpoint import load_checkpoint, non_finite_tensors, save_checkpoint
-from .errors import CheckpointMismatchError, RunDirError, TrainingDivergedError
+from .distributed import COMMAND_VARIABLE, rank_seed, world
+from .errors import CheckpointMismatchError, RlplugError, RunDirError, TrainingDivergedError
 from .hookspecs import Build
 from .recipes import Recipe
 
@@ -70,7 +71,7 @@ class RunWriter:
         if not resume:
             run_dir.mkdir(parents=True, exist_ok=False)
             _write_json(run_dir / "recipe.json", {"backend": build.backend, "recipe": build.recipe.to_table()})
-            (run_dir / "command.txt").write_text(shlex.join(sys.argv) + "\n")
+            (run_dir / "command.txt").write_text(os.environ.get(COMMAND_VARIABLE, shlex.join(sys.argv)) + "\n")
             _write_json(run_dir / "versions.json", versions(build))
         if resume:  # temporary files of checkpoint writes a kill interrupted
             for stale in (run_dir / CHECKPOINT.parent).glob(".*.tmp"):
@@ -138,17 +139,25 @@ class RunWriter:
             self._tb = SummaryWriter(log_dir=str(self.dir / "tb"), flush_secs=30)
         return self._tb
 
-    def checkpoint(self) -> None:
-        """Save the trainer's state unless it holds a NaN or an infinity (then the last good one stays)."""
+    def checkpoint(self, rank_states: list[Any] | None = None) -> None:
+        """Save the trainer's state unless it holds a NaN or an infinity (then the last good one stays).
+
+        A distributed run passes every rank's state (rank 0's first): rank 0's is the run's state
+        (``eval`` reads it), the others are kept under ``ranks`` so ``resume`` gives each rank its
+        own environments, replay memory and RNG streams back.
+        """
         trainer = self.build.trainer
-        state = trainer.state_dict()
+        state = rank_states[0] if rank_states else trainer.state_dict()
         bad = next(non_finite_tensors(state), None)
         if bad is not None:
             raise TrainingDivergedError(
                 f"{bad} became NaN or infinite by {trainer.progress_unit.replace('_', ' ')} {trainer.progress}; "
                 f"training stopped and the last good checkpoint in {self.dir / CHECKPOINT.parent} is kept"
             )
-        save_checkpoint(self.dir / CHECKPOINT, {"rlplug": checkpoint_header(self.build), "trainer": state})
+        payload = {"rlplug": checkpoint_header(self.build, len(rank_states or [state])), "trainer": state}
+        if rank_states and len(rank_states) > 1:
+            payload["ranks"] = rank_states[1:]
+        save_checkpoint(self.dir / CHECKPOINT, payload)
 
     def finish(self, summary: dict[str, Any], wall: float) -> None:
         """Log the final evaluation as the last row (so it is on the curve), then the summary."""
@@ -161,11 +170,12 @@ class RunWriter:
         _write_json(self.dir / "summary.json", summary)
 
 
-def checkpoint_header(build: Build) -> dict[str, Any]:
+def checkpoint_header(build: Build, world_size: int = 1) -> dict[str, Any]:
     from . import __version__
 
     return {
         "rlplug": __version__,
+        "world_size": world_size,
         "algorithm": build.algorithm.name,
         "backend": build.backend,
         "hyperparameters": dict(build.hp),
@@ -266,12 +276,31 @@ def train(
     checkpoint_every: int | None = None,
     resume: bool = False,
 ) -> dict[str, Any]:
-    """Train ``build.trainer`` to ``steps`` env steps (the recipe's budget by default), evaluate, summarise."""
+    """Train ``build.trainer`` to ``steps`` env steps (the recipe's budget by default), evaluate, summarise.
+
+    In a distributed run every rank calls this; rank 0 alone writes, shows progress and evaluates
+    (the parameters are the same on every rank), and checkpoints collect every rank's state.
+    """
     from tqdm import tqdm
 
+    here = world()
     trainer = build.trainer
     steps = steps or build.recipe.steps
-    writer = RunWriter(run_dir, build, resume=resume) if run_dir is not None else None
+    writes = run_dir is not None  # rank 0 writes it; the other ranks take part in its checkpoints
+    progress = progress and here.is_main
+    writer = RunWriter(run_dir, build, resume=resume) if writes and here.is_main else None
+
+    def save_checkpoint_now() -> None:
+        # every rank gets here at the same step (budgets and cadences are per rank and equal)
+        if here.distributed:
+            from .backends.parallel import gather_states
+
+            rank_states = gather_states(trainer.state_dict())
+            if writer is not None:
+                writer.checkpoint(rank_states)
+        elif writer is not None:
+            writer.checkpoint()
+
     checkpoint_every = checkpoint_every or max(1, steps // 10)
     next_checkpoint = (trainer.progress // checkpoint_every + 1) * checkpoint_every
     start_steps, started, cpu_started = trainer.progress, time.perf_counter(), time.process_time()
@@ -292,16 +321,19 @@ def train(
                 bar.set_postfix({label: f"{metrics[key]:.1f}"}, refresh=False)
         if writer is not None:
             writer.log(tr.progress, elapsed, metrics)
-            if tr.progress >= next_checkpoint:
-                writer.checkpoint()
-                checkpointed_at = tr.progress
-                next_checkpoint = (tr.progress // checkpoint_every + 1) * checkpoint_every
+        if writes and tr.progress >= next_checkpoint:
+            save_checkpoint_now()
+            checkpointed_at = tr.progress
+            next_checkpoint = (tr.progress // checkpoint_every + 1) * checkpoint_every
 
     try:
         trainer.train(steps, callbacks=[on_step])
     except (RuntimeError, ValueError) as err:
         # a library choking on NaN parameters (a Categorical of NaN logits, ...): name what diverged
-        bad = next(non_finite_tensors(trainer.state_dict()), None)
+        try:
+            bad = next(non_finite_tensors(trainer.state_dict()), None)
+        except Exception:  # a trainer too broken to report its state: the original error tells more
+            bad = None
         if bad is None:
             raise
         raise TrainingDivergedError(
@@ -311,15 +343,27 @@ def train(
     finally:
         bar.close()
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
-    if writer is not None and checkpointed_at != trainer.progress:
-        writer.checkpoint()
+    if writes and checkpointed_at != trainer.progress:
+        save_checkpoint_now()
+    in_sync = True
+    if here.distributed:
+        from .backends.parallel import ranks_in_sync
+
+        in_sync = ranks_in_sync(build)
+        if not here.is_main:
+            return {"rank": here.rank, "steps": trainer.progress, "ranks_in_sync": in_sync}
     returns = trainer.evaluate(build.recipe.eval_episodes)
     summary = summarise(build, trainer.progress, trainer.progress - start_steps, wall, returns, cpu)
+    summary["world_size"] = here.size
+    if here.distributed:  # the budget is per rank: all ranks together took world_size times as many
+        summary["steps_all_ranks"] = summary["steps"] * here.size
+        summary["steps_per_second_all_ranks"] = round(summary["steps_per_second"] * here.size, 1) if summary["steps_per_second"] else None
+        summary["ranks_in_sync"] = in_sync
     if trainer.progress_unit == "updates":
         summary["updates_per_second"] = summary["steps_per_second"]
     elif hasattr(trainer, "gradient_steps") and wall > 0:  # off-policy cells: gradient steps taken
         summary["updates_per_second"] = round((trainer.gradient_steps - start_updates) / wall, 1)
-    summary["run_dir"] = str(run_dir) if run_dir is not None else None
+    summary["run_dir"] = str(run_dir) if writes else None
     if writer is not None:
         writer.finish(summary, wall)
     return summary
@@ -404,17 +448,67 @@ def read_run(run_dir: Path) -> tuple[Recipe, str, dict[str, Any]]:
     return recipe, backend, payload
 
 
-def open_run(session: Any, run_dir: Path) -> Build:
-    """Rebuild a run directory's recipe on its backend and load its checkpoint into the trainer."""
+def open_run(session: Any, run_dir: Path, device: str = "cpu") -> Build:
+    """Rebuild a run directory's recipe on its backend and load its checkpoint into the trainer.
+
+    A distributed worker loads its own rank's state; a rank the run did not have (resuming on more
+    processes than it was trained on) starts from rank 0's state with its own random streams.
+    """
     recipe, backend, payload = read_run(run_dir)
-    build = session.build(recipe, backend)
+    if backend == "torchrl" and device != "cpu":
+        # seen on an H200: the restored collector mixes CPU and GPU tensors in its first batch
+        raise RunDirError(f"resuming a TorchRL run on {device} is not supported yet; resume {run_dir} with --device cpu")
+    build = session.prepare(recipe, backend, device=device)
+    join_ranks(build, session)
+    session.construct(build)
     try:
         check_header(payload.get("rlplug", {}), build, run_dir / CHECKPOINT)
-        load_trainer_state(build, payload["trainer"], run_dir / CHECKPOINT)
+        build.extras["saved_world_size"] = int(payload.get("rlplug", {}).get("world_size", 1))
+        rank = world().rank
+        saved_ranks = payload.get("ranks") or []
+        state = saved_ranks[rank - 1] if 0 < rank <= len(saved_ranks) else payload["trainer"]
+        load_trainer_state(build, state, run_dir / CHECKPOINT)
+        if rank > len(saved_ranks):
+            from .rng import seed_all
+
+            seed_all(build.seed)  # else this rank would replay rank 0's actions step for step
     except BaseException:
         build.trainer.close()
         raise
     return build
+
+
+def join_ranks(build: Build, session: Any) -> None:
+    """In a distributed worker: refuse a cell that cannot train data-parallel, and give this rank its
+    seed (rank ``r``'s environment ``i`` gets ``seed + r * num_envs + i``). Nothing in one process."""
+    here = world()
+    if not here.distributed:
+        return
+    check_distributed(build.algorithm, build.backend, session.host.algorithms.values())
+    build.seed = rank_seed(build.recipe.seed, build.num_envs, here.rank)
+
+
+def check_distributed(spec: Any, backend: str, installed: Any = ()) -> None:
+    if spec.backends[backend].distributed:
+        return
+    able = sorted({s.name for s in installed if any(b.distributed for b in s.backends.values())})
+    raise RlplugError(
+        f"{spec.name} on {backend} does not train across processes (--nproc); "
+        f"installed algorithms that do: {', '.join(able) or 'none'}"
+    )
+
+
+def resume_note(saved_world_size: int, world_size: int) -> str | None:
+    """What changes when a run resumes on another number of processes (``None``: nothing)."""
+    if saved_world_size == world_size:
+        return None
+    trained = f"run was trained on {saved_world_size} process{'es' if saved_world_size != 1 else ''}"
+    if world_size < saved_world_size:
+        lost = f"rank {world_size}" if saved_world_size - world_size == 1 else f"ranks {world_size}-{saved_world_size - 1}"
+        return (f"{trained} and resumes on {world_size}: {lost}'s environments and replay memory are left behind; "
+                f"the networks and optimisers carry on")
+    new = f"rank {saved_world_size} starts" if world_size - saved_world_size == 1 else f"ranks {saved_world_size}-{world_size - 1} start"
+    return f"{trained} and resumes on {world_size}: {new} from rank 0's environments and memory with their own random streams"
 
 
 def load_trainer_state(build: Build, state: Any, path: Path | str) -> None:

@@ -74,6 +74,7 @@ class BackendSpec:
     settings: Callable[[Mapping[str, Any], Any], dict[str, Any]] | None = None
     requires: tuple[str, ...] = ()  # import names of the libraries it needs, e.g. ("skrl",)
     extra: str = ""  # the pip extra of the core that installs them
+    distributed: bool = False  # trains data-parallel under torchrun (``rlplug train --nproc N``)
 
 
 @dataclass(frozen=True)
@@ -112,13 +113,17 @@ def both_backends(
     action_spaces: tuple[str, ...],
     skrl_settings: Callable[..., dict[str, Any]] | None,
     torchrl_settings: Callable[..., dict[str, Any]] | None,
+    distributed: bool = False,
 ) -> dict[str, BackendSpec]:
     """The usual pair of backends: ``<package>.skrl_backend`` needing skrl and
     ``<package>.torchrl_backend`` needing torchrl and tensordict, installed by the core's extras."""
     return {
-        "skrl": BackendSpec(f"{package}.skrl_backend", action_spaces, skrl_settings, requires=("skrl",), extra="skrl"),
+        "skrl": BackendSpec(
+            f"{package}.skrl_backend", action_spaces, skrl_settings, requires=("skrl",), extra="skrl", distributed=distributed
+        ),
         "torchrl": BackendSpec(
-            f"{package}.torchrl_backend", action_spaces, torchrl_settings, requires=("torchrl", "tensordict"), extra="torchrl"
+            f"{package}.torchrl_backend", action_spaces, torchrl_settings, requires=("torchrl", "tensordict"), extra="torchrl",
+            distributed=distributed,
         ),
     }
 

@@ -27,6 +27,7 @@ from skrl.utils import set_seed
 from torch import nn
 
 from ..errors import UnknownNameError
+from .parallel import active, pooled_moments
 from ..nets import ACTIVATIONS, mlp  # noqa: F401 - part of this module's API
 from ..suggest import did_you_mean
 
@@ -347,7 +348,24 @@ SCHEDULERS: dict[str, type] = {
     "CosineAnnealingLR": torch.optim.lr_scheduler.CosineAnnealingLR,
     "StepLR": torch.optim.lr_scheduler.StepLR,
 }
-PREPROCESSORS: dict[str, type] = {"RunningStandardScaler": RunningStandardScaler}
+class PooledRunningStandardScaler(RunningStandardScaler):
+    """skrl's ``RunningStandardScaler`` whose statistics pool every rank's batch in distributed runs.
+
+    skrl updates each rank's scaler from that rank's data only, so ranks drift apart (reference
+    §10); here each update merges the moments of all ranks' batches, so every rank holds the same
+    statistics. One process: skrl's class exactly.
+    """
+
+    def _parallel_variance(self, input_mean: torch.Tensor, input_var: torch.Tensor, input_count: int) -> None:
+        if active():
+            # skrl passes torch.var's unbiased estimate; pool population moments, hand back unbiased
+            population = input_var * ((input_count - 1) / input_count)
+            input_mean, population, total = pooled_moments(input_mean, population, input_count)
+            input_var, input_count = population * (total / max(total - 1, 1)), total
+        super()._parallel_variance(input_mean, input_var, input_count)
+
+
+PREPROCESSORS: dict[str, type] = {"RunningStandardScaler": PooledRunningStandardScaler}
 NOISES: dict[str, type] = {"GaussianNoise": GaussianNoise, "OrnsteinUhlenbeckNoise": OrnsteinUhlenbeckNoise}
 _TABLES = {"scheduler": SCHEDULERS, "preprocessor": PREPROCESSORS, "noise": NOISES}
 

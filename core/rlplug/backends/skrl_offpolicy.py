@@ -14,7 +14,6 @@ from typing import Any
 
 import gymnasium as gym
 import torch
-from skrl import config
 from skrl.agents.torch import Agent
 from skrl.memories.torch import RandomMemory
 from torch import nn
@@ -23,6 +22,7 @@ from ..hookspecs import Build
 from ..offpolicy import gradient_steps_due
 from ..rng import capture_rng_state, restore_rng_state
 from ..trainer import TrainerBase
+from .parallel import sync_gradients
 from .terms import TermMeans
 from .skrl import SKRL_NAMES, env_state, load_env_state, make_vector_env, seed_everything, true_next_observations
 
@@ -119,13 +119,15 @@ def hard_copy(target: nn.Module, online: nn.Module) -> None:
 
 def optimise(agent: Agent, loss: torch.Tensor, optimizer: torch.optim.Optimizer, models: Iterable[nn.Module], grad_norm_clip: float) -> None:
     """skrl's optimiser step: backward through the agent's scaler, distributed gradient reduction,
-    optional gradient-norm clip over ``models``' parameters, step."""
+    optional gradient-norm clip over ``models``' parameters, step.
+
+    The reduction averages everything ``optimizer`` steps over ranks, bare tensors too: upstream
+    reduces only models, so SAC's learned ``log_entropy_coefficient`` drifts apart across ranks.
+    """
     models = list(models)
     optimizer.zero_grad()
     agent.scaler.scale(loss).backward()
-    if config.torch.is_distributed:
-        for model in models:
-            model.reduce_parameters()
+    sync_gradients(optimizer)
     if grad_norm_clip > 0:
         agent.scaler.unscale_(optimizer)
         nn.utils.clip_grad_norm_([p for m in models for p in m.parameters()], grad_norm_clip)

@@ -31,6 +31,7 @@ from torchrl.modules import IndependentNormal, ProbabilisticActor, QValueActor, 
 from ..errors import UnknownNameError
 from ..nets import ACTIVATIONS, mlp  # noqa: F401 - part of this module's API
 from ..rng import seed_all
+from .parallel import pooled_moments
 from ..suggest import did_you_mean
 
 # ---- threads and seeds --------------------------------------------------------------------------
@@ -218,6 +219,8 @@ class RunningNormalizer(nn.Module):
         if batch_count == 0:
             return
         batch_mean, batch_var = x.mean(0), x.var(0, correction=0)
+        # distributed runs: the moments of every rank's batch together, the same on every rank
+        batch_mean, batch_var, batch_count = pooled_moments(batch_mean, batch_var, batch_count)
         count = self.count.item()
         total = count + batch_count
         delta = batch_mean - self.mean

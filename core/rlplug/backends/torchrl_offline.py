@@ -18,6 +18,7 @@ from torchrl.data import LazyTensorStorage, RandomSampler, TensorDictReplayBuffe
 
 from ..hookspecs import Build
 from .offline import OfflineTrainerBase, dataset_transitions
+from .parallel import sync_gradients
 from .torchrl import configure_threads, deterministic_actions, extend_quietly, seed_everything
 
 
@@ -92,6 +93,7 @@ class TorchRLOfflineTrainer(OfflineTrainerBase):
         total = sum(out[name] for name in self.optimised_terms if name in out)
         self.optimizer.zero_grad(set_to_none=True)
         total.backward()
+        sync_gradients(self.optimizer)  # data-parallel runs: the mean gradient over ranks
         if self.grad_norm_clip > 0:
             for group in self.optimizer.param_groups[: self.clip_groups]:
                 nn.utils.clip_grad_norm_(group["params"], self.grad_norm_clip)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from rlplug import AlgorithmPlugin, AlgorithmSpec, LossSpec, Param
 from rlplug.offline import OFFLINE_PARAMS
+from rlplug.optim import OPTIMIZER_PARAMS
 from rlplug.offpolicy import TARGET_PARAMS
 from rlplug.schema import AutoOrFloat, both_backends
 
@@ -36,13 +37,13 @@ PARAMS = (
     Param("hidden_sizes", [256, 256], "hidden layer widths of the policy and Q networks", item_type=int),
     Param("activation", "relu", "hidden activation", choices=("relu", "tanh", "elu")),
     Param("grad_norm_clip", 0.0, "gradient-norm clip of the policy and Q-network updates (0 disables)"),
-) + OFFLINE_PARAMS + TARGET_PARAMS
+) + OFFLINE_PARAMS + TARGET_PARAMS + OPTIMIZER_PARAMS
 
 CQL = AlgorithmSpec(
     name="cql",
     summary="Conservative Q-Learning: offline SAC (Box) or Q-learning (Discrete) with a penalty on out-of-data actions",
     kind="offline",
-    backends=both_backends("rlplug_cql", ("continuous", "discrete"), skrl_settings, torchrl_settings),
+    backends=both_backends("rlplug_cql", ("continuous", "discrete"), skrl_settings, torchrl_settings, distributed=True),
     params=PARAMS,
     api_version=1,
     default_loss="cql",

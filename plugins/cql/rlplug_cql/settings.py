@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from rlplug.optim import optimizer_settings
 from rlplug.offline import offline_settings
 
 
@@ -48,6 +49,7 @@ def _common(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
 def skrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
     """Fields of rlplug's ``CQL_CFG`` (skrl's SAC_CFG names where SAC has the field) plus the models' shape."""
     return {
+        **optimizer_settings(hp),
         **_common(hp, recipe),
         "discount_factor": hp["gamma"],
         "learning_rate": [hp["actor_learning_rate"], hp["critic_learning_rate"], hp["alpha_learning_rate"]],
@@ -65,6 +67,7 @@ def skrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
 def torchrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
     """Arguments of ``CQLLoss`` / ``DiscreteCQLLoss``, the TD(0) estimator and the Adam groups."""
     return {
+        **optimizer_settings(hp),
         **_common(hp, recipe),
         "gamma": hp["gamma"],
         "value_estimator": "td0",

@@ -36,6 +36,7 @@ from rlplug.backends.skrl import mlp, q_model, register_action_bounds, seed_ever
 from rlplug.backends.skrl_offline import SkrlOfflineTrainer, dataset_memory
 from rlplug.backends.skrl_offpolicy import StagedLossAgent, TargetUpdate, agent_arguments, hard_copy, target_update
 from rlplug.hookspecs import Build
+from rlplug.optim import use_adam_impl
 from skrl.agents.torch import Agent, AgentCfg
 from skrl.memories.torch import RandomMemory
 from skrl.models.torch import Model
@@ -388,7 +389,9 @@ class SkrlCQLTrainer(SkrlOfflineTrainer):
 
     def make_agent(self, build: Build) -> OfflineStagedAgent:
         agent_class = DiscreteCQL if is_discrete(build) else CQL
-        return agent_class(**agent_arguments(build), cfg=cql_cfg(build))
+        agent = agent_class(**agent_arguments(build), cfg=cql_cfg(build))
+        use_adam_impl(agent, build.settings["optimizer_impl"])
+        return agent
 
     def act_deterministic(self, observations: np.ndarray) -> np.ndarray:
         with torch.no_grad():

@@ -33,6 +33,7 @@ from rlplug.backends.torchrl import configure_threads, describe_loss, mlp, q_val
 from rlplug.backends.torchrl_offline import TorchRLOfflineTrainer, dataset_buffer
 from rlplug.backends.torchrl_offpolicy import TargetUpdate, target_update
 from rlplug.hookspecs import Build
+from rlplug.optim import adam
 from tensordict import TensorDictBase
 from tensordict.utils import unravel_key
 from torch import nn
@@ -212,14 +213,14 @@ def make_optimizer(loss: LossModule, settings: dict[str, Any]) -> torch.optim.Ad
     learning rate (the loss detaches what each term must not train, so one backward of the sum
     gives each group its own term's gradient). Discrete: one Adam on the Q network."""
     if isinstance(loss, DiscreteCQLLoss):
-        return torch.optim.Adam(list(loss.value_network_params.values(True, True)), lr=settings["critic_lr"])
+        return adam(list(loss.value_network_params.values(True, True)), settings["optimizer_impl"], lr=settings["critic_lr"])
     groups = [
         {"params": list(loss.actor_network_params.values(True, True)), "lr": settings["actor_lr"]},
         {"params": list(loss.qvalue_network_params.values(True, True)), "lr": settings["critic_lr"]},
     ]
     if not settings["fixed_alpha"]:
         groups.append({"params": [loss.log_alpha], "lr": settings["alpha_lr"]})
-    return torch.optim.Adam(groups)
+    return adam(groups, settings["optimizer_impl"])
 
 
 # ---- trainer ------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ The backends live in ``skrl_backend`` and ``torchrl_backend`` and are imported o
 from __future__ import annotations
 
 from rlplug import AlgorithmPlugin, AlgorithmSpec, LossSpec, Param
+from rlplug.optim import OPTIMIZER_PARAMS
 from rlplug.offpolicy import ESTIMATOR_PARAMS, REPLAY_PARAMS, TARGET_PARAMS
 from rlplug.schema import both_backends
 
@@ -27,13 +28,13 @@ PARAMS = (
     Param("max_grad_norm", 10.0, "gradient-norm clip (0 disables; upstream skrl DQN never clips)"),
     Param("hidden_sizes", [64, 64], "hidden layer widths of the Q network", item_type=int),
     Param("activation", "relu", "hidden activation", choices=("relu", "tanh", "elu")),
-) + ESTIMATOR_PARAMS + REPLAY_PARAMS + TARGET_PARAMS
+) + ESTIMATOR_PARAMS + REPLAY_PARAMS + TARGET_PARAMS + OPTIMIZER_PARAMS
 
 DQN = AlgorithmSpec(
     name="dqn",
     summary="Deep Q-Network (epsilon-greedy, replay, target network; double DQN as a switch)",
     kind="off-policy",
-    backends=both_backends("rlplug_dqn", ("discrete",), skrl_settings, torchrl_settings),
+    backends=both_backends("rlplug_dqn", ("discrete",), skrl_settings, torchrl_settings, distributed=True),
     params=PARAMS,
     api_version=1,
     default_loss="dqn",

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from rlplug.optim import optimizer_settings
 from rlplug.offpolicy import replay_settings, skrl_estimator_check, torchrl_estimator_settings
 
 
@@ -45,6 +46,7 @@ def skrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
     skrl_estimator_check(hp)
     schedule, schedule_kwargs = _lr_schedule(hp, recipe)
     return {
+        **optimizer_settings(hp),
         **replay_settings(hp, recipe),
         "learning_rate": hp["learning_rate"],
         "learning_rate_scheduler": schedule,
@@ -66,6 +68,7 @@ def torchrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
     _check_common(hp)
     schedule, schedule_kwargs = _lr_schedule(hp, recipe)
     return {
+        **optimizer_settings(hp),
         **replay_settings(hp, recipe),
         "lr": hp["learning_rate"],
         "lr_scheduler": schedule,

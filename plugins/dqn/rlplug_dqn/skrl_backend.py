@@ -25,6 +25,7 @@ from rlplug.backends.skrl_offpolicy import (
     target_update,
 )
 from rlplug.hookspecs import Build
+from rlplug.optim import use_adam_impl
 from rlplug.offpolicy import LinearSchedule
 from skrl.agents.torch.dqn import DQN, DQN_CFG
 from skrl.memories.torch import RandomMemory
@@ -202,7 +203,9 @@ class SkrlDQNTrainer(SkrlOffPolicyTrainer):
     """The shared off-policy loop (seeded warm-up, replay, ``utd_ratio`` gradient steps) around DQN."""
 
     def make_agent(self, build: Build) -> LossDelegatingDQN:
-        return LossDelegatingDQN(**agent_arguments(build), cfg=dqn_config(build), grad_norm_clip=build.settings["grad_norm_clip"])
+        agent = LossDelegatingDQN(**agent_arguments(build), cfg=dqn_config(build), grad_norm_clip=build.settings["grad_norm_clip"])
+        use_adam_impl(agent, build.settings["optimizer_impl"])  # skrl built its Adam (and scheduler) in the constructor
+        return agent
 
     def act_deterministic(self, observations: np.ndarray) -> np.ndarray:
         """Argmax of Q; ``compute`` rather than ``act``, so evaluating draws nothing from torch's RNG."""

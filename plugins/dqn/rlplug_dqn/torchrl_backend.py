@@ -17,7 +17,9 @@ import numpy as np
 import torch
 from rlplug.backends.torchrl import configure_threads, describe_loss, mlp, observation_batch, q_value_actor, seed_everything
 from rlplug.backends.torchrl_offpolicy import TorchRLOffPolicyTrainer, replay_buffer, set_value_estimator, target_update
+from rlplug.backends.parallel import sync_gradients
 from rlplug.hookspecs import Build
+from rlplug.optim import adam
 from rlplug.offpolicy import LinearSchedule
 from tensordict import TensorDict
 from tensordict.nn import TensorDictSequential
@@ -99,7 +101,7 @@ class TorchRLDQNTrainer(TorchRLOffPolicyTrainer):
         # loss.parameters() rather than the model's: a registered loss may own extra parameters
         # (target parameters are buffers, so they are not in it)
         self.trained_parameters = list(self.loss.parameters())
-        self.optimizer = torch.optim.Adam(self.trained_parameters, lr=s["lr"])
+        self.optimizer = adam(self.trained_parameters, s["optimizer_impl"], lr=s["lr"])
         self.lr_scheduler = None
         if s["lr_scheduler"] is not None:  # stepped once per gradient step, as skrl steps DQN's scheduler
             scheduler_class = LR_SCHEDULERS[s["lr_scheduler"]]
@@ -127,6 +129,7 @@ class TorchRLDQNTrainer(TorchRLOffPolicyTrainer):
         total = sum(out[name] for name in self.terms)
         self.optimizer.zero_grad(set_to_none=True)
         total.backward()
+        sync_gradients(self.optimizer)  # data-parallel runs: the mean gradient over ranks
         if self.max_grad_norm:
             nn.utils.clip_grad_norm_(self.trained_parameters, self.max_grad_norm)
         self.optimizer.step()

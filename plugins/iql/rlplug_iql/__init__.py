@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from rlplug import AlgorithmPlugin, AlgorithmSpec, LossSpec, Param
 from rlplug.offline import OFFLINE_PARAMS
+from rlplug.optim import OPTIMIZER_PARAMS
 from rlplug.offpolicy import TARGET_PARAMS
 from rlplug.schema import both_backends
 
@@ -24,13 +25,13 @@ PARAMS = (
     Param("hidden_sizes", [256, 256], "hidden layer widths of the policy, Q and V networks", item_type=int),
     Param("activation", "relu", "hidden activation", choices=("relu", "tanh", "elu")),
     Param("grad_norm_clip", 0.0, "gradient-norm clip per optimised network (0 disables)"),
-) + OFFLINE_PARAMS + TARGET_PARAMS
+) + OFFLINE_PARAMS + TARGET_PARAMS + OPTIMIZER_PARAMS
 
 IQL = AlgorithmSpec(
     name="iql",
     summary="Implicit Q-Learning: expectile V, TD Q, advantage-weighted policy regression (offline)",
     kind="offline",
-    backends=both_backends("rlplug_iql", ("continuous",), skrl_settings, torchrl_settings),
+    backends=both_backends("rlplug_iql", ("continuous",), skrl_settings, torchrl_settings, distributed=True),
     params=PARAMS,
     api_version=1,
     default_loss="iql",

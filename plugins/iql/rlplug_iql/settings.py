@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from rlplug.optim import optimizer_settings
 from rlplug.offline import offline_settings
 
 
@@ -34,6 +35,7 @@ def skrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
     """Fields of rlplug's skrl ``IQL_CFG`` plus the models' shape and the offline loop's settings."""
     _check(hp)
     return {
+        **optimizer_settings(hp),
         **offline_settings(hp, recipe),
         **_target_settings(hp),
         "discount_factor": hp["gamma"],
@@ -50,6 +52,7 @@ def torchrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
     """Arguments of ``IQLLoss``, its TD(0) value estimator, the three Adam groups and the offline loop."""
     _check(hp)
     return {
+        **optimizer_settings(hp),
         **offline_settings(hp, recipe),
         **_target_settings(hp),
         "value_estimator": "td0",

@@ -28,6 +28,7 @@ from rlplug.backends.skrl import GaussianPolicy, q_model, register_action_bounds
 from rlplug.backends.skrl_offline import SkrlOfflineTrainer, dataset_memory
 from rlplug.backends.skrl_offpolicy import StagedLossAgent, TargetUpdate, agent_arguments, hard_copy, target_update
 from rlplug.hookspecs import Build
+from rlplug.optim import use_adam_impl
 from skrl.agents.torch import Agent, AgentCfg
 from skrl.memories.torch import RandomMemory
 
@@ -239,7 +240,9 @@ class SkrlIQLTrainer(SkrlOfflineTrainer):
     """rlplug's offline loop around the skrl ``IQL`` agent; evaluation acts with the (bounded) policy mean."""
 
     def make_agent(self, build: Build) -> IQL:
-        return IQL(**agent_arguments(build), cfg=iql_cfg(build))
+        agent = IQL(**agent_arguments(build), cfg=iql_cfg(build))
+        use_adam_impl(agent, build.settings["optimizer_impl"])
+        return agent
 
     def act_deterministic(self, observations: np.ndarray) -> np.ndarray:
         with torch.no_grad():

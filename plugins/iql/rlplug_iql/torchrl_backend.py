@@ -20,6 +20,7 @@ from rlplug.backends.torchrl import configure_threads, describe_loss, mlp, q_val
 from rlplug.backends.torchrl_offline import TorchRLOfflineTrainer, dataset_buffer
 from rlplug.backends.torchrl_offpolicy import TargetUpdate, set_value_estimator, target_update
 from rlplug.hookspecs import Build
+from rlplug.optim import adam
 from torch import nn
 from torchrl.data import TensorDictReplayBuffer
 from torchrl.objectives import IQLLoss
@@ -97,12 +98,13 @@ def make_optimizer(loss: IQLLoss, settings: dict[str, Any]) -> torch.optim.Adam:
     *target* Q parameters; the value loss reads the target Q parameters; the Q loss's target reads V
     detached), so one backward of the sum gives every group the gradient of its own term.
     """
-    return torch.optim.Adam(
+    return adam(
         [
             {"params": list(loss.actor_network_params.values(True, True)), "lr": settings["actor_lr"]},
             {"params": list(loss.qvalue_network_params.values(True, True)), "lr": settings["critic_lr"]},
             {"params": list(loss.value_network_params.values(True, True)), "lr": settings["value_lr"]},
-        ]
+        ],
+        settings["optimizer_impl"],
     )
 
 

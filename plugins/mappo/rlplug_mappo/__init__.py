@@ -36,7 +36,7 @@ MAPPO = AlgorithmSpec(
     name="mappo",
     summary="Multi-Agent PPO with a centralised critic (IPPO with centralised_critic = false)",
     kind="multi-agent",
-    backends=both_backends("rlplug_mappo", ("discrete", "continuous"), skrl_settings, torchrl_settings),
+    backends=both_backends("rlplug_mappo", ("discrete", "continuous"), skrl_settings, torchrl_settings, distributed=True),
     params=PARAMS,
     api_version=1,
     default_loss="mappo",

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from rlplug.backends.parallel import mean_over_ranks
 from rlplug.backends.skrl import clipped_ppo_terms, preprocessor, seed_everything
 from rlplug.backends.skrl_multiagent import agent_models, deterministic_actions, make_multiagent_env
 from rlplug.envstate import deep_restore, deep_snapshot
@@ -154,7 +155,8 @@ class LossDelegatingMAPPO(MAPPO):
                     kl_divergence = terms.get("approx_kl")
                     if kl_divergence is not None:
                         kl_divergences.append(kl_divergence.detach())
-                    if self.cfg.kl_threshold[uid] and kl_divergence > self.cfg.kl_threshold[uid]:
+                    # distributed: ranks stop on their mean KL, all together (upstream compares each rank's own)
+                    if self.cfg.kl_threshold[uid] and mean_over_ranks(kl_divergence) > self.cfg.kl_threshold[uid]:
                         break
                     loss = sum(terms[name] for name in self.loss_terms)
 

@@ -14,6 +14,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
+from rlplug.backends.parallel import sync_gradients
 from rlplug.backends.torchrl import (
     RunningNormalizer,
     collector_state,
@@ -66,7 +67,7 @@ def build_memory(build: Build) -> ReplayBuffer:
     """One batch of transitions (all agents of one env step per row); one epoch per iteration."""
     s = build.settings
     return ReplayBuffer(
-        storage=LazyTensorStorage(s["frames_per_batch"]),
+        storage=LazyTensorStorage(s["frames_per_batch"], device=build.device),
         sampler=SamplerWithoutReplacement(),
         batch_size=s["minibatch_size"],
     )
@@ -193,6 +194,7 @@ class TorchRLMAPPOTrainer(MultiAgentTrainerBase):
                 total = sum(out[name] for name in self.terms)
                 self.optimizer.zero_grad(set_to_none=True)
                 total.backward()
+                sync_gradients(self.optimizer)  # data-parallel runs: the mean gradient over ranks
                 if self.max_grad_norm:
                     nn.utils.clip_grad_norm_(self.loss.parameters(), self.max_grad_norm)
                 self.optimizer.step()

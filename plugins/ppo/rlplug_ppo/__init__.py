@@ -40,7 +40,7 @@ PPO = AlgorithmSpec(
     name="ppo",
     summary="Proximal Policy Optimization (clipped surrogate, GAE)",
     kind="on-policy",
-    backends=both_backends("rlplug_ppo", ("discrete", "continuous"), skrl_settings, torchrl_settings),
+    backends=both_backends("rlplug_ppo", ("discrete", "continuous"), skrl_settings, torchrl_settings, distributed=True),
     params=PARAMS,
     api_version=1,
     default_loss="clip",

@@ -27,6 +27,7 @@ from rlplug.backends.skrl import (
     true_next_observations,
     value_model,
 )
+from rlplug.backends.parallel import mean_over_ranks
 from rlplug.rng import capture_rng_state, restore_rng_state
 from rlplug.hookspecs import Build
 from rlplug.trainer import TrainerBase
@@ -124,7 +125,8 @@ class LossDelegatingPPO(PPO):
                     kl_divergence = terms.get("approx_kl")
                     if kl_divergence is not None:
                         kl_divergences.append(kl_divergence.detach())
-                    if self.cfg.kl_threshold and kl_divergence > self.cfg.kl_threshold:
+                    # distributed: ranks stop on their mean KL, all together (upstream compares each rank's own)
+                    if self.cfg.kl_threshold and mean_over_ranks(kl_divergence) > self.cfg.kl_threshold:
                         break
                     loss = sum(terms[name] for name in self.loss_terms)
 

@@ -31,6 +31,7 @@ from rlplug.backends.torchrl import (
     stochastic_actor,
     value_operator,
 )
+from rlplug.backends.parallel import mean_over_ranks, sync_gradients
 from rlplug.rng import capture_rng_state, restore_rng_state
 from rlplug.hookspecs import Build
 from rlplug.trainer import TrainerBase
@@ -72,7 +73,7 @@ def build_memory(build: Build) -> ReplayBuffer:
     """One batch of transitions; iterating it yields one epoch of minibatches without replacement."""
     s = build.settings
     return ReplayBuffer(
-        storage=LazyTensorStorage(s["frames_per_batch"]),
+        storage=LazyTensorStorage(s["frames_per_batch"], device=build.device),
         sampler=SamplerWithoutReplacement(),
         batch_size=s["minibatch_size"],
     )
@@ -210,17 +211,19 @@ class TorchRLPPOTrainer(TrainerBase):
                 out = self.loss(minibatch)
                 if "kl_approx" in out.keys():
                     epoch_kl.append(out["kl_approx"].detach())
-                if self.kl_early_stop and epoch_kl and epoch_kl[-1].item() > self.kl_early_stop:
+                # ranks decide on their mean KL, so all of them stop (or go on) together
+                if self.kl_early_stop and epoch_kl and mean_over_ranks(epoch_kl[-1]).item() > self.kl_early_stop:
                     stop = stopped_early = True
                     continue
                 total = sum(out[name] for name in self.terms)
                 self.optimizer.zero_grad(set_to_none=True)
                 total.backward()
+                sync_gradients(self.optimizer)  # data-parallel runs: the mean gradient over ranks
                 if self.max_grad_norm:
                     nn.utils.clip_grad_norm_(self.loss.parameters(), self.max_grad_norm)
                 self.optimizer.step()
                 logged.append([out[name] for name in self.logged_terms])
-            self.lr_schedule.step(torch.stack(epoch_kl).mean().item() if epoch_kl else None)
+            self.lr_schedule.step(mean_over_ranks(torch.stack(epoch_kl).mean()).item() if epoch_kl else None)
 
         with torch.no_grad():  # one reduction per update, not one per minibatch
             means = torch.stack([torch.stack(row) for row in logged]).mean(0).tolist() if logged else []

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 
 from rlplug import AlgorithmPlugin, AlgorithmSpec, LossSpec, Param
+from rlplug.optim import OPTIMIZER_PARAMS
 from rlplug.offpolicy import ESTIMATOR_PARAMS, REPLAY_PARAMS, TARGET_PARAMS
 from rlplug.schema import AutoOrFloat, both_backends
 
@@ -33,13 +34,13 @@ PARAMS = (
           choices=("none", "ou")),
     Param("exploration_std", 0.5, "sigma of the Ornstein-Uhlenbeck exploration noise (per environment step)"),
     Param("ou_theta", 0.15, "mean-reversion rate of the Ornstein-Uhlenbeck noise (per environment step)"),
-) + ESTIMATOR_PARAMS + REPLAY_PARAMS + TARGET_PARAMS
+) + ESTIMATOR_PARAMS + REPLAY_PARAMS + TARGET_PARAMS + OPTIMIZER_PARAMS
 
 SAC = AlgorithmSpec(
     name="sac",
     summary="Soft Actor-Critic (twin Q networks, entropy-regularised, tuned alpha)",
     kind="off-policy",
-    backends=both_backends("rlplug_sac", ("continuous",), skrl_settings, torchrl_settings),
+    backends=both_backends("rlplug_sac", ("continuous",), skrl_settings, torchrl_settings, distributed=True),
     params=PARAMS,
     api_version=1,
     default_loss="sac",

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from rlplug.optim import optimizer_settings
 from rlplug.offpolicy import replay_settings, skrl_estimator_check, torchrl_estimator_settings
 
 
@@ -38,6 +39,7 @@ def skrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
     _check_common(hp)
     skrl_estimator_check(hp)
     return {
+        **optimizer_settings(hp),
         **replay_settings(hp, recipe),
         "discount_factor": hp["gamma"],
         "learning_rate": [hp["actor_learning_rate"], hp["critic_learning_rate"], hp["alpha_learning_rate"]],
@@ -56,6 +58,7 @@ def torchrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
     """Arguments of ``SACLoss``, its value estimator, the three Adam groups and rlplug's TorchRL loop."""
     _check_common(hp)
     return {
+        **optimizer_settings(hp),
         **replay_settings(hp, recipe),
         **torchrl_estimator_settings(hp, recipe),
         "gamma": hp["gamma"],

@@ -27,6 +27,7 @@ from rlplug.backends.skrl_offpolicy import (
     target_update,
 )
 from rlplug.hookspecs import Build
+from rlplug.optim import use_adam_impl
 from skrl.agents.torch.sac import SAC, SAC_CFG
 from skrl.memories.torch import RandomMemory
 from skrl.resources.noises.torch import OrnsteinUhlenbeckNoise
@@ -238,7 +239,9 @@ class SkrlSACTrainer(SkrlOffPolicyTrainer):
     (squashed into the bounds with ``squash_actions``, clipped to them otherwise)."""
 
     def make_agent(self, build: Build) -> LossDelegatingSAC:
-        return LossDelegatingSAC(**agent_arguments(build), cfg=sac_cfg(build), exploration_noise=exploration_noise(build))
+        agent = LossDelegatingSAC(**agent_arguments(build), cfg=sac_cfg(build), exploration_noise=exploration_noise(build))
+        use_adam_impl(agent, build.settings["optimizer_impl"])  # skrl built its Adams in the constructor
+        return agent
 
     def act_deterministic(self, observations: np.ndarray) -> np.ndarray:
         with torch.no_grad():

@@ -24,7 +24,9 @@ from rlplug.backends.torchrl_offpolicy import (
     set_value_estimator,
     target_update,
 )
+from rlplug.backends.parallel import sync_gradients
 from rlplug.hookspecs import Build
+from rlplug.optim import adam
 from tensordict import TensorDict
 from tensordict.nn import TensorDictSequential
 from torch import nn
@@ -112,7 +114,7 @@ def make_optimizer(loss: SACLoss, settings: dict[str, Any]) -> torch.optim.Adam:
     ]
     if not settings["fixed_alpha"]:
         groups.append({"params": [loss.log_alpha], "lr": settings["alpha_lr"]})
-    return torch.optim.Adam(groups)
+    return adam(groups, settings["optimizer_impl"])
 
 
 # ---- exploration --------------------------------------------------------------------------------
@@ -156,6 +158,7 @@ class TorchRLSACTrainer(TorchRLOffPolicyTrainer):
         loss = sum(out[name] for name in self.optimised_terms)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        sync_gradients(self.optimizer)  # data-parallel runs: the mean gradient over ranks
         if self.grad_norm_clip > 0:
             for group in self.optimizer.param_groups[:2]:  # actor, critics (upstream skrl clips these two)
                 nn.utils.clip_grad_norm_(group["params"], self.grad_norm_clip)

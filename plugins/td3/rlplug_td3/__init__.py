@@ -7,6 +7,7 @@ The backends live in ``skrl_backend`` and ``torchrl_backend`` and are imported o
 from __future__ import annotations
 
 from rlplug import AlgorithmPlugin, AlgorithmSpec, LossSpec, Param
+from rlplug.optim import OPTIMIZER_PARAMS
 from rlplug.offpolicy import ESTIMATOR_PARAMS, REPLAY_PARAMS, TARGET_PARAMS
 from rlplug.schema import both_backends
 
@@ -28,13 +29,13 @@ PARAMS = (
     Param("hidden_sizes", [256, 256], "hidden layer widths of the policy and Q-networks", item_type=int),
     Param("activation", "relu", "hidden activation", choices=("relu", "tanh", "elu")),
     Param("grad_norm_clip", 0.0, "gradient-norm clip of each optimiser step (0 disables)"),
-) + ESTIMATOR_PARAMS + REPLAY_PARAMS + TARGET_PARAMS
+) + ESTIMATOR_PARAMS + REPLAY_PARAMS + TARGET_PARAMS + OPTIMIZER_PARAMS
 
 TD3 = AlgorithmSpec(
     name="td3",
     summary="Twin Delayed DDPG: clipped double-Q, delayed policy updates, target policy smoothing",
     kind="off-policy",
-    backends=both_backends("rlplug_td3", ("continuous",), skrl_settings, torchrl_settings),
+    backends=both_backends("rlplug_td3", ("continuous",), skrl_settings, torchrl_settings, distributed=True),
     params=PARAMS,
     api_version=1,
     default_loss="td3",

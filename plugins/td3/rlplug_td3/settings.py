@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from rlplug.optim import optimizer_settings
 from rlplug.offpolicy import replay_settings, skrl_estimator_check, torchrl_estimator_settings
 
 
@@ -41,6 +42,7 @@ def skrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
     else:
         noise, noise_kwargs = "GaussianNoise", {"mean": 0.0, "std": hp["exploration_std"]}
     return {
+        **optimizer_settings(hp),
         **replay_settings(hp, recipe),
         "discount_factor": hp["gamma"],
         "learning_rate": [hp["actor_learning_rate"], hp["critic_learning_rate"]],
@@ -61,6 +63,7 @@ def torchrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
     """Arguments of ``TD3Loss``, its value estimator, the exploration module and the two optimisers."""
     _check(hp)
     return {
+        **optimizer_settings(hp),
         **replay_settings(hp, recipe),
         "gamma": hp["gamma"],
         **torchrl_estimator_settings(hp, recipe),

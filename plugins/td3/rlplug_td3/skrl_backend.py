@@ -26,6 +26,7 @@ from rlplug.backends.skrl_offpolicy import (
     target_update,
 )
 from rlplug.hookspecs import Build
+from rlplug.optim import use_adam_impl
 from rlplug.offpolicy import LinearSchedule
 from skrl.agents.torch.td3 import TD3, TD3_CFG
 from skrl.memories.torch import RandomMemory
@@ -219,7 +220,9 @@ class SkrlTD3Trainer(SkrlOffPolicyTrainer):
     """rlplug's off-policy loop around ``LossDelegatingTD3``; evaluation uses the noiseless policy."""
 
     def make_agent(self, build: Build) -> LossDelegatingTD3:
-        return LossDelegatingTD3(**agent_arguments(build), cfg=agent_config(build))
+        agent = LossDelegatingTD3(**agent_arguments(build), cfg=agent_config(build))
+        use_adam_impl(agent, build.settings["optimizer_impl"])  # skrl built its Adams in the constructor
+        return agent
 
     def act_deterministic(self, observations: np.ndarray) -> np.ndarray:
         """The policy's action without exploration noise (skrl's ``act`` adds noise even in eval, §14.5)."""

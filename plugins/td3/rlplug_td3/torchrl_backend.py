@@ -31,7 +31,9 @@ from rlplug.backends.torchrl_offpolicy import (
     set_value_estimator,
     target_update,
 )
+from rlplug.backends.parallel import sync_gradients
 from rlplug.hookspecs import Build
+from rlplug.optim import adam
 from rlplug.offpolicy import LinearSchedule
 from tensordict import TensorDict
 from tensordict.nn import TensorDictModule, TensorDictSequential
@@ -143,8 +145,8 @@ class TorchRLTD3Trainer(TorchRLOffPolicyTrainer):
         self._exploration_policy = TensorDictSequential(self.actor, self.noise)
         self.actor_parameters = list(self.loss.actor_network_params.values(True, True))
         self.critic_parameters = list(self.loss.qvalue_network_params.values(True, True))
-        self.actor_optimizer = torch.optim.Adam(self.actor_parameters, lr=s["actor_lr"])
-        self.critic_optimizer = torch.optim.Adam(self.critic_parameters, lr=s["critic_lr"])
+        self.actor_optimizer = adam(self.actor_parameters, s["optimizer_impl"], lr=s["actor_lr"])
+        self.critic_optimizer = adam(self.critic_parameters, s["optimizer_impl"], lr=s["critic_lr"])
         self.updates = 0
         super().__init__(build)
 
@@ -167,6 +169,7 @@ class TorchRLTD3Trainer(TorchRLOffPolicyTrainer):
     def _optimise(self, loss: torch.Tensor, optimizer: torch.optim.Optimizer, parameters: list[torch.Tensor]) -> None:
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        sync_gradients(optimizer)  # data-parallel runs: the mean gradient over ranks
         if self.grad_norm_clip > 0:
             nn.utils.clip_grad_norm_(parameters, self.grad_norm_clip)
         optimizer.step()

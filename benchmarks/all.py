@@ -1,0 +1,149 @@
+"""One command for BENCHMARKS.md: run the benchmark sections, store each result, render the page.
+
+Sections (each run in its own process; each writes ``benchmarks/results/<section>.json``):
+
+  bench           ``rlplug bench --all --report``: every first-party recipe on every backend (~40 min)
+  overhead        ``compare_plain.py``: rlplug ÷ plain skrl / TorchRL scripts, ppo-cartpole and sac-pendulum
+  startup         ``startup.py``: cold start of the listing commands, `train` ready to step
+  floor           ``sac_updates.py``, ``td3_updates.py``, ``iql_updates.py``, ``cql_updates.py``: updates/s ÷ a plain PyTorch loop
+  optimizer       ``optimizer_impl.py``: Adam loop / foreach / fused (and torch.compile) on the update cells
+  time_to_target  ``sb3_time_to_target.py``: seconds to the target ÷ Stable-Baselines3 (needs the bench extra)
+  scaling         ``scaling.py``: steps/s of one process against ``rlplug train --nproc 2``
+
+BENCHMARKS.md (and BENCHMARKS.json) at the repository root are then rendered from all stored results,
+including the TorchRL ÷ skrl backend ratios computed from the bench rows (``render.py``).
+
+    RLPLUG_DATA_DIR=/work/data nice -n 5 python benchmarks/all.py                 # everything
+    python benchmarks/all.py --only overhead,startup                              # rerun two, re-render all
+    python benchmarks/all.py --only none                                          # re-render from stored results
+    python benchmarks/all.py --only none --import-bench BENCHMARKS.json           # adopt an earlier bench table
+
+Run it on an otherwise idle machine where possible; every figure is a ratio measured interleaved
+except the bench table's own wall times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+RESULTS = HERE / "results"
+sys.path.insert(0, str(HERE))
+
+from render import STORED, combined_json, load_results, render  # noqa: E402
+
+PY = sys.executable
+FLOOR_RUNS = {  # workload -> command printing one JSON line (update_rates.report)
+    "sac-pendulum": [PY, str(HERE / "sac_updates.py"), "--updates", "300", "--rounds", "3", "--json"],
+    "td3-pendulum": [PY, str(HERE / "td3_updates.py"), "--updates", "400", "--rounds", "3", "--json"],
+    "iql-pendulum-medium": [PY, str(HERE / "iql_updates.py"), "--updates", "300", "--rounds", "3", "--json"],
+    "cql-pendulum-medium": [PY, str(HERE / "cql_updates.py"), "--recipe", "cql-pendulum-medium", "--updates", "200", "--rounds", "3", "--json"],
+    "cql-cartpole-medium": [PY, str(HERE / "cql_updates.py"), "--recipe", "cql-cartpole-medium", "--updates", "300", "--rounds", "3", "--json"],
+}
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def shown(command: list[str]) -> str:
+    """A command as a reader would type it from the repository root."""
+    parts = ["python" if part == PY else part for part in command]
+    return " ".join(str(Path(p).relative_to(ROOT)) if p.startswith(str(ROOT)) else p for p in parts)
+
+
+def run_json(command: list[str], out_file: Path | None = None) -> object:
+    """Run a section's script (stderr passes through as progress); its JSON from ``out_file`` or stdout's last line."""
+    print(f"$ {shown(command)}", file=sys.stderr, flush=True)
+    stdout = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True, cwd=ROOT).stdout.strip()
+    if out_file is not None:
+        return json.loads(out_file.read_text())
+    return json.loads(stdout if stdout.startswith("{") else stdout.splitlines()[-1])
+
+
+def store(section: str, command: str, data: object, date: str | None = None) -> None:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    envelope = {"section": section, "command": command, "date": date or now(), "data": data}
+    (RESULTS / f"{section}.json").write_text(json.dumps(envelope, indent=2) + "\n")
+
+
+def run_section(section: str, scratch: Path) -> None:
+    if section == "bench":
+        report = scratch / "bench.md"
+        command = [PY, "-m", "rlplug.cli", "bench", "--all", "--report", str(report)]
+        print(f"$ {shown(command)}", file=sys.stderr, flush=True)
+        subprocess.run(command, check=True, cwd=ROOT)
+        bench = json.loads(report.with_suffix(".json").read_text())
+        store("bench", "rlplug bench --all", {"machine": bench["machine"], "rows": bench["rows"]}, bench["machine"]["date"])
+    elif section == "overhead":
+        out = scratch / "overhead.json"
+        command = [PY, str(HERE / "compare_plain.py"), "--recipe", "ppo-cartpole,sac-pendulum", "--repeats", "3", "--json", str(out)]
+        store(section, shown(command[:-2]), run_json(command, out))
+    elif section == "startup":
+        command = [PY, str(HERE / "startup.py"), "--repeats", "5", "--json"]
+        store(section, shown(command), run_json(command))
+    elif section == "floor":
+        data = {workload: run_json(command) for workload, command in FLOOR_RUNS.items()}
+        store(section, "; ".join(shown(c) for c in FLOOR_RUNS.values()), data)
+    elif section == "optimizer":
+        out = scratch / "optimizer.json"
+        command = [PY, str(HERE / "optimizer_impl.py"), "--updates", "200", "--rounds", "3", "--compile", "--json", str(out)]
+        store(section, shown(command[:-2]), run_json(command, out))
+    elif section == "time_to_target":
+        out = scratch / "time_to_target.json"
+        command = [PY, str(HERE / "sb3_time_to_target.py"), "--recipe", "ppo-cartpole,sac-pendulum", "--repeats", "2", "--json", str(out)]
+        store(section, shown(command[:-2]), run_json(command, out))
+    elif section == "scaling":
+        out = scratch / "scaling.json"
+        command = [PY, str(HERE / "scaling.py"), "--nproc", "2", "--repeats", "1", "--json", str(out)]
+        store(section, shown(command[:-2]), run_json(command, out))
+    else:
+        raise SystemExit(f"unknown section '{section}' (choose from {', '.join(STORED)})")
+
+
+def import_bench(path: Path) -> None:
+    """Adopt a table ``rlplug bench --report`` (or an earlier BENCHMARKS.json) wrote as the bench result."""
+    bench = json.loads(path.read_text())
+    store("bench", bench.get("command") or "rlplug bench --all", {"machine": bench["machine"], "rows": bench["rows"]},
+          bench["machine"]["date"])
+
+
+def write_page(command: str) -> None:
+    from rlplug.report import COLUMNS, _row  # the bench table's cells, as `rlplug bench --report` renders them
+
+    results = load_results(RESULTS)
+    (ROOT / "BENCHMARKS.md").write_text(render(results, _row, COLUMNS, command))
+    (ROOT / "BENCHMARKS.json").write_text(json.dumps(combined_json(results), indent=2) + "\n")
+    print(f"wrote BENCHMARKS.md and BENCHMARKS.json from {', '.join(results) or 'nothing'}", file=sys.stderr)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default=None, help=f"comma-separated sections to rerun ({', '.join(STORED)}; 'none' "
+                        "re-renders only); the others are rendered from their stored results")
+    parser.add_argument("--import-bench", type=Path, default=None, help="store this bench JSON as the bench section first")
+    args = parser.parse_args()
+    if args.import_bench is not None:
+        import_bench(args.import_bench)
+    if args.only is None:
+        sections = list(STORED)
+    else:
+        sections = [s for s in args.only.split(",") if s and s != "none"]
+        unknown = [s for s in sections if s not in STORED]
+        if unknown:
+            parser.error(f"unknown section(s) {', '.join(unknown)} (choose from {', '.join(STORED)})")
+    with tempfile.TemporaryDirectory() as scratch:
+        for section in sections:
+            run_section(section, Path(scratch))
+    write_page("python benchmarks/all.py")
+
+
+if __name__ == "__main__":
+    main()

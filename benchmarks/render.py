@@ -1,0 +1,287 @@
+"""Render BENCHMARKS.md from the stored section results in ``benchmarks/results/*.json``.
+
+Pure logic (JSON in, Markdown out; no torch, no timing), so it is unit-tested
+(tests/test_benchmarks_render.py) and ``all.py --only`` can rerun one section and re-render the rest
+from what is stored. Every stored file has the same envelope:
+``{"section": NAME, "command": "...", "date": "ISO time", "data": {...}}``; ``data`` is what the
+section's script printed as JSON (the bench section: ``{"machine": ..., "rows": [...]}`` as
+``rlplug bench --report`` writes it).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+SECTIONS = ("bench", "overhead", "startup", "backend_ratio", "floor", "optimizer", "time_to_target", "scaling")
+STORED = tuple(s for s in SECTIONS if s != "backend_ratio")  # backend_ratio is computed from the bench rows
+
+GOALS = {
+    "overhead": 0.97,  # rlplug steps/s ÷ plain steps/s, at least
+    "startup_listing": 0.3,  # seconds, at most
+    "startup_ready": 1.5,  # seconds beyond the backend's own import, at most
+    "backend_ratio": 1.3,  # TorchRL wall ÷ skrl wall, at most
+    "floor": 0.85,  # rlplug updates/s ÷ plain PyTorch updates/s, at least
+    "time_to_target": 0.7,  # rlplug seconds ÷ SB3 seconds, at most
+}
+
+TITLES = {
+    "bench": "Recipes",
+    "overhead": "Overhead against plain scripts",
+    "startup": "Startup",
+    "backend_ratio": "TorchRL backend ÷ skrl backend",
+    "floor": "Update floor",
+    "optimizer": "Adam implementation",
+    "time_to_target": "Time to target against Stable-Baselines3",
+    "scaling": "Scaling: one process against --nproc N",
+}
+
+LISTING_COMMANDS = ("rlplug list", "rlplug recipes", "rlplug show ppo-cartpole", "rlplug --help")
+
+
+def load_results(directory: Path) -> dict[str, dict[str, Any]]:
+    """The stored envelope of each section that has a file in ``directory``."""
+    found = {}
+    for section in STORED:
+        path = directory / f"{section}.json"
+        if path.exists():
+            found[section] = json.loads(path.read_text())
+    return found
+
+
+def spread(values: Iterable[float], digits: int = 3) -> str:
+    """``mean (min–max)`` of the values, or just the value when there is one."""
+    values = list(values)
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f}"
+    return f"{statistics.mean(values):.{digits}f} ({min(values):.{digits}f}–{max(values):.{digits}f})"
+
+
+def verdict(met: bool | None) -> str:
+    return "-" if met is None else ("yes" if met else "**no**")
+
+
+def table(header: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(r) + " |" for r in rows]
+
+
+def provenance(envelope: dict[str, Any]) -> str:
+    """Where a section's figures come from: its command and date, and the note stored with it, if any."""
+    text = f"Produced by `{envelope.get('command', '?')}` on {envelope.get('date', '?')}."
+    return text + (f" {envelope['note']}" if envelope.get("note") else "")
+
+
+def missing(section: str) -> list[str]:
+    return [f"No stored result: run `python benchmarks/all.py --only {section}`.", ""]
+
+
+# ---- sections -----------------------------------------------------------------------------------
+
+
+def bench_rows(envelope: dict[str, Any]) -> list[dict[str, Any]]:
+    return envelope["data"]["rows"]
+
+
+def render_bench(envelope: dict[str, Any], row_cells: Callable[[dict[str, Any]], list[str]], columns: Iterable[str]) -> list[str]:
+    data = envelope["data"]
+    machine = data.get("machine", {})
+    lines = [f"## {TITLES['bench']}", "", provenance(envelope)]
+    if machine:
+        lines += ["", f"Machine: {machine.get('processor')}, {machine.get('cpu_count')} cores, torch threads "
+                  f"{machine.get('torch_threads')}, {machine.get('platform')}.",
+                  "Versions: " + ", ".join(f"{k} {v}" for k, v in machine.get("versions", {}).items()) + "."]
+    lines += [""] + table(list(columns), [row_cells(row) for row in data["rows"]])
+    lines += ["", "Offline rows count gradient updates; their score is 100 × (R − R_random) / (R_expert − R_random) "
+              "with the reference returns the dataset recorded.", ""]
+    return lines
+
+
+def render_overhead(envelope: dict[str, Any]) -> list[str]:
+    goal = GOALS["overhead"]
+    rows = []
+    for recipe, backends in envelope["data"].items():
+        for backend, r in backends.items():
+            wall, cpu = r["wall"], r["cpu"]
+            rows.append([recipe, backend, f"{r['steps']:,}", str(r["repeats"]),
+                         f"{statistics.mean(wall['plain_steps_per_s']):.0f}", f"{statistics.mean(wall['rlplug_steps_per_s']):.0f}",
+                         spread(wall["ratios"]), spread(cpu["ratios"]), verdict(wall["ratio_mean"] >= goal or cpu["ratio_mean"] >= goal)])
+    lines = [f"## {TITLES['overhead']}", "", provenance(envelope), "",
+             f"rlplug ÷ a hand-written script of the same training (benchmarks/plain_*.py), steps/s of the training loop, "
+             f"runs interleaved in fresh processes. Goal: ≥ {goal} (met when the wall or the CPU-time ratio's mean reaches it: "
+             "the wall clock on this shared machine swings with other people's jobs, the process CPU time much less).", ""]
+    lines += table(["recipe", "backend", "steps", "repeats", "plain steps/s", "rlplug steps/s",
+                    "wall ratio mean (min–max)", "CPU ratio mean (min–max)", "goal met"], rows)
+    return lines + [""]
+
+
+def render_startup(envelope: dict[str, Any]) -> list[str]:
+    data = envelope["data"]
+    rows = []
+    for name, s in data.items():
+        goal: float | None = None
+        if name in LISTING_COMMANDS:
+            goal = GOALS["startup_listing"]
+        elif "beyond the backend import" in name:
+            goal = GOALS["startup_ready"]
+        met = None if goal is None else s["median"] <= goal
+        rows.append([name.strip(), f"{s['median']:.3f}", f"{s['min']:.3f}–{s['max']:.3f}", f"≤ {goal}" if goal else "-", verdict(met)])
+    lines = [f"## {TITLES['startup']}", "", provenance(envelope), "",
+             "Cold wall seconds, a fresh interpreter each time (median, min–max). `ready to step`: `rlplug train` "
+             "until the trainer's first step; the backend's own import (torch + the library + the first optimiser) is "
+             "measured alone and subtracted.", ""]
+    return lines + table(["command", "median s", "min–max s", "goal", "met"], rows) + [""]
+
+
+def backend_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per recipe run on both backends: TorchRL wall seconds ÷ skrl wall seconds (and steps/s the other way)."""
+    by_recipe: dict[str, dict[str, dict[str, Any]]] = {}
+    for row in rows:
+        by_recipe.setdefault(row["recipe"], {})[row["backend"]] = row
+    ratios = []
+    for recipe, cells in sorted(by_recipe.items()):
+        if "skrl" in cells and "torchrl" in cells:
+            skrl, torchrl = cells["skrl"], cells["torchrl"]
+            # per unit of work: the backends round budgets differently (TorchRL to whole batches)
+            skrl_rate, torchrl_rate = skrl["steps"] / skrl["wall_seconds"], torchrl["steps"] / torchrl["wall_seconds"]
+            ratios.append({"recipe": recipe, "skrl_wall_s": skrl["wall_seconds"], "torchrl_wall_s": torchrl["wall_seconds"],
+                           "ratio": round(skrl_rate / torchrl_rate, 2)})
+    return ratios
+
+
+def render_backend_ratio(envelope: dict[str, Any]) -> list[str]:
+    goal = GOALS["backend_ratio"]
+    ratios = backend_ratios(bench_rows(envelope))
+    rows = [[r["recipe"], f"{r['skrl_wall_s']:.1f}", f"{r['torchrl_wall_s']:.1f}", f"{r['ratio']:.2f}", verdict(r["ratio"] <= goal)]
+            for r in ratios]
+    values = [r["ratio"] for r in ratios]
+    lines = [f"## {TITLES['backend_ratio']}", "",
+             f"From the recipe table above (one run per cell, so no spread per recipe): TorchRL wall seconds per unit of work "
+             f"÷ skrl's. Goal: ≤ {goal} on every shared recipe. Across recipes: {spread(values, 2) if values else '-'}; "
+             f"met on {sum(v <= goal for v in values)} of {len(values)}.", ""]
+    return lines + table(["recipe", "skrl wall s", "torchrl wall s", "torchrl ÷ skrl", f"≤ {goal}"], rows) + [""]
+
+
+def render_floor(envelope: dict[str, Any]) -> list[str]:
+    goal = GOALS["floor"]
+    rows = []
+    for workload, cells in envelope["data"].items():
+        for cell, r in cells.items():
+            informational = cell == "torchrl-hand-written"
+            rows.append([workload, cell, f"{statistics.mean(r['plain']):.0f}", f"{statistics.mean(r['rlplug']):.0f}",
+                         spread(r["ratio"]), "-" if informational else verdict(statistics.mean(r["ratio"]) >= goal)])
+    lines = [f"## {TITLES['floor']}", "", provenance(envelope), "",
+             "Gradient updates/s of each cell ÷ a plain PyTorch loop doing the same maths on the same sizes, interleaved "
+             f"rounds in one process (benchmarks/*_updates.py). Goal: ≥ {goal}. `torchrl-hand-written` is upstream TorchRL's "
+             "own loss class in a loop without rlplug: what TorchRL itself costs.", ""]
+    return lines + table(["workload", "cell", "plain updates/s", "cell updates/s", "ratio mean (min–max)", f"≥ {goal}"], rows) + [""]
+
+
+def render_optimizer(envelope: dict[str, Any]) -> list[str]:
+    data = envelope["data"]
+    rows = []
+    for cell, r in data.get("cells", {}).items():
+        rates = r["updates_per_s"]
+        rows.append([cell, *(f"{statistics.mean(rates[k]):.0f}" for k in ("loop", "foreach", "fused")),
+                     spread_from(r["foreach_vs_loop"]), spread_from(r["fused_vs_loop"])])
+    lines = [f"## {TITLES['optimizer']}", "", provenance(envelope), "",
+             "Updates/s of each cell with torch's three CPU Adam paths swapped in (default `loop`, `foreach=True`, "
+             "`fused=True`), interleaved rounds in one process (benchmarks/optimizer_impl.py).", ""]
+    lines += table(["cell", "loop /s", "foreach /s", "fused /s", "foreach ÷ loop", "fused ÷ loop"], rows)
+    compiled = data.get("compile")
+    if compiled:
+        if "error" in compiled:
+            lines += ["", f"torch.compile of TorchRL's SACLoss failed: {compiled['error']}"]
+        else:
+            breaks_even = compiled["break_even_updates"]
+            lines += ["", f"torch.compile of TorchRL's SACLoss (sac/torchrl): first compiled step {compiled['compile_s']} s, "
+                      f"compiled ÷ eager updates/s {compiled['compiled_vs_eager']} "
+                      + (f"(pays back after {breaks_even:,} updates)." if breaks_even else "(never pays back: not faster once compiled).")]
+    if data.get("note"):
+        lines += ["", data["note"]]
+    return lines + [""]
+
+
+def spread_from(summary: dict[str, float]) -> str:
+    return f"{summary['mean']:.3f} ({summary['min']:.3f}–{summary['max']:.3f})"
+
+
+def render_time_to_target(envelope: dict[str, Any]) -> list[str]:
+    goal = GOALS["time_to_target"]
+    rows = []
+    for recipe, r in envelope["data"].items():
+        def reach(runs: list[dict[str, Any]]) -> str:
+            return ", ".join(f"{x['wall_s']:.1f} s @ {x['steps']:,}" if x["reached"] else "not reached" for x in runs)
+        wall = r["wall"]
+        ratio = "-" if wall["ratio_mean"] is None else (
+            f"{wall['ratio_mean']:.3f}" if len(wall["ratios"]) == 1 else f"{wall['ratio_mean']:.3f} ({wall['ratio_min']:.3f}–{wall['ratio_max']:.3f})")
+        cpu = r["cpu"]
+        cpu_ratio = "-" if cpu["ratio_mean"] is None else spread(cpu["ratios"])
+        rows.append([recipe, f"{r['target']:g}", str(r["repeats"]), reach(r["sb3"]), reach(r["rlplug"]), ratio, cpu_ratio, verdict(wall["met"])])
+    lines = [f"## {TITLES['time_to_target']}", "", provenance(envelope), "",
+             "Training wall seconds until the deterministic evaluation (10 episodes, separate env seeded 10000+i, clock "
+             "paused while evaluating) first reaches the recipe's target: rlplug's skrl backend with the recipe vs SB3 with "
+             f"RL Zoo hyperparameters, run one after the other in one process (benchmarks/sb3_time_to_target.py). Goal: "
+             f"rlplug ÷ SB3 ≤ {goal}.", ""]
+    return lines + table(["recipe", "target", "repeats", "SB3 (s @ env steps)", "rlplug skrl (s @ env steps)",
+                          "wall ratio", "CPU ratio", f"≤ {goal}"], rows) + [""]
+
+
+def render_scaling(envelope: dict[str, Any]) -> list[str]:
+    data = envelope["data"]
+    rows = [[r["recipe"], r["backend"], f"{r['steps_per_rank']:,}", f"{r['one_process_steps_per_second']:.0f}",
+             f"{r['n_process_steps_per_second']:.0f}", spread([r["ratio_mean"], r["ratio_min"], r["ratio_max"]]),
+             "yes" if r["ranks_in_sync"] else "NO"] for r in data["rows"]]
+    lines = [f"## {TITLES['scaling']}", "", provenance(envelope), "",
+             f"Environment steps per second over all ranks, `rlplug train` on one process and on `--nproc {data['nproc']}` "
+             "(gloo, data-parallel: each rank runs the recipe's per-rank budget, gradients averaged every optimiser step), "
+             f"{data['repeats']} interleaved repeat(s). No goal: on two shared cores the point is correctness "
+             "(`ranks in sync`: every parameter and buffer hashed identical across ranks at the end).", ""]
+    return lines + table(["recipe", "backend", "steps per rank", "1 process steps/s", f"{data['nproc']} processes steps/s",
+                          "ratio mean (min–max)", "ranks in sync"], rows) + [""]
+
+
+# ---- the page -----------------------------------------------------------------------------------
+
+
+def render(results: dict[str, dict[str, Any]], row_cells: Callable[[dict[str, Any]], list[str]], columns: Iterable[str],
+           command: str = "python benchmarks/all.py") -> str:
+    """BENCHMARKS.md from the stored section envelopes (any may be missing)."""
+    lines = ["# rlplug benchmarks", "",
+             f"Produced by `{command}`: each section below is rendered from its stored result in `benchmarks/results/` "
+             "(its own command and date are given); `python benchmarks/all.py --only SECTION` reruns one section. "
+             "Measured on a shared 2-core machine while other work ran part of the time: read wall-clock figures "
+             "as indicative, ratios (measured interleaved) as the result.", ""]
+    if "bench" in results:
+        lines += render_bench(results["bench"], row_cells, columns)
+    else:
+        lines += [f"## {TITLES['bench']}", ""] + missing("bench")
+    renderers = {
+        "overhead": render_overhead,
+        "startup": render_startup,
+        "backend_ratio": render_backend_ratio,
+        "floor": render_floor,
+        "optimizer": render_optimizer,
+        "time_to_target": render_time_to_target,
+        "scaling": render_scaling,
+    }
+    for section, fn in renderers.items():
+        source = "bench" if section == "backend_ratio" else section
+        if source in results:
+            lines += fn(results[source])
+        else:
+            lines += [f"## {TITLES[section]}", ""] + missing(source)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def combined_json(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """BENCHMARKS.json: the bench table's machine/command/rows at the top (as ``rlplug bench`` writes
+    them) and every section's envelope, plus the computed backend ratios."""
+    bench = results.get("bench", {}).get("data", {})
+    out: dict[str, Any] = {"machine": bench.get("machine"), "command": results.get("bench", {}).get("command"),
+                           "rows": bench.get("rows", []), "sections": results}
+    if bench.get("rows"):
+        out["backend_ratio"] = backend_ratios(bench["rows"])
+    return out
