@@ -56,16 +56,23 @@ CELLS = [
     pytest.param("sac-pendulum", "torchrl", 300, OFF_POLICY_FAST, id="sac-torchrl", marks=TORCHRL),
     pytest.param("td3-pendulum", "skrl", 300, OFF_POLICY_FAST, id="td3-skrl"),
     pytest.param("dqn-cartpole", "torchrl", 512, OFF_POLICY_FAST, id="dqn-torchrl", marks=TORCHRL),
+    # one rollout of the recipe (a fixed-size iteration runs whole): 3,000 steps per rank
+    pytest.param("mappo-navigation", "skrl", 600, ["--set", "eval_episodes=1"], id="mappo-skrl"),
+    # gradient updates; each rank samples its own minibatches from the same dataset
+    pytest.param("iql-pendulum-medium", "torchrl", 200, ["--set", "eval_episodes=1", "--set", "eval_every=0"],
+                 id="iql-torchrl", marks=TORCHRL),
 ]
 
 
 @pytest.mark.parametrize("recipe, backend, steps, fast", CELLS)
-def test_two_ranks_stay_identical_and_only_rank_0_writes(recipe, backend, steps, fast, tmp_path):
+def test_two_ranks_stay_identical_and_only_rank_0_writes(recipe, backend, steps, fast, tmp_path, random_dataset):
     import torch
 
+    if recipe.startswith("iql"):
+        fast = [*fast, "--set", f"dataset={random_dataset('Pendulum-v1')}"]
     summary = train_two_ranks(tmp_path, recipe, "--backend", backend, "--steps", str(steps), *fast)
     assert summary["world_size"] == 2 and summary["ranks_in_sync"] is True
-    assert summary["steps"] == steps and summary["steps_all_ranks"] == 2 * steps
+    assert summary["steps"] >= steps and summary["steps_all_ranks"] == 2 * summary["steps"]
     assert [p.name for p in tmp_path.iterdir()] == ["run"]  # no second run directory, no stray files
     assert (tmp_path / "run" / "command.txt").read_text().startswith(f"rlplug train {recipe} --backend {backend}")
 
