@@ -102,7 +102,7 @@ def run_section(section: str, scratch: Path) -> None:
         store(section, shown(command[:-2]), run_json(command, out))
     elif section == "scaling":
         out = scratch / "scaling.json"
-        command = [PY, str(HERE / "scaling.py"), "--nproc", "2", "--repeats", "1", "--json", str(out)]
+        command = [PY, str(HERE / "scaling.py"), "--nproc", "2", "--repeats", "2", "--json", str(out)]
         store(section, shown(command[:-2]), run_json(command, out))
     else:
         raise SystemExit(f"unknown section '{section}' (choose from {', '.join(STORED)})")

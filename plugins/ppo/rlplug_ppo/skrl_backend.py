@@ -27,7 +27,7 @@ from rlplug.backends.skrl import (
     true_next_observations,
     value_model,
 )
-from rlplug.backends.parallel import mean_over_ranks
+from rlplug.backends.parallel import mean_over_ranks, sync_gradients
 from rlplug.rng import capture_rng_state, restore_rng_state
 from rlplug.hookspecs import Build
 from rlplug.trainer import TrainerBase
@@ -170,13 +170,14 @@ class LossDelegatingPPO(PPO):
         self.memory.set_tensor_by_name("advantages", advantages)
 
     def _optimisation_step(self, loss: torch.Tensor) -> None:
-        """Upstream: backward, distributed gradient reduction, gradient-norm clip, Adam step."""
+        """Upstream: backward, distributed gradient reduction, gradient-norm clip, Adam step.
+
+        The reduction is one all-reduce over everything the optimiser steps (upstream's
+        ``reduce_parameters`` runs one per model: twice the collectives for the same mean gradient).
+        """
         self.optimizer.zero_grad()
         self.scaler.scale(loss).backward()
-        if config.torch.is_distributed:
-            self.policy.reduce_parameters()
-            if self.policy is not self.value:
-                self.value.reduce_parameters()
+        sync_gradients(self.optimizer)
         if self.cfg.grad_norm_clip > 0:
             self.scaler.unscale_(self.optimizer)
             if self.policy is self.value:
