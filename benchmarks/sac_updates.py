@@ -18,7 +18,7 @@ import argparse
 import os
 
 import torch
-from update_rates import interleaved, report
+from update_rates import interleaved, random_replay, report
 from torch import nn
 from torch.nn import functional as F
 
@@ -45,13 +45,7 @@ class PlainSAC:
         self.critic_opt = torch.optim.Adam(self.critics.parameters(), lr=lr)
         self.alpha_opt = torch.optim.Adam([self.log_alpha], lr=lr)
         self.gamma, self.tau, self.target_entropy = gamma, tau, -float(ACT)
-        self.replay = {
-            "obs": torch.randn(replay_size, OBS),
-            "act": torch.rand(replay_size, ACT) * 4 - 2,
-            "rew": torch.randn(replay_size, 1),
-            "next_obs": torch.randn(replay_size, OBS),
-            "done": torch.zeros(replay_size, 1),
-        }
+        self.replay = random_replay(replay_size, OBS, ACT)
         self.size = replay_size
 
     def policy(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

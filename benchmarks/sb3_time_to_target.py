@@ -30,7 +30,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import gymnasium as gym
 import numpy as np
 
 GOAL = 0.7
@@ -52,22 +51,11 @@ SETUPS = {
 
 
 def evaluate(env_id: str, act: Callable[[np.ndarray], np.ndarray], episodes: int = EVAL_EPISODES) -> float:
-    """Mean return of ``episodes`` deterministic episodes on a fresh env seeded 10000+i (same for both)."""
-    env = gym.make(env_id)
-    returns = []
-    for i in range(episodes):
-        obs, _ = env.reset(seed=10_000 + i)
-        total, done = 0.0, False
-        while not done:
-            action = act(np.asarray(obs, dtype=np.float32)[None])[0]
-            if isinstance(env.action_space, gym.spaces.Discrete):
-                action = int(np.asarray(action).reshape(-1)[0])
-            obs, reward, terminated, truncated, _ = env.step(action)
-            total += float(reward)
-            done = terminated or truncated
-        returns.append(total)
-    env.close()
-    return float(np.mean(returns))
+    """Mean return of ``episodes`` deterministic episodes on a fresh env seeded 10000+i (same for both):
+    rlplug's own evaluation loop, seed 0, so both sides are scored by the same code."""
+    from rlplug.evaluation import evaluate_policy
+
+    return float(np.mean(evaluate_policy(env_id, {}, act, episodes, seed=0)))
 
 
 class TargetClock:

@@ -22,7 +22,7 @@ import torch
 from sac_updates import rlplug_updater
 from torch import nn
 from torch.nn import functional as F
-from update_rates import interleaved, report
+from update_rates import interleaved, random_replay, report
 
 OBS, ACT, HIDDEN, BATCH, MAX_ACTION = 3, 1, 64, 256, 2.0
 os.environ.setdefault("RL_LOGGING_LEVEL", "WARNING")  # skrl's INFO lines (read when skrl is imported)
@@ -45,13 +45,7 @@ class PlainTD3:
         self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=lr)
         self.critic_opt = torch.optim.Adam(self.critics.parameters(), lr=lr)
         self.gamma, self.tau, self.steps = gamma, tau, 0
-        self.replay = {
-            "obs": torch.randn(replay_size, OBS),
-            "act": torch.rand(replay_size, ACT) * 4 - 2,
-            "rew": torch.randn(replay_size, 1),
-            "next_obs": torch.randn(replay_size, OBS),
-            "done": torch.zeros(replay_size, 1),
-        }
+        self.replay = random_replay(replay_size, OBS, ACT)
         self.size = replay_size
 
     def act(self, net: nn.Module, obs: torch.Tensor) -> torch.Tensor:

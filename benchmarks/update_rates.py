@@ -9,8 +9,21 @@ import statistics
 import time
 from collections.abc import Callable
 
+import torch
+
 HAND_WRITTEN = "torchrl-hand-written"
 """A cell name for an upstream TorchRL loop without rlplug, to separate TorchRL's cost from rlplug's."""
+
+
+def random_replay(size: int, obs_dim: int, act_dim: int) -> dict[str, torch.Tensor]:
+    """A Pendulum-shaped replay of random transitions (actions in [-2, 2]) for the plain update loops."""
+    return {
+        "obs": torch.randn(size, obs_dim),
+        "act": torch.rand(size, act_dim) * 4 - 2,
+        "rew": torch.randn(size, 1),
+        "next_obs": torch.randn(size, obs_dim),
+        "done": torch.zeros(size, 1),
+    }
 
 
 def rate(step: Callable[[], object], updates: int) -> float:

@@ -17,14 +17,13 @@ from typing import Any
 
 import numpy as np
 import torch
-from rlplug.backends.parallel import mean_over_ranks
+from rlplug.backends.parallel import mean_over_ranks, sync_gradients
 from rlplug.backends.skrl import clipped_ppo_terms, preprocessor, seed_everything
 from rlplug.backends.skrl_multiagent import agent_models, deterministic_actions, make_multiagent_env
 from rlplug.envstate import deep_restore, deep_snapshot
 from rlplug.hookspecs import Build
 from rlplug.multiagent import MultiAgentTrainerBase
 from rlplug.rng import capture_rng_state, restore_rng_state
-from skrl import config
 from skrl.memories.torch import RandomMemory
 from skrl.multi_agents.torch.mappo import MAPPO, MAPPO_CFG
 from skrl.multi_agents.torch.mappo.mappo import compute_gae
@@ -178,10 +177,7 @@ class LossDelegatingMAPPO(MAPPO):
             return
         if isinstance(scheduler, KLAdaptiveLR):
             kl = torch.tensor(kl_divergences, device=self.device).mean()
-            if config.torch.is_distributed:
-                torch.distributed.all_reduce(kl, op=torch.distributed.ReduceOp.SUM)
-                kl /= config.torch.world_size
-            scheduler.step(kl.item())
+            scheduler.step(mean_over_ranks(kl).item())  # distributed: the same KL on every rank
         else:
             scheduler.step()
 
@@ -214,14 +210,12 @@ class LossDelegatingMAPPO(MAPPO):
         memory.set_tensor_by_name("advantages", advantages)
 
     def _optimisation_step(self, uid: str, loss: torch.Tensor, policy: Any, value: Any) -> None:
-        """Upstream: backward, distributed gradient reduction, gradient-norm clip, Adam step."""
+        """Upstream: backward, distributed gradient reduction (one all-reduce over everything the
+        optimiser steps, where upstream runs one per model), gradient-norm clip, Adam step."""
         optimizer = self.optimizers[uid]
         optimizer.zero_grad()
         self.scaler.scale(loss).backward()
-        if config.torch.is_distributed:
-            policy.reduce_parameters()
-            if policy is not value:
-                value.reduce_parameters()
+        sync_gradients(optimizer)
         if self.cfg.grad_norm_clip[uid] > 0:
             self.scaler.unscale_(optimizer)
             if policy is value:

@@ -31,7 +31,6 @@ from rlplug.backends.parallel import mean_over_ranks, sync_gradients
 from rlplug.rng import capture_rng_state, restore_rng_state
 from rlplug.hookspecs import Build
 from rlplug.trainer import TrainerBase
-from skrl import config
 from skrl.agents.torch.ppo import PPO, PPO_CFG
 from skrl.agents.torch.ppo.ppo import compute_gae
 from skrl.memories.torch import RandomMemory
@@ -195,10 +194,7 @@ class LossDelegatingPPO(PPO):
             return
         if isinstance(self.scheduler, KLAdaptiveLR):
             kl = torch.tensor(kl_divergences, device=self.device).mean()
-            if config.torch.is_distributed:
-                torch.distributed.all_reduce(kl, op=torch.distributed.ReduceOp.SUM)
-                kl /= config.torch.world_size
-            self.scheduler.step(kl.item())
+            self.scheduler.step(mean_over_ranks(kl).item())  # distributed: the same KL on every rank
         else:
             self.scheduler.step()
 
