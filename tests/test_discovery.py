@@ -81,3 +81,57 @@ def test_plugin_recipes_are_listed(fake_dist):
     result = run_cli("recipes", "--json", paths=(path,))
     names = {r["name"] for r in json.loads(result.stdout)}
     assert {"contonly-cartpole", "ppo-cartpole", "ppo-pendulum"} <= names
+
+
+MALFORMED = {
+    "dict-algos": "from rlplug import hookimpl\n@hookimpl\ndef rlplug_algorithms():\n    return [{'name': 'dictalgo'}]\n",
+    "param-dicts": (
+        "import dataclasses\nfrom rlplug import hookimpl\nimport rlplug_ppo\n"
+        "@hookimpl\ndef rlplug_algorithms():\n"
+        "    return [dataclasses.replace(rlplug_ppo.PPO, name='ppo2', params=({'name': 'gamma'},))]\n"
+    ),
+    "recipe-shape": "from rlplug import hookimpl\n@hookimpl\ndef rlplug_recipes():\n    return {'name': 'x'}\n",
+    "recipe-field": "from rlplug import hookimpl\n@hookimpl\ndef rlplug_recipes():\n    return [{'name': 'x', 'stepz': 3}]\n",
+}
+
+
+def test_malformed_declarations_show_as_broken_and_others_keep_working(fake_dist):
+    paths = []
+    for dist, source in MALFORMED.items():
+        module = dist.replace("-", "_")
+        paths.append(fake_dist(dist, "1.0", {module: module}, {f"{module}.py": source}))
+    listing = run_cli("list", paths=tuple(paths))
+    assert listing.returncode == 0 and "Traceback" not in listing.stderr, listing.stderr
+    out = listing.stdout
+    assert "broken: rlplug_algorithms() is malformed: it declared dict {'name': 'dictalgo'}, not an rlplug.AlgorithmSpec" in out
+    assert "broken: rlplug_algorithms() is malformed: algorithm 'ppo2': params holds {'name': 'gamma'}, not a Param" in out
+    assert "broken: rlplug_recipes() is malformed: it returned dict {'name': 'x'}, not a list of recipe tables" in out
+    assert "broken: rlplug_recipes() is malformed: recipe 'x' in plugin recipe-field: unknown field 'stepz'" in out
+    rows = [line.split() for line in out.splitlines()]
+    assert ["ppo", "skrl"] in [row[:2] for row in rows] and "ppo2" not in [row[0] for row in rows if row]
+    doctor = run_cli("doctor", paths=tuple(paths))
+    assert doctor.returncode == 0 and "reason: rlplug_recipes() is malformed" in doctor.stdout
+    assert run_cli("show", "ppo-cartpole", paths=tuple(paths)).returncode == 0
+
+
+def test_a_models_hook_returning_a_string_is_refused_in_one_line():
+    from rlplug import hookimpl
+    from rlplug.errors import PluginError
+    from rlplug.pipeline import Session
+
+    class StringModels:
+        @hookimpl(tryfirst=True)
+        def rlplug_build_models(self, build):
+            return "oops" if build.is_cell("ppo", "skrl") else None
+
+    session = Session(objects=(StringModels(),))
+    build = session.prepare("ppo-cartpole")
+    try:
+        session.construct(build)
+    except PluginError as err:
+        assert str(err) == (
+            "rlplug_build_models returned str 'oops' for ppo/skrl, not a table of named models (name -> model) "
+            "(third-party implementations: StringModels)"
+        )
+    else:
+        raise AssertionError("a string from rlplug_build_models was accepted")

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import assert_one_line_error, run_cli
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "rlplug-reinforce"
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "rlplug-a2c"
 TORCHRL = pytest.mark.skipif(importlib.util.find_spec("torchrl") is None, reason="torchrl missing")
 # the parts of a trainer's state that must agree across ranks (networks, optimisers, statistics)
 NETWORK_KEYS = ("modules", "agent", "actor", "critic", "loss", "optimizer", "extra", "value_normalizer")
@@ -115,9 +115,9 @@ def test_two_process_ppo_reaches_the_cartpole_target(tmp_path):
 
 
 def test_launch_refuses_what_it_cannot_run(tmp_path):
-    example = ("--plugin", "rlplug_reinforce:plugin")  # a third-party cell that does not declare distributed
-    refused = run_cli("train", "reinforce-cartpole", *example, "--nproc", "2", "--no-write", paths=(EXAMPLE,))
-    assert_one_line_error(refused, "reinforce on skrl does not train across processes")
+    example = ("--plugin", "rlplug_a2c:plugin")  # a third-party cell that does not declare distributed
+    refused = run_cli("train", "a2c-cartpole", *example, "--backend", "skrl", "--nproc", "2", "--no-write", paths=(EXAMPLE,))
+    assert_one_line_error(refused, "a2c on skrl does not train across processes")
     assert_one_line_error(run_cli("train", "ppo-cartpole", "--nnodes", "2", "--no-write"), "needs --rdzv-endpoint")
     assert_one_line_error(run_cli("train", "ppo-cartpol", "--nproc", "2", "--no-write"), "did you mean 'ppo-cartpole'")
     assert_one_line_error(run_cli("resume", str(tmp_path / "missing"), "--nproc", "2"), "does not exist")

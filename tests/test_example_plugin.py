@@ -1,13 +1,16 @@
-"""The third-party example plugin (examples/rlplug-reinforce) installs, shows up, trains and uninstalls.
+"""The third-party example plugin (examples/rlplug-a2c) installs, shows up, trains on both backends
+and uninstalls.
 
 It is installed with pip into a fresh virtual environment, the way a user installs a plugin, so the
 test exercises entry-point discovery for real: nothing in this process imports the example. The new
-environment sees the current one's packages (rlplug, torch, skrl, pip, setuptools) through a ``.pth``
-file, so nothing is downloaded and the build runs offline (``--no-build-isolation --no-index``).
+environment sees the current one's packages (rlplug, torch, skrl, torchrl, pip, setuptools) through a
+``.pth`` file, so nothing is downloaded and the build runs offline (``--no-build-isolation --no-index``).
+The parity test imports the example from its source folder instead: its skrl loss is skrl's A2C math.
 """
 
 from __future__ import annotations
 
+import copy
 import importlib.metadata
 import importlib.util
 import json
@@ -23,13 +26,17 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-EXAMPLE = REPO / "examples" / "rlplug-reinforce"
-BUDGET_S = 150  # the whole test; about 10 s on an idle 2-core machine, under 90 s on a busy one
+EXAMPLE = REPO / "examples" / "rlplug-a2c"
+BUDGET_S = 180  # the whole install test; about 30 s on an idle 2-core machine
 BUILD_ARTEFACTS = ("build", "dist", "*.egg-info", "__pycache__")
 
-pytestmark = [pytest.mark.slow]
-if importlib.util.find_spec("pytest_timeout") is not None:
-    pytestmark.append(pytest.mark.timeout(BUDGET_S + 30))
+
+def slow(test):
+    """Marked slow, with a timeout where pytest-timeout is installed."""
+    test = pytest.mark.slow(test)
+    if importlib.util.find_spec("pytest_timeout") is not None:
+        test = pytest.mark.timeout(BUDGET_S + 30)(test)
+    return test
 
 
 def _installed_here(distribution: str) -> bool:
@@ -89,59 +96,182 @@ def _tree(path: Path) -> set[str]:
     return {str(p.relative_to(path)) for p in path.rglob("*")}
 
 
+# Run inside the throwaway environment, once per backend: train a2c-cartpole a couple of thousand
+# steps, check that it learned, that a checkpoint round-trips through the public API into a fresh
+# build that then trains on identically, and the conformance kit. Prints one JSON line.
+BEHAVIOUR = r"""
+import json, math, sys, tempfile
+import numpy as np, rlplug, torch
+from rlplug.backends.skrl import capture_rng_state, restore_rng_state
+from rlplug.testing import check_cell
+
+backend, overrides = sys.argv[1], ["num_envs=4", "hidden_sizes=[32, 32]"]
+build = rlplug.build("a2c-cartpole", backend=backend, overrides=overrides)
+trainer = build.trainer
+
+def policy():
+    state = trainer.state_dict()
+    return {k: v.clone() for k, v in (state["modules"]["policy"] if backend == "skrl" else state["actor"]).items()}
+
+initial = policy()
+history = []
+trainer.train(2048, callbacks=[lambda t, metrics: history.append(metrics)])
+trained_steps = trainer.env_steps
+returns = [m["train/episode_return"] for m in history if "train/episode_return" in m]
+quarter = max(1, len(returns) // 4)
+moved = [k for k, v in policy().items() if v.is_floating_point() and not torch.equal(v, initial[k])]
+
+observations = np.random.default_rng(0).normal(size=(32, 4)).astype(np.float32)
+with tempfile.TemporaryDirectory() as tmp:
+    rlplug.save(build, f"{tmp}/a2c.pt")
+    fresh = rlplug.load(rlplug.build("a2c-cartpole", backend=backend, overrides=overrides), f"{tmp}/a2c.pt").trainer
+same_actions = bool(np.array_equal(trainer.act_deterministic(observations), fresh.act_deterministic(observations)))
+rng = capture_rng_state()  # both continue from the same random streams
+after_save = {k: v for k, v in trainer.step().items() if k != "train/update_ms"}
+restore_rng_state(rng)
+after_load = {k: v for k, v in fresh.step().items() if k != "train/update_ms"}
+kit = check_cell("a2c-cartpole", backend, overrides, steps=128)
+print(json.dumps({
+    "iterations": len(history), "env_steps": trained_steps,
+    "terms": sorted(k for k in history[-1] if k.startswith("loss/")),
+    "finite": all(math.isfinite(v) for m in history for v in m.values()),
+    "early_return": float(np.mean(returns[:quarter])), "late_return": float(np.mean(returns[-quarter:])),
+    "moved": len(moved), "parameters": len(initial), "same_actions": same_actions, "same_next_step": after_save == after_load,
+    "kit": str(kit),
+}))
+"""
+
+
+@slow
 def test_example_plugin_installs_trains_and_uninstalls(tmp_path: Path) -> None:
-    for module in ("pip", "setuptools"):
+    for module in ("pip", "setuptools", "skrl", "torchrl"):
         if importlib.util.find_spec(module) is None:
-            pytest.skip(f"installing the example needs {module} in the test environment")
-    if _installed_here("rlplug-reinforce"):
-        pytest.skip("rlplug-reinforce is installed in the test environment itself; uninstalling it from the "
+            pytest.skip(f"installing and training the example needs {module} in the test environment")
+    if _installed_here("rlplug-a2c"):
+        pytest.skip("rlplug-a2c is installed in the test environment itself; uninstalling it from the "
                     "throwaway environment could not hide it")
     deadline = time.monotonic() + BUDGET_S
     example_before = _tree(EXAMPLE)
     # setuptools writes build/ and *.egg-info next to the sources: build a copy, never the repository
-    source = tmp_path / "rlplug-reinforce"
+    source = tmp_path / "rlplug-a2c"
     shutil.copytree(EXAMPLE, source, ignore=shutil.ignore_patterns(*BUILD_ARTEFACTS))
     venv = Venv(tmp_path / "venv", deadline)
 
-    assert not any(row["algorithm"] == "reinforce" for row in _listed(venv))
+    assert not any(row["algorithm"] == "a2c" for row in _listed(venv))
 
     venv.pip("install", "--no-deps", "--no-build-isolation", "--no-index", str(source))
 
-    rows = [row for row in _listed(venv) if row["algorithm"] == "reinforce"]
+    rows = [row for row in _listed(venv) if row["algorithm"] == "a2c"]
     assert rows == [
         {
-            "algorithm": "reinforce",
-            "backend": "skrl",
+            "algorithm": "a2c",
+            "backend": backend,
             "kind": "on-policy",
-            "action_spaces": ["discrete"],
-            "plugin": "rlplug-reinforce",
+            "action_spaces": ["discrete", "continuous"],
+            "plugin": "rlplug-a2c",
             "version": "0.1.0",
             "status": "ok",
         }
+        for backend in ("skrl", "torchrl")
     ]
     recipes = {r["name"]: r for r in json.loads(venv.rlplug("recipes", "--json").stdout)}
-    assert recipes["reinforce-cartpole"]["source"] == "plugin rlplug-reinforce"
-    assert recipes["reinforce-cartpole"]["backends"] == ["skrl"]
+    assert recipes["a2c-cartpole"]["source"] == "plugin rlplug-a2c"
+    assert recipes["a2c-cartpole"]["backends"] == ["skrl", "torchrl"]
 
-    summary = json.loads(venv.rlplug("train", "reinforce-cartpole", "--steps", "500", "--no-write", "--json").stdout)
-    assert summary["recipe"] == "reinforce-cartpole@1"
-    assert (summary["algorithm"], summary["backend"], summary["env"]) == ("reinforce", "skrl", "CartPole-v1")
-    # one iteration ends when its episodes do, so the budget is met or passed by less than an episode per env
-    assert 500 <= summary["steps"] < 500 + 8 * 500
-    assert summary["eval_episodes"] == 10
-    assert math.isfinite(summary["eval_return_mean"]) and summary["eval_return_mean"] >= 1.0
-    assert summary["target"] == 400.0
-    assert summary["run_dir"] is None
+    for backend in ("skrl", "torchrl"):
+        summary = json.loads(venv.rlplug("train", "a2c-cartpole", "--backend", backend, "--steps", "512", "--no-write", "--json").stdout)
+        assert summary["recipe"] == "a2c-cartpole@1"
+        assert (summary["algorithm"], summary["backend"], summary["env"]) == ("a2c", backend, "CartPole-v1")
+        assert summary["steps"] == 512  # 4 rollouts of 16 steps x 8 envs: fixed-size iterations never overshoot
+        assert summary["eval_episodes"] == 10 and summary["target"] == 150.0 and summary["run_dir"] is None
+        assert math.isfinite(summary["eval_return_mean"]) and summary["eval_return_mean"] >= 1.0
 
-    # the conformance kit, as the example's own test suite would call it
-    kit = venv.run(venv.python, "-c", "from rlplug.testing import check_cell; "
-                   "print(check_cell('reinforce-cartpole', 'skrl', ['num_envs=2'], steps=300))")
-    assert "resume equivalence" in kit.stdout, kit.stdout
+        report = json.loads(venv.run(venv.python, "-c", BEHAVIOUR, backend).stdout.strip().splitlines()[-1])
+        terms = {"skrl": ["loss/approx_kl", "loss/loss_entropy", "loss/loss_policy", "loss/loss_value"],
+                 "torchrl": ["loss/entropy", "loss/loss_critic", "loss/loss_entropy", "loss/loss_objective"]}[backend]
+        assert report["terms"] == terms and report["finite"], report
+        assert (report["iterations"], report["env_steps"]) == (32, 2048), report
+        # it learns: every policy parameter moved, and the episodes of the last quarter last longer
+        assert report["moved"] == report["parameters"] > 0, report
+        assert report["late_return"] > 1.2 * report["early_return"], report
+        # a saved build loads into a fresh one that acts and trains on exactly like the original
+        assert report["same_actions"] and report["same_next_step"], report
+        assert "resume equivalence" in report["kit"], report
 
-    venv.pip("uninstall", "-y", "rlplug-reinforce")
+    venv.pip("uninstall", "-y", "rlplug-a2c")
 
-    assert not any(row["algorithm"] == "reinforce" for row in _listed(venv))
-    gone = venv.rlplug("train", "reinforce-cartpole", "--no-write", check=False)
+    assert not any(row["algorithm"] == "a2c" for row in _listed(venv))
+    gone = venv.rlplug("train", "a2c-cartpole", "--no-write", check=False)
     assert gone.returncode == 2
-    assert "unknown recipe 'reinforce-cartpole'" in gone.stderr
+    assert "unknown recipe 'a2c-cartpole'" in gone.stderr
     assert _tree(EXAMPLE) == example_before, "installing the example wrote into the repository"
+
+
+def test_a2c_skrl_update_matches_upstream_skrl() -> None:
+    """The example's registered skrl loss through the family's delegating update is skrl's own A2C
+    update: the same transitions and random streams give the same losses and parameters."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("skrl")
+    from rlplug.backends.skrl import make_vector_env, seed_skrl, stochastic_policy, value_model
+    from skrl.agents.torch.a2c import A2C, A2C_CFG
+    from skrl.memories.torch import RandomMemory
+    from skrl.resources.preprocessors.torch import RunningStandardScaler
+
+    spec = importlib.util.spec_from_file_location("a2c_skrl_backend", EXAMPLE / "rlplug_a2c" / "skrl_backend.py")
+    backend = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(backend)
+
+    env = make_vector_env("Pendulum-v1", {}, 4, 0, "cpu")  # Gaussian: the loss's rsample draws too
+    try:
+        seed_skrl(0)
+        models = {
+            "policy": stochastic_policy(env.observation_space, env.action_space, "cpu", [32, 32], "tanh", initial_log_std=-0.5),
+            "value": value_model(env.observation_space, env.action_space, "cpu", [32, 32], "tanh"),
+        }
+
+        def agent(cls, **extra):
+            cfg = A2C_CFG(
+                rollouts=16, mini_batches=2, learning_rate=1e-3, entropy_loss_scale=0.01, grad_norm_clip=0.5,
+                observation_preprocessor=RunningStandardScaler,
+                observation_preprocessor_kwargs={"size": env.observation_space, "device": "cpu"},
+                value_preprocessor=RunningStandardScaler, value_preprocessor_kwargs={"size": 1, "device": "cpu"},
+                experiment={"write_interval": 0, "checkpoint_interval": 0},
+            )  # fmt: skip
+            made = cls(models=copy.deepcopy(models), memory=RandomMemory(memory_size=16, num_envs=4), cfg=cfg, device="cpu",
+                       observation_space=env.observation_space, action_space=env.action_space, **extra)  # fmt: skip
+            made.init()
+            made.enable_training_mode(True)
+            return made
+
+        upstream = agent(A2C)
+        ours = agent(backend.LossDelegatingA2C, loss=backend.A2CLoss(entropy_loss_scale=0.01, value_loss_scale=1.0),
+                     terms=("loss_policy", "loss_value", "loss_entropy"), reported=("approx_kl",))  # fmt: skip
+        observations, _ = env.reset()
+        total = 16 * 2
+        for timestep in range(total):
+            actions = []
+            for one in (upstream, ours):
+                torch.manual_seed(timestep)
+                with torch.no_grad():
+                    actions.append(one.act(observations, None, timestep=timestep, timesteps=total)[0])
+            assert torch.equal(*actions)
+            with torch.no_grad():
+                next_observations, rewards, terminated, truncated, infos = env.step(actions[0])
+            for one in (upstream, ours):
+                one.record_transition(observations=observations, states=None, actions=actions[0], rewards=rewards.clone(),
+                                      next_observations=next_observations, next_states=None, terminated=terminated,
+                                      truncated=truncated, infos=infos, timestep=timestep, timesteps=total)  # fmt: skip
+            for one in (upstream, ours):
+                torch.manual_seed(10_000 + timestep)  # the update's minibatch permutation and Gaussian samples
+                one.post_interaction(timestep=timestep, timesteps=total)
+            observations = next_observations
+    finally:
+        env.close()
+
+    for term, tag in (("loss_policy", "Policy loss"), ("loss_value", "Value loss"), ("loss_entropy", "Entropy loss")):
+        got, expected = ours.tracking_data[f"Loss / {term}"], upstream.tracking_data[f"Loss / {tag}"]
+        assert len(got) == len(expected) == 2 and got == pytest.approx(expected, rel=1e-5, abs=1e-7), term
+    for role in ("policy", "value"):
+        for a, b in zip(upstream.models[role].parameters(), ours.models[role].parameters()):
+            assert torch.allclose(a, b, atol=1e-6), role
+    assert upstream.optimizer.state and ours.optimizer.state  # both really stepped

@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from rlplug.offpolicy import REPLAY_PARAMS, TARGET_PARAMS, LinearSchedule, gradient_steps_due, replay_settings
+from rlplug.families import LinearSchedule, REPLAY_PARAMS, TARGET_PARAMS, gradient_steps_due, replay_settings
 from torch import nn
 
 DEFAULTS = {p.name: p.default for p in REPLAY_PARAMS + TARGET_PARAMS}
@@ -68,10 +68,10 @@ def _params(module):
 
 def test_skrl_soft_update_blends_by_tau_every_period():
     pytest.importorskip("skrl")
-    from rlplug.backends.skrl_offpolicy import TargetUpdate
+    from rlplug.backends.skrl import ModuleTargetUpdate
 
     target, online = _pair(0)
-    updater = TargetUpdate([(target, online)], "soft", tau=0.1, period=2)
+    updater = ModuleTargetUpdate([(target, online)], "soft", tau=0.1, period=2)
     before_target, before_online = _params(target), _params(online)
     updater.step()  # step 1 of period 2: no change
     assert all(torch.equal(a, b) for a, b in zip(_params(target), before_target))
@@ -82,10 +82,10 @@ def test_skrl_soft_update_blends_by_tau_every_period():
 
 def test_skrl_hard_update_copies_every_period_only():
     pytest.importorskip("skrl")
-    from rlplug.backends.skrl_offpolicy import TargetUpdate
+    from rlplug.backends.skrl import ModuleTargetUpdate
 
     target, online = _pair(1)
-    updater = TargetUpdate([(target, online)], "hard", period=3)
+    updater = ModuleTargetUpdate([(target, online)], "hard", period=3)
     for step in range(1, 10):
         _perturb(online)
         before = _params(target)
@@ -95,7 +95,7 @@ def test_skrl_hard_update_copies_every_period_only():
         else:
             assert all(torch.equal(t, b) for t, b in zip(_params(target), before))
     state = updater.state_dict()
-    fresh = TargetUpdate([(target, online)], "hard", period=3)
+    fresh = ModuleTargetUpdate([(target, online)], "hard", period=3)
     fresh.load_state_dict(state)
     assert fresh.steps == 9
 
@@ -118,10 +118,10 @@ def _torchrl_pairs(loss):
 
 def test_torchrl_hard_update_copies_every_period_only():
     pytest.importorskip("torchrl")
-    from rlplug.backends.torchrl_offpolicy import TargetUpdate
+    from rlplug.backends.torchrl import LossTargetUpdate
 
     loss = _dqn_loss()
-    updater = TargetUpdate(loss, "hard", period=3)
+    updater = LossTargetUpdate(loss, "hard", period=3)
     for step in range(1, 10):
         with torch.no_grad():
             for p in loss.value_network_params.values(True, True):
@@ -137,13 +137,13 @@ def test_torchrl_hard_update_copies_every_period_only():
 
 def test_torchrl_soft_update_blends_by_tau_every_period():
     pytest.importorskip("torchrl")
-    from rlplug.backends.torchrl_offpolicy import TargetUpdate
+    from rlplug.backends.torchrl import LossTargetUpdate
 
     loss = _dqn_loss()
     with torch.no_grad():
         for p in loss.value_network_params.values(True, True):
             p.add_(1.0)
-    updater = TargetUpdate(loss, "soft", tau=0.25, period=2)
+    updater = LossTargetUpdate(loss, "soft", tau=0.25, period=2)
     online, before = _torchrl_pairs(loss)
     updater.step()
     assert all(torch.equal(t, b) for t, b in zip(_torchrl_pairs(loss)[1], before))

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rlplug.optim import OPTIMIZER_PARAMS, adam, adam_flags, switch_adam, use_adam_impl
+from rlplug.backends.common.optim import adam, switch_adam, use_adam_impl
+from rlplug.families import OPTIMIZER_PARAMS, adam_flags
 
 
 def _net() -> torch.nn.Module:

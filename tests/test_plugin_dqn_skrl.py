@@ -15,9 +15,8 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("skrl")
 
 import gymnasium as gym  # noqa: E402
-from rlplug.backends.skrl import q_model, seed_everything  # noqa: E402
-from rlplug.backends.skrl_offpolicy import TargetUpdate  # noqa: E402
-from rlplug.offpolicy import LinearSchedule  # noqa: E402
+from rlplug.backends.skrl import ModuleTargetUpdate, configure_threads, q_model, seed_skrl
+from rlplug.families import LinearSchedule
 from rlplug_dqn import DQN as DQN_SPEC  # noqa: E402
 from rlplug_dqn.skrl_backend import DQNLoss, LossDelegatingDQN  # noqa: E402
 from skrl.agents.torch.ddqn import DDQN, DDQN_CFG  # noqa: E402
@@ -73,7 +72,8 @@ def _fill(agent, data):
 )
 def test_gradient_steps_match_upstream_skrl(double_dqn, kind, tau, period):
     env = gym.make("CartPole-v1")
-    seed_everything(0)
+    configure_threads()
+    seed_skrl(0)
     online = q_model(env.observation_space, env.action_space, "cpu", [32, 32], "relu")
     target = q_model(env.observation_space, env.action_space, "cpu", [32, 32], "relu")
     models = {"q_network": online, "target_q_network": target}
@@ -92,7 +92,7 @@ def test_gradient_steps_match_upstream_skrl(double_dqn, kind, tau, period):
     _fill(upstream, data)
 
     memory, data = _filled_memory(env.observation_space)
-    updater = TargetUpdate([(twins["target_q_network"], twins["q_network"])], kind, tau, period)
+    updater = ModuleTargetUpdate([(twins["target_q_network"], twins["q_network"])], kind, tau, period)
     ours = LossDelegatingDQN(
         models=twins, memory=memory, cfg=DQN_CFG(**cfg), **common, loss=DQNLoss(0.97, double_dqn),
         terms=("loss_q",), reported=("q_taken", "q_target"), target_updater=updater, grad_norm_clip=0.0,
@@ -113,7 +113,8 @@ def test_gradient_steps_match_upstream_skrl(double_dqn, kind, tau, period):
 
 def test_huber_td_loss_is_smooth_l1():
     env = gym.make("CartPole-v1")
-    seed_everything(0)
+    configure_threads()
+    seed_skrl(0)
     online = q_model(env.observation_space, env.action_space, "cpu", [8], "relu")
     agent = type("Agent", (), {"q_network": online, "target_q_network": copy.deepcopy(online)})()
     batch = {

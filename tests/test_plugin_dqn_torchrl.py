@@ -13,7 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("torchrl")
 
-from rlplug.offpolicy import LinearSchedule  # noqa: E402
+from rlplug.families import LinearSchedule
 from rlplug_dqn.torchrl_backend import describe_dqn_loss  # noqa: E402
 from tensordict import TensorDict  # noqa: E402
 from torchrl.envs import ExplorationType, set_exploration_type  # noqa: E402

@@ -15,9 +15,8 @@ pytest.importorskip("skrl")
 pytest.importorskip("mpe2")
 
 from mappo_builds import NAVIGATION, SPREAD, make_mappo_build  # noqa: E402
-from rlplug.backends.skrl import seed_everything  # noqa: E402
-from rlplug.backends.skrl_multiagent import agent_models, make_multiagent_env  # noqa: E402
-from rlplug.multiagent import probe_multiagent_spaces  # noqa: E402
+from rlplug.backends.skrl import agent_models, configure_threads, make_multiagent_vector_env, seed_skrl
+from rlplug.multiagent import probe_multiagent_spaces
 from rlplug_mappo.skrl_backend import LossDelegatingMAPPO, MAPPOClipLoss, complete_per_agent_kwargs  # noqa: E402
 from skrl.memories.torch import RandomMemory  # noqa: E402
 from skrl.multi_agents.torch.mappo import MAPPO as UpstreamMAPPO  # noqa: E402
@@ -44,7 +43,8 @@ def builds():
 
 
 def _agent_kwargs(env, spaces, cfg):
-    seed_everything(0)
+    configure_threads()
+    seed_skrl(0)
     models = agent_models(spaces, "cpu", [16], "tanh", centralised_critic=True, share_parameters=True)
     return dict(
         possible_agents=list(spaces.agents), models=models,
@@ -56,7 +56,7 @@ def _agent_kwargs(env, spaces, cfg):
 
 def test_default_cfg_crash_is_worked_around():
     spaces = probe_multiagent_spaces(*SPREAD)
-    env = make_multiagent_env(*SPREAD, num_envs=1, seed=0)
+    env = make_multiagent_vector_env(*SPREAD, num_envs=1, seed=0)
     try:
         # upstream's bug (reference §14.1): the default {} kwargs dicts fail MultiAgentCfg.expand
         with pytest.raises(ValueError, match="do not match possible agents"):
@@ -82,7 +82,8 @@ PARITY_CFG = dict(
 
 
 def _paired_agents(env, spaces, share_parameters):
-    seed_everything(0)
+    configure_threads()
+    seed_skrl(0)
     models = agent_models(spaces, "cpu", [32, 32], "tanh", True, share_parameters, initial_log_std=-0.5)
     agents = list(spaces.agents)
 
@@ -137,7 +138,7 @@ def _drive_both(env, upstream, ours, updates):
 def test_update_matches_upstream_skrl(env):
     """Per-agent models: the loss-delegating update is upstream's, step for step."""
     spaces = probe_multiagent_spaces(*env)
-    vector_env = make_multiagent_env(*env, num_envs=2, seed=0)
+    vector_env = make_multiagent_vector_env(*env, num_envs=2, seed=0)
     try:
         upstream, ours = _paired_agents(vector_env, spaces, share_parameters=False)
         _drive_both(vector_env, upstream, ours, updates=2)
@@ -160,7 +161,7 @@ def test_update_matches_upstream_skrl(env):
 def test_shared_models_get_one_joint_update_per_minibatch():
     """Shared models: one optimiser step per minibatch on every agent's samples (not one per agent)."""
     spaces = probe_multiagent_spaces(*SPREAD)
-    vector_env = make_multiagent_env(*SPREAD, num_envs=2, seed=0)
+    vector_env = make_multiagent_vector_env(*SPREAD, num_envs=2, seed=0)
     try:
         upstream, ours = _paired_agents(vector_env, spaces, share_parameters=True)
         assert ours.shared and not getattr(upstream, "shared", False)

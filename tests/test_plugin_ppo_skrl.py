@@ -16,8 +16,9 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("skrl")
 
 from rlplug.backends.skrl import (  # noqa: E402
+    configure_threads,
     make_vector_env,
-    seed_everything,
+    seed_skrl,
     stochastic_policy,
     true_next_observations,
     value_model,
@@ -57,7 +58,8 @@ UPSTREAM_TAGS = {"loss_policy": "Loss / Policy loss", "loss_value": "Loss / Valu
 
 
 def _paired_agents(env, kl_threshold):
-    seed_everything(0)
+    configure_threads()
+    seed_skrl(0)
     policy = stochastic_policy(env.observation_space, env.action_space, "cpu", [32, 32], "tanh", initial_log_std=-0.5)
     value = value_model(env.observation_space, env.action_space, "cpu", [32, 32], "tanh")
 

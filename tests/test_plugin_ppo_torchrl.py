@@ -15,7 +15,7 @@ from conftest import make_ppo_build
 torch = pytest.importorskip("torch")
 pytest.importorskip("torchrl")
 
-from rlplug import LossRegistry  # noqa: E402
+from rlplug import LossRegistry
 from rlplug.backends.torchrl import (  # noqa: E402
     LearningRateSchedule,
     RunningNormalizer,

@@ -9,19 +9,21 @@ from .api import build, load, register, resolve, save, session, train
 from .errors import (
     BackendMissingError,
     LossRegistrationError,
+    NoReplayMemoryError,
     PluginError,
     RecipeError,
     RlplugError,
     RunDirError,
     SpaceError,
     UnknownNameError,
+    VideoUnsupportedError,
 )
-from .hookspecs import API_VERSION, Build, Trainer, hookimpl
+from .hookspecs import API_VERSION, Build, CountsGradientSteps, ExportsReplay, Trainer, hookimpl
 from .losses import LossEntry, LossRegistry
 from .pipeline import Session
 from .plugin import AlgorithmPlugin
 from .recipes import Recipe
-from .schema import AlgorithmSpec, BackendSpec, LossSpec, Param
+from .schema import AlgorithmSpec, AutoOrFloat, BackendSpec, Interval, LossSpec, Param, Rule, Search, both_backends
 
 __version__ = "0.1.0"
 
@@ -29,23 +31,32 @@ __all__ = [
     "API_VERSION",
     "AlgorithmPlugin",
     "AlgorithmSpec",
+    "AutoOrFloat",
     "BackendMissingError",
     "BackendSpec",
     "Build",
+    "CountsGradientSteps",
+    "ExportsReplay",
+    "Interval",
     "LossEntry",
     "LossRegistrationError",
     "LossRegistry",
     "LossSpec",
+    "NoReplayMemoryError",
     "Param",
     "PluginError",
     "RecipeError",
     "RlplugError",
+    "Rule",
     "RunDirError",
     "SpaceError",
     "Trainer",
     "UnknownNameError",
+    "VideoUnsupportedError",
     "Recipe",
+    "Search",
     "Session",
+    "both_backends",
     "build",
     "hookimpl",
     "load",

@@ -12,11 +12,12 @@ import errno
 import os
 import pickle
 import tempfile
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .errors import RunDirError
+from .errors import CorruptCheckpointError, RunDirError
 
 FORMAT = 1
 PREVIOUS = "previous.pt"
@@ -71,14 +72,21 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise RunDirError(f"no checkpoint at {path}")
     try:
+        if not zipfile.is_zipfile(path):  # what torch.save writes; a cut or overwritten file is not one
+            size = path.stat().st_size
+            raise CorruptCheckpointError(
+                f"checkpoint {path} is corrupt or truncated: " + ("it is empty" if size == 0 else f"{size} bytes that are not a torch archive")
+            )
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise RunDirError(f"refusing checkpoint {path}: it holds more than tensors, numbers and strings ({first})") from None
+    except PermissionError as err:
+        raise RunDirError(f"cannot read checkpoint {path}: {err.strerror}") from None
     except (RuntimeError, EOFError, OSError, ValueError) as err:
-        raise RunDirError(f"checkpoint {path} is corrupt or truncated: {str(err).splitlines()[0] if str(err) else err!r}") from None
+        raise CorruptCheckpointError(f"checkpoint {path} is corrupt or truncated: {str(err).splitlines()[0] if str(err) else err!r}") from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        raise RunDirError(f"checkpoint {path} is not an rlplug checkpoint (format {FORMAT})")
+        raise CorruptCheckpointError(f"checkpoint {path} is not an rlplug checkpoint (format {FORMAT})")
     return payload
 
 

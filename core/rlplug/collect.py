@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from .datasets import DatasetError, DatasetInfo, data_root, dataset_path, episode_returns, write
-from .envs import probe_spaces
+from .envs import env_errors, probe_spaces
+from .errors import NoReplayMemoryError
 from .evaluation import EVAL_SEED_OFFSET
 from .hookspecs import Build
 
@@ -42,7 +43,8 @@ def random_return(env_id: str, env_kwargs: dict[str, Any], episodes: int, seed: 
     """Mean return of a uniformly random policy over ``episodes`` episodes (seeded)."""
     import gymnasium as gym
 
-    env = gym.make(env_id, **env_kwargs)
+    with env_errors(env_id, env_kwargs, "random-policy reference"):
+        env = gym.make(env_id, **env_kwargs)
     env.action_space.seed(seed)
     totals = []
     try:
@@ -83,7 +85,8 @@ def rollout(env_id: str, env_kwargs: dict[str, Any], act: Any, steps: int, noise
     import gymnasium as gym
     from tqdm import tqdm
 
-    env = gym.make(env_id, **env_kwargs)
+    with env_errors(env_id, env_kwargs, "dataset collection"):
+        env = gym.make(env_id, **env_kwargs)
     space = env.action_space
     space.seed(seed)
     rng = np.random.default_rng(seed)
@@ -115,6 +118,11 @@ def open_policy_run(session: Any, run_dir: str | Path, env_id: str | None = None
     from .runs import open_run
 
     build = open_run(session, Path(run_dir))
+    note = build.extras["saved_run"].note
+    if note:  # previous.pt stood in for a missing or corrupt latest.pt
+        import sys
+
+        print(f"rlplug: note: {note}", file=sys.stderr)
     if env_id is not None and build.env_id != env_id:
         build.trainer.close()
         raise DatasetError(f"run {run_dir} was trained on {build.env_id}, not {env_id}")
@@ -161,7 +169,8 @@ def collect(
     if dataset_path(name).exists() and not overwrite:
         raise DatasetError(f"dataset '{name}' already exists at {dataset_path(name)}; pass --overwrite to replace it")
     env_kwargs: dict[str, Any] = {}
-    observation_space, action_space = probe_spaces(env_id, env_kwargs)
+    with env_errors(env_id, env_kwargs, "dataset collect --env"):
+        observation_space, action_space = probe_spaces(env_id, env_kwargs)
     opened: list[Build] = []
     try:
         policy = open_policy_run(session, policy_run, env_id) if policy_run else None
@@ -195,13 +204,13 @@ def from_run(session: Any, run_dir: str | Path, name: str, *, expert_run: str | 
     try:
         build = open_policy_run(session, run_dir)
         opened.append(build)
-        export = getattr(build.trainer, "replay_transitions", None)
-        if export is None:
+        try:
+            arrays = build.trainer.replay_transitions()
+        except NoReplayMemoryError:
             raise DatasetError(
                 f"run {run_dir} ({build.algorithm.name}/{build.backend}) keeps no replay memory; "
                 "from-run needs an off-policy run (sac, td3 or dqn)"
-            )
-        arrays = export()
+            ) from None
         expert = open_policy_run(session, expert_run, build.env_id) if expert_run else None
         if expert is not None:
             opened.append(expert)

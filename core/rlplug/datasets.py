@@ -159,13 +159,59 @@ def read_info(name: str) -> DatasetInfo:
         metadata = json.loads(meta_file.read_text())
     except (OSError, ValueError) as err:
         raise DatasetError(f"dataset '{name}': {meta_file} is unreadable ({err})") from None
+    if not isinstance(metadata, dict):
+        raise DatasetError(f"dataset '{name}': {meta_file} is unreadable: a JSON {type(metadata).__name__}, not an object")
     required = ("format", "env", "observation_space", "action_space", "transitions", "files")
-    missing = [k for k in required if not isinstance(metadata, dict) or k not in metadata]
+    missing = [k for k in required if k not in metadata]
     if missing:
         raise DatasetError(f"dataset '{name}': {meta_file} lacks {', '.join(missing)}")
     if metadata["format"] != FORMAT:
-        raise DatasetError(f"dataset '{name}' has format {metadata['format']}; this rlplug reads format {FORMAT}")
+        raise DatasetError(f"dataset '{name}' has format {metadata['format']!r}; this rlplug reads format {FORMAT}")
+    problem = _metadata_problem(metadata)
+    if problem:
+        raise DatasetError(f"dataset '{name}': {meta_file} is unreadable: {problem}")
     return DatasetInfo(name=name, path=path, metadata=metadata)
+
+
+def _metadata_problem(meta: dict[str, Any]) -> str | None:
+    """What is wrong with the shape of a parsed ``metadata.json`` (every value rlplug reads later), or ``None``."""
+
+    def number(value: Any) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+    def count(value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+    if not isinstance(meta["env"], str):
+        return f"'env' is {meta['env']!r}, not an environment id"
+    if not count(meta["transitions"]):
+        return f"'transitions' is {meta['transitions']!r}, not a whole number"
+    if "episodes" in meta and meta["episodes"] is not None and not count(meta["episodes"]):
+        return f"'episodes' is {meta['episodes']!r}, not a whole number"
+    for key in ("observation_space", "action_space"):
+        space = meta[key]
+        if not isinstance(space, dict) or space.get("type") not in ("Box", "Discrete"):
+            return f"'{key}' is {space!r}, not a Box or Discrete space"
+        if space["type"] == "Discrete" and not count(space.get("n")):
+            return f"'{key}' is a Discrete space without a whole-number 'n'"
+        if space["type"] == "Box" and not (isinstance(space.get("shape"), list) and all(count(d) for d in space["shape"])):
+            return f"'{key}' is a Box space without a 'shape' list"
+    files = meta["files"]
+    if not isinstance(files, dict) or not all(isinstance(r, dict) and isinstance(r.get("sha256"), str)
+                                               and isinstance(r.get("shape"), list) for r in files.values()):
+        return "'files' is not a table of {sha256, shape} records"
+    for key in ("reference", "source"):
+        if key in meta and not isinstance(meta[key], dict):
+            return f"'{key}' is {meta[key]!r}, not a table"
+    reference = meta.get("reference", {})
+    for key in ("random_return", "expert_return"):
+        if reference.get(key) is not None and not number(reference[key]):
+            return f"'reference.{key}' is {reference[key]!r}, not a number"
+    returns = meta.get("returns")
+    if returns is not None and (not isinstance(returns, dict) or (returns and not all(
+            number(returns.get(k)) for k in ("mean", "std", "min", "max")))):
+        return f"'returns' is {returns!r}, not a table of mean, std, min and max"
+    return None
 
 
 def load_data(info: DatasetInfo, verify: bool = True) -> dict[str, Any]:

@@ -1,24 +1,27 @@
 """Plugin discovery: entry points of group ``rlplug.plugins``, loaded onto one pluggy manager.
 
 Listing entry points reads metadata only. Loading imports each plugin's entry module (cheap by
-contract: no torch), never its backend modules. A plugin that fails to import, declares an
-algorithm another plugin already claims, or targets another core API version is recorded with the
-reason; every other plugin keeps working.
+contract: no torch), never its backend modules. A plugin that fails to import, whose declaration
+hooks fail or return the wrong shape (dicts where ``AlgorithmSpec``s belong, a recipe that is not a
+table with a name), declares an algorithm another plugin already claims, or targets another core API
+version is recorded with the reason; every other plugin keeps working.
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any
 
 import pluggy
 
-from .errors import PluginError, UnknownNameError
+from .errors import PluginError, RlplugError, UnknownNameError
 from .hookspecs import API_VERSION, RlplugSpec
 from .losses import LossRegistry
-from .schema import AlgorithmSpec
+from .recipes import _entry_from_table
+from .schema import AlgorithmSpec, declaration_problems
 from .suggest import did_you_mean
 
 GROUP = "rlplug.plugins"
@@ -39,6 +42,7 @@ class PluginRecord:
     error: str = ""
     obj: Any = None
     algorithms: list[AlgorithmSpec] = field(default_factory=list)
+    recipes: list[dict[str, Any]] = field(default_factory=list)  # what its rlplug_recipes() returned, checked
 
     @property
     def label(self) -> str:
@@ -116,10 +120,16 @@ class PluginHost:
             return
         declare = getattr(record.obj, "rlplug_algorithms", None)
         try:
-            specs = list(declare()) if declare is not None else []
-        except Exception as err:  # noqa: BLE001
-            record.status, record.error = "broken", f"rlplug_algorithms() failed: {type(err).__name__}: {err}"
-            self.pm.unregister(record.obj)
+            specs = _returned_list(declare() if declare is not None else [], "rlplug_algorithms()", "rlplug.AlgorithmSpecs")
+            problems = [problem for spec in specs for problem in declaration_problems(spec)]
+            if problems:
+                raise _Malformed(f"rlplug_algorithms() is malformed: {problems[0]}")
+            record.recipes = self._declared_recipes(record)
+        except _Malformed as err:
+            self._break(record, str(err))
+            return
+        except Exception as err:  # noqa: BLE001 - a plugin's declaration hook failing must not break the others
+            self._break(record, f"rlplug_algorithms() failed: {type(err).__name__}: {err}")
             return
         wrong = [s for s in specs if s.api_version != API_VERSION]
         if wrong:
@@ -141,6 +151,37 @@ class PluginHost:
                 continue
             self.owners[spec.name] = record
             self.algorithms[spec.name] = spec
+
+    def _break(self, record: PluginRecord, reason: str) -> None:
+        """Mark a registered plugin broken: its hooks leave the manager, its algorithms and recipes go unused."""
+        record.status, record.error = "broken", reason
+        record.recipes = []
+        self.pm.unregister(record.obj)
+
+    def _declared_recipes(self, record: PluginRecord) -> list[dict[str, Any]]:
+        """The plugin's ``rlplug_recipes()`` tables, checked as recipe-file tables are (name, known fields,
+        types); a wrong shape raises ``_Malformed``, which marks the plugin broken."""
+        tables: list[dict[str, Any]] = []
+        for impl in self.pm.hook.rlplug_recipes.get_hookimpls():
+            if impl.plugin is not record.obj:
+                continue
+            try:
+                returned = impl.function()
+            except Exception as err:  # noqa: BLE001
+                raise _Malformed(f"rlplug_recipes() failed: {type(err).__name__}: {err}") from None
+            for table in _returned_list(returned or [], "rlplug_recipes()", "recipe tables (dicts with a 'name')"):
+                if not isinstance(table, Mapping) or not isinstance(table.get("name"), str):
+                    raise _Malformed(
+                        f"rlplug_recipes() is malformed: it returned {type(table).__name__} {_short(table)}, "
+                        "not a recipe table (a dict with a 'name')"
+                    )
+                body = {k: v for k, v in table.items() if k != "name"}
+                try:
+                    _entry_from_table(table["name"], body, f"plugin {record.dist}")
+                except RlplugError as err:
+                    raise _Malformed(f"rlplug_recipes() is malformed: {err}") from None
+                tables.append(dict(table))
+        return tables
 
     # ---- lookups used by the pipeline and the CLI -------------------------------------------
     def algorithm(self, name: str) -> AlgorithmSpec:
@@ -164,7 +205,21 @@ class PluginHost:
         return record.error
 
     def recipe_tables(self) -> list[tuple[str, list[dict[str, Any]]]]:
-        out = []
-        for impl in self.pm.hook.rlplug_recipes.get_hookimpls():
-            out.append((impl.plugin_name.split(":")[0], list(impl.function() or [])))
-        return out
+        """``(distribution, tables)`` of every working plugin's ``rlplug_recipes()``, read once when it was registered."""
+        return [(record.dist, list(record.recipes)) for record in self.records if record.status == "ok" and record.recipes]
+
+
+class _Malformed(Exception):
+    """A plugin's declaration hook returned something of the wrong shape (the plugin's fault)."""
+
+
+def _returned_list(value: Any, hook: str, item: str) -> list[Any]:
+    """A declaration hook's answer as a list; a dict, a string or a lone object is malformed."""
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    raise _Malformed(f"{hook} is malformed: it returned {type(value).__name__} {_short(value)}, not a list of {item}")
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

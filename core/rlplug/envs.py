@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from .errors import SpaceError, UnknownNameError
+from .errors import RlplugError, SpaceError, UnknownNameError
 from .suggest import did_you_mean
 
 
@@ -45,3 +47,26 @@ def check_observation_space(space: Any, env_id: str) -> None:
             f"environment '{env_id}' has observation space {space}; rlplug's default models need a flat Box "
             "(override rlplug_build_models in a plugin for images or dict observations)"
         )
+
+
+@contextmanager
+def env_errors(env_id: str, env_kwargs: dict[str, Any], where: str = "") -> Iterator[None]:
+    """Make an environment inside this block: whatever its constructor raises becomes one line naming the
+    env and its ``env_kwargs`` (``mpe:simple_spread`` with ``N = 0`` raises a numpy ``ValueError``, VMAS an
+    ``AssertionError`` for an unknown scenario). rlplug's own errors pass through unchanged.
+
+    Used around the probe in ``Session.prepare``; the run layer wraps its own environment constructions
+    (the training and evaluation envs) the same way.
+    """
+    try:
+        yield
+    except RlplugError:
+        raise
+    except Exception as err:  # noqa: BLE001 - third-party constructors raise anything (AssertionError too)
+        kwargs = f" with env_kwargs {env_kwargs}" if env_kwargs else ""
+        message = " ".join(str(err).split()) or "(no message)"
+        if len(message) > 200:
+            message = message[:197] + "..."
+        raise SpaceError(
+            f"{where + ': ' if where else ''}environment '{env_id}' failed to start{kwargs}: {type(err).__name__}: {message}"
+        ) from err

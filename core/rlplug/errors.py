@@ -45,3 +45,37 @@ class TrainingDivergedError(RlplugError):
 
 class CheckpointMismatchError(RunDirError):
     """A checkpoint belongs to another algorithm, backend, hyperparameter set or rlplug major version."""
+
+
+class NoReplayMemoryError(RlplugError):
+    """A trainer keeps no replay memory to export (``Trainer.replay_transitions``'s default answer)."""
+
+
+class VideoUnsupportedError(RlplugError):
+    """A trainer's evaluation cannot record video (``Trainer.evaluate(video_dir=...)`` on a multi-agent env)."""
+
+
+class RunPluginMissingError(RunDirError):
+    """A run was trained with a ``--plugin`` module that cannot be imported here."""
+
+
+class CorruptCheckpointError(RunDirError):
+    """A checkpoint file is truncated, corrupt or not an rlplug checkpoint (``previous.pt`` may stand in)."""
+
+
+class RunDirBusyError(RunDirError):
+    """Another process holds the run directory's lock (it is training or resuming into it)."""
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM stopped a run after it wrote a checkpoint at the interrupt; the CLI exits
+    ``128 + signal`` (130 for Ctrl-C, 143 for SIGTERM) with this line. A ``KeyboardInterrupt``, so code that
+    stops on Ctrl-C keeps doing so."""
+
+    def __init__(self, message: str, signum: int) -> None:
+        super().__init__(message)
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum

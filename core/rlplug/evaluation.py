@@ -28,13 +28,16 @@ def evaluate_policy(
     """
     import gymnasium as gym
 
-    if video_dir is None:
-        env = gym.make(env_id, **env_kwargs)
-    else:
-        env = gym.wrappers.RecordVideo(
-            gym.make(env_id, render_mode="rgb_array", **env_kwargs), video_dir, episode_trigger=lambda _: True,
-            name_prefix="eval", disable_logger=True,
-        )
+    from .envs import env_errors
+
+    with env_errors(env_id, env_kwargs, "evaluation"):
+        if video_dir is None:
+            env = gym.make(env_id, **env_kwargs)
+        else:
+            env = gym.wrappers.RecordVideo(
+                gym.make(env_id, render_mode="rgb_array", **env_kwargs), video_dir, episode_trigger=lambda _: True,
+                name_prefix="eval", disable_logger=True,
+            )
     returns: list[float] = []
     try:
         for episode in range(episodes):

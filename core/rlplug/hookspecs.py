@@ -1,4 +1,5 @@
-"""The contract between the core and every plugin: hook specifications, ``Build`` and ``Trainer``.
+"""The contract between the core and every plugin: hook specifications, ``Build`` and ``Trainer``
+(declared with its optional capabilities in ``rlplug.contract``, re-exported here).
 
 Call order for one run (``rlplug.build``):
 
@@ -15,13 +16,28 @@ Call order for one run (``rlplug.build``):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
-if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+from .contract import (
+    PROGRESS_UNITS,
+    Acts,
+    CountsGradientSteps,
+    Evaluates,
+    ExportsReplay,
+    Progress,
+    Trainer,
+    contract_members,
+    contract_problems,
+)
 
+__all__ = [  # the contract's names are re-exported from here, where plugin authors look first
+    "API_VERSION", "PROGRESS_UNITS", "Acts", "Build", "CountsGradientSteps", "Evaluates", "ExportsReplay",
+    "Progress", "RlplugSpec", "Trainer", "contract_members", "contract_problems", "hookimpl", "hookspec",
+]
+
+if TYPE_CHECKING:
     from .losses import LossEntry, LossRegistry
     from .recipes import Recipe
     from .schema import AlgorithmSpec
@@ -60,6 +76,9 @@ class Build:
     trainer: Trainer | None = None
     extras: dict[str, Any] = field(default_factory=dict)
     """Scratch space for stages that need to hand something along (an environment, a collector)."""
+    plugin_modules: tuple[str, ...] = ()
+    """User plugin modules (``--plugin MODULE[:OBJ]``) the session imported; a run directory records
+    them so ``eval`` and ``resume`` import them again."""
 
     @property
     def cell(self) -> tuple[str, str]:
@@ -67,37 +86,6 @@ class Build:
 
     def is_cell(self, algorithm: str, backend: str) -> bool:
         return self.algorithm.name == algorithm and self.backend == backend
-
-
-@runtime_checkable
-class Trainer(Protocol):
-    """What every cell's ``rlplug_build_trainer`` returns; the run layer talks only to this.
-
-    ``rlplug.trainer.TrainerBase`` implements ``train`` on top of ``step``; subclass it.
-    """
-
-    env_steps: int
-    """Environment transitions collected so far (summed over vectorised environments)."""
-    iterations: int
-    """Calls of ``step`` so far."""
-
-    def step(self) -> dict[str, float]:
-        """Run one iteration (collect a rollout or a few transitions, then update); return its metrics."""
-
-    def train(self, steps: int, callbacks: Iterable[Callable[[Trainer, dict[str, float]], Any]] = ()) -> None:
-        """Call ``step`` until ``env_steps >= steps``; after each, call every ``callback(trainer, metrics)``."""
-
-    def evaluate(self, episodes: int) -> list[float]:
-        """Return the undiscounted return of ``episodes`` deterministic episodes on a separate environment."""
-
-    def state_dict(self) -> dict[str, Any]:
-        """Everything needed to resume: models, optimisers, memory, schedules, counters (tensors, numbers, strings)."""
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore what ``state_dict`` returned."""
-
-    def close(self) -> None:
-        """Release environments and collectors."""
 
 
 class RlplugSpec:

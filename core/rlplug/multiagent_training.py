@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from .envs import env_errors
+from .errors import VideoUnsupportedError
 from .evaluation import EVAL_SEED_OFFSET
 from .multiagent import make_mpe_env, make_vmas_env, parse_env_id, vmas_kwargs
 from .trainer import TrainerBase
@@ -39,7 +41,8 @@ def evaluate_multiagent(
 def _evaluate_mpe(name: str, env_kwargs: dict[str, Any], act: Callable, episodes: int, seed: int) -> list[float]:
     import gymnasium as gym
 
-    env = make_mpe_env(name, env_kwargs)
+    with env_errors(f"mpe:{name}", env_kwargs, "evaluation"):
+        env = make_mpe_env(name, env_kwargs)
     agents = list(env.possible_agents)
     discrete = isinstance(env.action_space(agents[0]), gym.spaces.Discrete)
     returns = []
@@ -74,7 +77,8 @@ def _evaluate_vmas(name: str, env_kwargs: dict[str, Any], act: Callable, episode
 def _run_vmas_episodes(name: str, env_kwargs: dict[str, Any], act: Callable, episodes: int, seed: int) -> list[float]:
     import torch
 
-    env = make_vmas_env(name, env_kwargs, num_envs=episodes, seed=seed + EVAL_SEED_OFFSET)
+    with env_errors(f"vmas:{name}", env_kwargs, "evaluation"):
+        env = make_vmas_env(name, env_kwargs, num_envs=episodes, seed=seed + EVAL_SEED_OFFSET)
     observations = env.reset()
     totals = torch.zeros(episodes, dtype=torch.float64)
     running = torch.ones(episodes, dtype=torch.bool)
@@ -99,6 +103,10 @@ class MultiAgentTrainerBase(TrainerBase):
     the per-step reward averaged over agents, so training returns are per-agent too.
     """
 
-    def evaluate(self, episodes: int) -> list[float]:
+    def evaluate(self, episodes: int, video_dir: str | None = None) -> list[float]:
         build = self.build
+        if video_dir is not None:  # MPE and VMAS render outside gymnasium's RecordVideo
+            raise VideoUnsupportedError(
+                f"video recording is for single-agent gymnasium environments only; {build.env_id} is multi-agent"
+            )
         return evaluate_multiagent(build.env_id, build.env_kwargs, self.act_deterministic, episodes, build.seed)

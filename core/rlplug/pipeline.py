@@ -6,14 +6,16 @@ import importlib.util
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from .discovery import PluginHost
+from .contract import contract_problems
+from .discovery import FIRST_PARTY, PluginHost
 from .distributed import world
-from .envs import action_space_kind, check_observation_space, probe_spaces
+from .envs import action_space_kind, check_observation_space, env_errors, probe_spaces
 from .errors import BackendMissingError, PluginError, RecipeError, SpaceError, UnknownNameError
 from .hookspecs import Build
 from .multiagent import check_env_kind, is_multiagent_env, probe_multiagent_spaces
-from .recipes import Recipe, RecipeBook, first_party_registry
+from .recipes import Recipe, RecipeBook, check_fields, first_party_registry
 from .schema import AlgorithmSpec, check_type
+from .space import check_search
 from .suggest import did_you_mean
 
 STAGES = (
@@ -35,7 +37,11 @@ class Session:
         objects: Sequence[Any] = (),
         entry_points: bool = True,
     ) -> None:
-        self.host = PluginHost(tuple(plugins), tuple(objects), entry_points=entry_points)
+        self.plugins = tuple(plugins)  # ``--plugin`` values; builds carry them so run directories record them
+        self.recipe_files = tuple(recipe_files)
+        self.objects = tuple(objects)
+        self.entry_points = entry_points
+        self.host = PluginHost(self.plugins, self.objects, entry_points=entry_points)
         self.book = RecipeBook()
         registry = first_party_registry()
         if registry is not None:
@@ -44,6 +50,11 @@ class Session:
             self.book.add_tables(tables, source=f"plugin {source}")
         for path in recipe_files:
             self.book.add_file(path)
+
+    def with_plugins(self, plugins: Iterable[str]) -> Session:
+        """A session like this one that also imports ``plugins`` (module values, after its own)."""
+        added = tuple(dict.fromkeys((*self.plugins, *plugins)))
+        return Session(plugins=added, recipe_files=self.recipe_files, objects=self.objects, entry_points=self.entry_points)
 
     # ---- recipes -------------------------------------------------------------------------------
     def resolve(self, ref: str, overrides: Iterable[str] = ()) -> Recipe:
@@ -57,7 +68,7 @@ class Session:
         recipe = self.book.resolve(ref, overrides, hp_names)
         spec = self.host.algorithm(recipe.algorithm)
         check_backend(spec, recipe.backend, f"recipe '{recipe.name}'")
-        recipe.hyperparameters = validate_hyperparameters(spec, recipe)
+        check_recipe(spec, recipe)
         for backend in recipe.backend_settings:
             check_backend(spec, backend, f"recipe '{recipe.name}': table [{backend}]")
         return recipe
@@ -67,20 +78,25 @@ class Session:
         """Validate everything and return a ``Build`` whose stages are still empty (nothing imported)."""
         if isinstance(recipe, str):
             recipe = self.resolve(recipe, overrides)
+            spec = self.host.algorithm(recipe.algorithm)
         elif overrides:
             raise RecipeError("overrides apply when resolving by name; pass the recipe's name instead")
-        spec = self.host.algorithm(recipe.algorithm)
+        else:  # a Recipe made elsewhere (a run directory's, a user's): the same checks as resolving by name
+            check_fields(recipe)
+            spec = self.host.algorithm(recipe.algorithm)
+            check_recipe(spec, recipe)
         backend = backend or recipe.backend
         check_backend(spec, backend, f"recipe '{recipe.name}'")
         require_backend_libraries(spec, backend)
         hp = {**spec.defaults(), **recipe.hyperparameters}
         check_env_kind(spec.name, spec.kind, recipe.name, recipe.env)
         extras: dict[str, Any] = {}
-        if is_multiagent_env(recipe.env):  # per-agent spaces; agents and global state go to extras
-            extras["multiagent"] = probe_multiagent_spaces(recipe.env, recipe.env_kwargs)
-            observation_space, action_space = extras["multiagent"].observation_space, extras["multiagent"].action_space
-        else:
-            observation_space, action_space = probe_spaces(recipe.env, recipe.env_kwargs)
+        with env_errors(recipe.env, recipe.env_kwargs, f"recipe '{recipe.name}'"):
+            if is_multiagent_env(recipe.env):  # per-agent spaces; agents and global state go to extras
+                extras["multiagent"] = probe_multiagent_spaces(recipe.env, recipe.env_kwargs)
+                observation_space, action_space = extras["multiagent"].observation_space, extras["multiagent"].action_space
+            else:
+                observation_space, action_space = probe_spaces(recipe.env, recipe.env_kwargs)
         check_action_space(spec, backend, action_space, recipe, self.host.algorithms.values())
         check_observation_space(observation_space, recipe.env)
         dataset = check_dataset(spec, recipe, observation_space, action_space, self.book.datasets)
@@ -104,6 +120,7 @@ class Session:
             device=device,
             loss_entry=loss_entry,
             extras=extras,
+            plugin_modules=self.plugins,
         )
 
     def construct(self, build: Build, check_stage: Callable[[str, str, Any], None] | None = None) -> Build:
@@ -119,10 +136,9 @@ class Session:
             setattr(build, slot, value)
             if check_stage is not None:
                 check_stage(slot, hook_name, value)
-        if build.trainer is None:
-            raise PluginError(f"no plugin built a trainer for {build.algorithm.name}/{build.backend}")
+            check_stage_result(slot, hook_name, value, build, self.host)
         if world().distributed:  # ranks built their networks from their own seeds: start all from rank 0's
-            from .backends.parallel import broadcast_build
+            from .backends.common.parallel import broadcast_build
 
             broadcast_build(build)
         return build
@@ -147,6 +163,58 @@ def check_backend(spec: AlgorithmSpec, backend: str, where: str) -> None:
         raise UnknownNameError(
             f"{where}: algorithm '{spec.name}' has no backend '{backend}'{hint}; it runs on {', '.join(known)}"
         )
+
+
+def check_recipe(spec: AlgorithmSpec, recipe: Recipe) -> None:
+    """Every hyperparameter in its domain and every rule of the algorithm holding (``AlgorithmSpec.rules``),
+    before anything is built; ``recipe.hyperparameters`` becomes the validated values. The ``search`` table
+    (``rlplug tune``'s ranges) is checked against the same parameters."""
+    recipe.hyperparameters = validate_hyperparameters(spec, recipe)
+    check_search(spec, recipe)
+    hp = {**spec.defaults(), **recipe.hyperparameters}
+    try:
+        problem = spec.broken_rule(hp, recipe)
+    except Exception as err:  # noqa: BLE001 - a rule of a third-party declaration that cannot be evaluated
+        raise PluginError(
+            f"algorithm '{spec.name}' (plugin {spec.plugin or '?'}) declares a rule that fails on recipe "
+            f"'{recipe.name}': {type(err).__name__}: {err}"
+        ) from None
+    if problem:
+        raise RecipeError(f"recipe '{recipe.name}': {problem}")
+
+
+def check_stage_result(slot: str, hook_name: str, value: Any, build: Build, host: PluginHost) -> None:
+    """What a construction hook returned is the plugin's responsibility: a string where models belong, or
+    a trainer without ``train``, is refused here with the hook's name rather than failing later, deep in
+    the run layer. ``None`` is fine except for the trainer (no plugin built one)."""
+    cell = "/".join(build.cell)
+    owners = [name for name in (impl.plugin_name.split(":")[0] for impl in getattr(host.pm.hook, hook_name).get_hookimpls())
+              if name not in FIRST_PARTY]
+    who = f" (third-party implementations: {', '.join(dict.fromkeys(owners))})" if owners else ""
+    if value is None:
+        if slot == "trainer":
+            raise PluginError(f"no plugin built a trainer for {cell}")
+        return
+    if isinstance(value, (str, bytes, int, float, complex)):  # bool is an int
+        raise PluginError(f"{hook_name} returned {type(value).__name__} {value!r:.60} for {cell}, not {_STAGE_WANTS[slot]}{who}")
+    if slot == "models" and (not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value)):
+        raise PluginError(f"{hook_name} returned {type(value).__name__} for {cell}, not {_STAGE_WANTS[slot]}{who}")
+    if slot == "trainer":
+        problems = contract_problems(value)
+        if problems:
+            raise PluginError(
+                f"{hook_name} returned a {type(value).__name__} for {cell} that breaks the rlplug.Trainer contract: "
+                f"{'; '.join(problems[:3])}{' ...' if len(problems) > 3 else ''}{who}"
+            )
+
+
+_STAGE_WANTS = {
+    "models": "a table of named models (name -> model)",
+    "memory": "a memory object",
+    "loss": "a loss object",
+    "target_updater": "a target updater object",
+    "trainer": "an rlplug.Trainer",
+}
 
 
 def validate_hyperparameters(spec: AlgorithmSpec, recipe: Recipe) -> dict[str, Any]:

@@ -8,6 +8,7 @@ holds raw settings for that backend. Nothing in a recipe is evaluated or importe
 from __future__ import annotations
 
 import copy
+import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -15,31 +16,64 @@ from pathlib import Path
 from typing import Any
 
 from .errors import RecipeError, UnknownNameError
-from .schema import check_type
+from .schema import Param
 from .suggest import did_you_mean
 
-# name -> (type, default, one-line doc); ``None`` default means required
-FIELDS: dict[str, tuple[type, Any, str]] = {
-    "version": (int, 1, "recipe version; `name` means the newest, `name@N` a given one"),
-    "description": (str, "", "one line shown by `rlplug recipes`"),
-    "extends": (str, "", "recipe this one starts from (`name` or `name@N`)"),
-    "algorithm": (str, None, "algorithm name, as `rlplug list` shows it"),
-    "env": (str, None, "Gymnasium environment id (offline recipes: the environment evaluated on)"),
-    "dataset": (str, "", "offline recipes: the dataset trained from (a name under the data directory or a path)"),
-    "env_kwargs": (dict, {}, "keyword arguments for the environment constructor"),
-    "backend": (str, None, "default backend"),
-    "steps": (int, None, "environment-step budget (transitions, summed over environments); offline: gradient updates"),
-    "seed": (int, 0, "random seed"),
-    "num_envs": (int, 1, "vectorised environments"),
-    "loss": (str, "", "registered loss name; empty means the algorithm's default"),
-    "hyperparameters": (dict, {}, "backend-neutral hyperparameters"),
-    "target": (float, None, "what `rlplug bench` requires of the evaluation (see target_metric)"),
-    "target_metric": (str, "return", "what `target` is compared with: 'return' (mean evaluation return) or "
-                      "'normalised_score' (offline: 100 x (R - R_random) / (R_expert - R_random) of the dataset)"),
-    "beat_dataset": (bool, False, "offline: also require an evaluation return above the dataset's mean return"),
-    "eval_episodes": (int, 10, "deterministic evaluation episodes"),
-}
 TARGET_METRICS = ("return", "normalised_score")
+MAX_STEPS = 10**12
+"""The largest step budget a recipe may ask for: about a year of the fastest cell on one machine
+(~30k steps/s); a larger budget is a run that never ends."""
+
+
+def _non_empty(value: str) -> str | None:
+    return None if value.strip() else "must not be empty"
+
+
+def _string_keys(value: dict[str, Any]) -> str | None:
+    bad = [k for k in value if not isinstance(k, str) or not k.isidentifier()]
+    return f"has key {bad[0]!r}, which is not a keyword-argument name" if bad else None
+
+
+# A recipe's fields and their domains; ``None`` default means required. Hyperparameters are checked
+# against the algorithm's own ``Param``s when the recipe is resolved (``rlplug.pipeline``).
+FIELD_PARAMS: dict[str, Param] = {p.name: p for p in (
+    Param("version", 1, "recipe version; `name` means the newest, `name@N` a given one", bounds="[1, 2**31 - 1]"),
+    Param("description", "", "one line shown by `rlplug recipes`"),
+    Param("extends", "", "recipe this one starts from (`name` or `name@N`)"),
+    Param("algorithm", None, "algorithm name, as `rlplug list` shows it", type=str, check=_non_empty),
+    Param("env", None, "Gymnasium environment id (offline recipes: the environment evaluated on)", type=str,
+          check=_non_empty),
+    Param("dataset", "", "offline recipes: the dataset trained from (a name under the data directory or a path)"),
+    Param("env_kwargs", {}, "keyword arguments for the environment constructor", check=_string_keys,
+          domain="keyword-argument names"),
+    Param("backend", None, "default backend", type=str, check=_non_empty),
+    Param("steps", None, "environment-step budget (transitions, summed over environments); offline: gradient updates",
+          type=int, bounds=f"[1, {MAX_STEPS}]"),
+    Param("seed", 0, "random seed", bounds="[0, 2**32 - 1]"),
+    Param("num_envs", 1, "vectorised environments", bounds="[1, 65536]"),
+    Param("loss", "", "registered loss name; empty means the algorithm's default"),
+    Param("hyperparameters", {}, "backend-neutral hyperparameters"),
+    Param("target", None, "what `rlplug bench` requires of the evaluation (see target_metric)", type=float),
+    Param("target_metric", "return", "what `target` is compared with: 'return' (mean evaluation return) or "
+          "'normalised_score' (offline: 100 x (R - R_random) / (R_expert - R_random) of the dataset)",
+          choices=TARGET_METRICS),
+    Param("beat_dataset", False, "offline: also require an evaluation return above the dataset's mean return"),
+    Param("eval_episodes", 10, "deterministic evaluation episodes", bounds="[1, 10**6]"),
+    Param("search", {}, "`rlplug tune`: per hyperparameter a range {low, high, log}, a list of choices, or a fixed "
+          "value, narrowing, widening or fixing the algorithm's declared search (`rlplug show NAME --space`)"),
+)}
+FIELDS: dict[str, tuple[type, Any, str]] = {name: (p.value_type, p.default, p.doc) for name, p in FIELD_PARAMS.items()}
+"""name -> (type, default, one-line doc); ``None`` default means required."""
+# Command-line values that are not recipe fields, with their domains (``check_option``); ``--steps`` and
+# ``--seed`` use the recipe fields' own.
+OPTION_PARAMS: dict[str, Param] = {p.name: p for p in (
+    Param("checkpoint_every", None, "steps between checkpoints", type=int, bounds=f"[1, {MAX_STEPS}]"),
+    Param("episodes", None, "evaluation episodes", type=int, bounds="[1, 10**6]"),
+    Param("noise", 0.0, "behaviour-policy noise: epsilon, or a fraction of the half action range", bounds="[0, 1]"),
+    Param("transitions", None, "transitions to collect", type=int, bounds=f"[1, {MAX_STEPS}]"),
+)}
+RECIPE_NAME = re.compile(r"[^\W_][\w.+-]*")
+"""A recipe name: a letter or digit, then letters, digits, ``_ . + -`` (no spaces, no ``/``, no ``@``)."""
 BACKEND_TABLES = ("skrl", "torchrl")
 """Known backend names; a table with one of these names holds raw backend settings."""
 
@@ -66,6 +100,7 @@ class Recipe:
     target_metric: str = "return"
     beat_dataset: bool = False
     description: str = ""
+    search: dict[str, Any] = field(default_factory=dict)
     source: str = ""
 
     @property
@@ -93,6 +128,8 @@ class Recipe:
             "eval_episodes": self.eval_episodes,
             "hyperparameters": copy.deepcopy(self.hyperparameters),
         }
+        if self.search:  # only recipes with a search table carry one; others print as they always did
+            table["search"] = copy.deepcopy(self.search)
         for backend, settings in self.backend_settings.items():
             table[backend] = copy.deepcopy(settings)
         return table
@@ -139,6 +176,12 @@ def read_recipe_file(path: Path | str) -> tuple[list[_Entry], dict[str, DatasetT
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise RecipeError(f"recipe file {path} does not exist") from None
+    except IsADirectoryError:
+        raise RecipeError(f"recipe file {path} is a directory; --recipes takes a TOML file") from None
+    except OSError as err:
+        raise RecipeError(f"recipe file {path} cannot be read: {err.strerror or type(err).__name__}") from None
+    except UnicodeDecodeError as err:
+        raise RecipeError(f"recipe file {path} is not UTF-8 text (byte {err.start}: {err.reason}); a recipe file is TOML") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
@@ -160,6 +203,7 @@ def _entry_from_table(key: str, table: Any, source: str) -> _Entry:
     if not isinstance(table, dict):
         raise RecipeError(f"{source}: recipe '{key}' must be a table")
     name, version = split_ref(key)
+    check_recipe_name(name, source)
     table = dict(table)
     table.pop("name", None)
     if version is not None:
@@ -169,6 +213,14 @@ def _entry_from_table(key: str, table: Any, source: str) -> _Entry:
     version = table.get("version", 1)
     _check_fields(table, f"recipe '{name}' in {source}")
     return _Entry(name, version, table, source)
+
+
+def check_recipe_name(name: str, source: str) -> None:
+    if not RECIPE_NAME.fullmatch(name):
+        raise RecipeError(
+            f"{source}: recipe name {name!r} is not a name: it needs a letter or digit first, then letters, digits "
+            "or _ . + - (no spaces, no '/')"
+        )
 
 
 def _check_fields(table: Mapping[str, Any], where: str) -> None:
@@ -181,16 +233,18 @@ def _check_fields(table: Mapping[str, Any], where: str) -> None:
         if key not in FIELDS:
             raise RecipeError(f"{where}: unknown field '{key}'" + did_you_mean(key, [*FIELDS, *BACKEND_TABLES]))
         try:
-            check_type(value, FIELDS[key][0], f"'{key}'")
+            FIELD_PARAMS[key].coerce(value, f"'{key}'")
         except TypeError as err:
             raise RecipeError(f"{where}: {err}") from None
 
 
-def _deep_merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+def _deep_merge(base: dict[str, Any], top: Mapping[str, Any], atomic: bool = False) -> dict[str, Any]:
+    """``top`` over ``base``, table by table; ``env_kwargs`` is replaced whole, and so is each entry of a
+    ``search`` table (a child's range replaces its parent's, ``log`` included)."""
     merged = copy.deepcopy(base)
     for key, value in top.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict) and key != "env_kwargs":
-            merged[key] = _deep_merge(merged[key], value)
+        if not atomic and isinstance(value, dict) and isinstance(merged.get(key), dict) and key != "env_kwargs":
+            merged[key] = _deep_merge(merged[key], value, atomic=key == "search")
         else:
             merged[key] = copy.deepcopy(value)
     return merged
@@ -290,17 +344,45 @@ class RecipeBook:
         for key, (_, default, _) in FIELDS.items():
             if key not in table and key != "extends":
                 table[key] = copy.deepcopy(default)
-        table["target"] = float(table["target"])
-        if table["num_envs"] < 1 or table["steps"] < 1:
-            raise RecipeError(f"{where}: 'steps' and 'num_envs' must be at least 1")
-        if table["target_metric"] not in TARGET_METRICS:
-            raise RecipeError(
-                f"{where}: target_metric '{table['target_metric']}' is not one of {', '.join(TARGET_METRICS)}"
-                + did_you_mean(table["target_metric"], TARGET_METRICS)
-            )
+        for key, param in FIELD_PARAMS.items():
+            if key in table:
+                try:
+                    table[key] = param.validate(table[key], f"'{key}'")
+                except (TypeError, ValueError) as err:
+                    raise RecipeError(f"{where}: {err}") from None
         if (table["target_metric"] == "normalised_score" or table["beat_dataset"]) and not table["dataset"]:
             raise RecipeError(f"{where}: target_metric 'normalised_score' and beat_dataset need a 'dataset'")
         return Recipe.from_table({"name": entry.name, **table}, source=entry.source)
+
+
+def check_fields(recipe: Recipe) -> None:
+    """A ``Recipe`` made elsewhere (a run directory's ``recipe.json``, a user's) meets the same field domains
+    as one resolved from a file; values are converted in place (a whole-number float becomes an int)."""
+    where = f"recipe '{recipe.name}'"
+    check_recipe_name(str(recipe.name), where)
+    for key, param in FIELD_PARAMS.items():
+        if hasattr(recipe, key):
+            try:
+                setattr(recipe, key, param.validate(getattr(recipe, key), f"'{key}'"))
+            except (TypeError, ValueError) as err:
+                raise RecipeError(f"{where}: {err}") from None
+
+
+def field_domains() -> dict[str, str]:
+    """Each recipe field's domain in a few characters (``steps``: ``[1, 10**12]``), for ``rlplug show``."""
+    return {name: p.domain_text for name, p in FIELD_PARAMS.items() if p.domain_text}
+
+
+def check_option(name: str, value: Any, flag: str) -> Any:
+    """A command-line value in its domain (``check_option("steps", args.steps, "--steps")``), converted; else a
+    one-line ``RecipeError`` naming the flag. ``name`` is a recipe field (``steps``, ``seed``, ``num_envs``,
+    ``eval_episodes``) or one of ``OPTION_PARAMS`` (``checkpoint_every``, ``episodes``, ``noise``, ``transitions``).
+    A value still in text (``--steps 1e6`` parsed with ``type=parse_value``) is read as ``--set`` reads it."""
+    param = OPTION_PARAMS.get(name) or FIELD_PARAMS[name]
+    try:
+        return param.validate(value, flag)
+    except (TypeError, ValueError) as err:
+        raise RecipeError(str(err)) from None
 
 
 def apply_override(table: dict[str, Any], item: str, hp_names: set[str]) -> None:
@@ -326,10 +408,10 @@ def apply_override(table: dict[str, Any], item: str, hp_names: set[str]) -> None
             + did_you_mean(key, [*FIELDS, *hp_names])
         )
     head = path[0]
-    if head not in ("hyperparameters", "env_kwargs", *BACKEND_TABLES):
+    if head not in ("hyperparameters", "env_kwargs", "search", *BACKEND_TABLES):
         raise RecipeError(
             f"--set {key}: '{head}' is not a table"
-            + did_you_mean(head, ["hyperparameters", "env_kwargs", *BACKEND_TABLES])
+            + did_you_mean(head, ["hyperparameters", "env_kwargs", "search", *BACKEND_TABLES])
         )
     node = table
     for part in path[:-1]:

@@ -15,7 +15,8 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(lines)
 
 
-def _toml_value(value: Any) -> str:
+def toml_value(value: Any) -> str:
+    """A plain value as TOML text (``3e-4``, ``true``, ``[64, 64]``, ``"x"``); ``TypeError`` for anything else."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):
@@ -23,11 +24,11 @@ def _toml_value(value: Any) -> str:
     if isinstance(value, str):
         return json.dumps(value)
     if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
     if isinstance(value, Mapping):
         if not value:
             return "{}"
-        return "{ " + ", ".join(f"{_key(k)} = {_toml_value(v)}" for k, v in value.items()) + " }"
+        return "{ " + ", ".join(f"{_key(k)} = {toml_value(v)}" for k, v in value.items()) + " }"
     raise TypeError(f"cannot write {type(value).__name__} as TOML")
 
 
@@ -35,21 +36,28 @@ def _key(key: str) -> str:
     return key if key.replace("-", "").replace("_", "").isalnum() else json.dumps(key)
 
 
-def to_toml(table: Mapping[str, Any], prefix: str = "") -> str:
-    """TOML text for a table of plain values; ``None`` values are written as comments (TOML has no null)."""
+def to_toml(table: Mapping[str, Any], prefix: str = "", comments: Mapping[str, Mapping[str, str]] | None = None) -> str:
+    """TOML text for a table of plain values; ``None`` values are written as comments (TOML has no null).
+
+    ``comments`` maps a table's dotted name (``""`` for the top level) to trailing comments by key:
+    ``{"hyperparameters": {"gamma": "[0, 1]"}}`` writes ``gamma = 0.99  # [0, 1]``.
+    """
+    comments = comments or {}
+    notes = comments.get(prefix, {})
     plain, nested = [], []
     for key, value in table.items():
         if isinstance(value, Mapping) and value and all(not isinstance(v, Mapping) or not v for v in value.values()):
             nested.append((key, value))
-        elif value is None:
-            plain.append(f"# {_key(key)} = (none)")
-        else:
-            plain.append(f"{_key(key)} = {_toml_value(value)}")
+            continue
+        line = f"# {_key(key)} = (none)" if value is None else f"{_key(key)} = {toml_value(value)}"
+        if notes.get(key):
+            line += f"  # {notes[key]}"
+        plain.append(line)
     out = []
     if prefix:
         out.append(f"[{prefix}]")
     out.extend(plain)
     for key, value in nested:
         out.append("")
-        out.append(to_toml(value, f"{prefix}.{_key(key)}" if prefix else _key(key)))
+        out.append(to_toml(value, f"{prefix}.{_key(key)}" if prefix else _key(key), comments))
     return "\n".join(out)

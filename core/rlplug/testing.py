@@ -10,7 +10,9 @@
 
 1. declarations: the algorithm targets this core's API version, the recipe's loss is registered
    for the cell with at least one optimised term;
-2. construction: each of the five hooks returns an object (the trainer one satisfying ``Trainer``);
+2. construction: each of the five hooks returns an object, the trainer one with every member the
+   ``Trainer`` contract declares (``rlplug.contract``: present, callable with the declared
+   parameters, counters of the declared types);
 3. a short train of ``steps`` reports optimised loss terms (a loss declaring the terms of several
    action spaces produces those of the env's), all finite, and counts its progress;
 4. evaluation is deterministic (two evaluations give the same returns);
@@ -30,7 +32,8 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .hookspecs import API_VERSION, Build, Trainer
+from .contract import contract_problems
+from .hookspecs import API_VERSION, Build
 from .pipeline import Session
 
 
@@ -111,8 +114,15 @@ def construct_checked(session: Session, build: Build) -> None:
     session.construct(build, check_stage)
     if build.loss is None and build.loss_entry.factory is not None:
         _fail("construction", f"rlplug_build_loss returned None although loss '{build.loss_entry.name}' has a factory")
-    if not isinstance(build.trainer, Trainer):
-        _fail("construction", f"the trainer {type(build.trainer).__name__} does not implement rlplug.Trainer")
+    check_trainer_contract(build.trainer)
+
+
+def check_trainer_contract(trainer: Any) -> None:
+    """Every member ``rlplug.Trainer`` declares is there, methods callable with the declared
+    parameters, counters of the declared types (``rlplug.contract``)."""
+    problems = contract_problems(trainer)
+    if problems:
+        _fail("construction", f"the trainer {type(trainer).__name__} breaks the rlplug.Trainer contract: {'; '.join(problems)}")
 
 
 def check_short_train(build: Build, steps: int) -> None:
@@ -124,7 +134,7 @@ def check_short_train(build: Build, steps: int) -> None:
 
     trainer = build.trainer
     trainer.train(steps, callbacks=[record])
-    progress = getattr(trainer, "progress", trainer.env_steps)
+    progress = trainer.progress
     if progress < steps or trainer.iterations < 1:
         _fail("short train", f"train({steps}) stopped at {progress} after {trainer.iterations} iterations")
     # a loss may declare terms of several action spaces (CQL: Box and Discrete); it must produce some

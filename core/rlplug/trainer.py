@@ -1,4 +1,5 @@
-"""``TrainerBase``: the part of the ``Trainer`` protocol every cell shares (the train loop, evaluation)."""
+"""``TrainerBase``: the part of the ``Trainer`` contract every cell shares (the train loop, evaluation)
+and the "not capable" defaults of its optional capabilities (``rlplug.contract``)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from .errors import NoReplayMemoryError
 from .evaluation import evaluate_policy
 from .hookspecs import Build
 
@@ -45,7 +47,10 @@ class EpisodeTracker:
 
 
 class TrainerBase:
-    """Subclass and implement ``step``, ``act_deterministic``, ``state_dict`` and ``load_state_dict``."""
+    """Subclass and implement ``step``, ``act_deterministic``, ``state_dict`` and ``load_state_dict``.
+
+    Off-policy trainers also set ``gradient_steps`` to a count and implement ``replay_transitions``.
+    """
 
     def __init__(self, build: Build) -> None:
         self.build = build
@@ -66,6 +71,9 @@ class TrainerBase:
 
     progress_unit = "env_steps"
     """The counter a step budget is measured in: ``env_steps``, or ``updates`` for offline trainers."""
+
+    gradient_steps: int | None = None
+    """Not counted apart from ``progress`` unless a subclass keeps a count (off-policy trainers do)."""
 
     @property
     def progress(self) -> int:
@@ -89,6 +97,10 @@ class TrainerBase:
         return evaluate_policy(
             self.build.env_id, self.build.env_kwargs, self.act_deterministic, episodes, self.build.seed, video_dir=video_dir
         )
+
+    def replay_transitions(self) -> dict[str, Any]:
+        """A trainer without a replay memory has nothing to export; off-policy trainers override this."""
+        raise NoReplayMemoryError(f"{type(self).__name__} keeps no replay memory")
 
     def counters(self) -> dict[str, Any]:
         return {"env_steps": self.env_steps, "iterations": self.iterations, "episodes": self.episodes.state_dict()}

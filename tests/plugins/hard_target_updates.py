@@ -13,14 +13,14 @@ def rlplug_build_target_updater(build):
     if build.algorithm.name != "td3":
         return None
     if build.backend == "skrl":
-        from rlplug.backends.skrl_offpolicy import TargetUpdate
+        from rlplug.backends.skrl import ModuleTargetUpdate
 
         m = build.models
         pairs = [(m[f"target_{name}"], m[name]) for name in ("policy", "critic_1", "critic_2")]
-        updater = TargetUpdate(pairs, "hard", period=1)
+        updater = ModuleTargetUpdate(pairs, "hard", period=1)
     else:
-        from rlplug.backends.torchrl_offpolicy import TargetUpdate
+        from rlplug.backends.torchrl import LossTargetUpdate
 
-        updater = TargetUpdate(build.loss, "hard", period=1)
+        updater = LossTargetUpdate(build.loss, "hard", period=1)
     BUILT.append(updater)
     return updater

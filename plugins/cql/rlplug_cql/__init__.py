@@ -11,32 +11,33 @@ with the penalty ``logsumexp_a Q(s, a) - Q(s, a_data)`` (TorchRL's ``DiscreteCQL
 from __future__ import annotations
 
 
-from rlplug import AlgorithmPlugin, AlgorithmSpec, LossSpec, Param
-from rlplug.offline import OFFLINE_PARAMS
-from rlplug.optim import OPTIMIZER_PARAMS
-from rlplug.offpolicy import TARGET_PARAMS
-from rlplug.schema import AutoOrFloat, both_backends
+from rlplug import AlgorithmPlugin, AlgorithmSpec, AutoOrFloat, LossSpec, Param, Search, both_backends
+from rlplug.families import OFFLINE_PARAMS, OPTIMIZER_PARAMS, TARGET_PARAMS
 
 from .settings import skrl_settings, torchrl_settings
 
 
 PARAMS = (
-    Param("actor_learning_rate", 1e-4, "Adam learning rate of the policy (Box actions)"),
-    Param("critic_learning_rate", 3e-4, "Adam learning rate of the Q networks (the one Q network for Discrete actions)"),
-    Param("alpha_learning_rate", 3e-4, "Adam learning rate of log(alpha), the entropy coefficient (Box actions)"),
-    Param("gamma", 0.99, "discount factor"),
-    Param("initial_alpha", 1.0, "initial entropy coefficient alpha (the fixed value when learn_alpha is false)"),
+    Param("actor_learning_rate", 1e-4, "Adam learning rate of the policy (Box actions)", bounds="(0, inf)", search=Search(1e-5, 1e-3, log=True)),
+    Param("critic_learning_rate", 3e-4, "Adam learning rate of the Q networks (the one Q network for Discrete actions)", bounds="(0, inf)",
+          search=Search(1e-5, 1e-3, log=True)),
+    Param("alpha_learning_rate", 3e-4, "Adam learning rate of log(alpha), the entropy coefficient (Box actions)", bounds="(0, inf)"),
+    Param("gamma", 0.99, "discount factor", bounds="[0, 1]"),
+    Param("initial_alpha", 1.0, "initial entropy coefficient alpha (the fixed value when learn_alpha is false)",
+          bounds="(0, inf)"),
     Param("learn_alpha", True, "tune alpha towards target_entropy (false: keep initial_alpha)"),
     AutoOrFloat("target_entropy", "auto", "entropy the tuned alpha steers the policy towards: 'auto' = -action_dim, or a number"),
-    Param("min_q_weight", 1.0, "weight of the conservative penalty added to the TD loss"),
+    Param("min_q_weight", 1.0, "weight of the conservative penalty added to the TD loss", bounds="[0, inf)",
+          search=Search(0.1, 10.0, log=True)),
     Param("num_random", 10, "Box actions: actions per state in the penalty's log-sum-exp, from each of three proposals "
-          "(uniform in [-1, 1], the policy at s, the policy at s')"),
-    Param("temperature", 1.0, "Box actions: temperature of the penalty's log-sum-exp"),
+          "(uniform in [-1, 1], the policy at s, the policy at s')", bounds="[1, 1000]"),
+    Param("temperature", 1.0, "Box actions: temperature of the penalty's log-sum-exp", bounds="(0, inf)"),
     Param("deterministic_backup", True, "Box actions: leave the entropy bonus -alpha * log pi(a'|s') out of the TD target"),
     Param("td_loss", "l2", "loss on the TD error: 'l2' (squared) or 'huber' (smooth L1)", choices=("l2", "huber")),
-    Param("hidden_sizes", [256, 256], "hidden layer widths of the policy and Q networks", item_type=int),
+    Param("hidden_sizes", [256, 256], "hidden layer widths of the policy and Q networks", item_type=int,
+          item_bounds="[1, 8192]", length="[0, 16]"),
     Param("activation", "relu", "hidden activation", choices=("relu", "tanh", "elu")),
-    Param("grad_norm_clip", 0.0, "gradient-norm clip of the policy and Q-network updates (0 disables)"),
+    Param("grad_norm_clip", 0.0, "gradient-norm clip of the policy and Q-network updates (0 disables)", bounds="[0, inf)"),
 ) + OFFLINE_PARAMS + TARGET_PARAMS + OPTIMIZER_PARAMS
 
 CQL = AlgorithmSpec(

@@ -32,11 +32,23 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from packaging import version
-from rlplug.backends.skrl import mlp, q_model, register_action_bounds, seed_everything, tanh_log_det
-from rlplug.backends.skrl_offline import SkrlOfflineTrainer, dataset_memory
-from rlplug.backends.skrl_offpolicy import StagedLossAgent, TargetUpdate, agent_arguments, hard_copy, target_update
-from rlplug.hookspecs import Build
-from rlplug.optim import use_adam_impl
+from rlplug import Build
+from rlplug.backends.skrl import (
+    ModuleTargetUpdate,
+    SkrlOfflineTrainer,
+    StagedLossAgent,
+    agent_arguments,
+    configure_threads,
+    dataset_memory,
+    hard_copy,
+    mlp,
+    module_target_update,
+    q_model,
+    register_action_bounds,
+    seed_skrl,
+    tanh_log_det,
+    use_adam_impl,
+)
 from skrl.agents.torch import Agent, AgentCfg
 from skrl.memories.torch import RandomMemory
 from skrl.models.torch import Model
@@ -90,7 +102,8 @@ class TanhGaussianPolicy(Model):
 def build_models(build: Build) -> dict[str, Any]:
     """Box: the squashed Gaussian policy and two Q(s, a) critics with their targets. Discrete: a
     Q(s, .) network and its target. Initialised from ``build.seed``; the agents hard-copy targets."""
-    seed_everything(build.seed)
+    configure_threads()
+    seed_skrl(build.seed)
     s = build.settings
     args = (build.observation_space, build.action_space, build.device, s["hidden_sizes"], s["activation"])
     if is_discrete(build):
@@ -223,12 +236,12 @@ def make_cql_loss(build: Build) -> CQLLoss:
 # ---- target networks ----------------------------------------------------------------------------
 
 
-def build_target_updater(build: Build) -> TargetUpdate:
+def build_target_updater(build: Build) -> ModuleTargetUpdate:
     """Soft (Polyak, ``tau``) or hard (every ``target_update_period`` steps) updates of the target Q networks."""
     m = build.models
     if is_discrete(build):
-        return target_update(build, [(m["target_q_network"], m["q_network"])])
-    return target_update(build, [(m["target_critic_1"], m["critic_1"]), (m["target_critic_2"], m["critic_2"])])
+        return module_target_update(build, [(m["target_q_network"], m["q_network"])])
+    return module_target_update(build, [(m["target_critic_1"], m["critic_1"]), (m["target_critic_2"], m["critic_2"])])
 
 
 # ---- agents -------------------------------------------------------------------------------------

@@ -29,11 +29,21 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
-from rlplug.backends.torchrl import configure_threads, describe_loss, mlp, q_value_actor, q_value_operator, seed_everything, tanh_normal_actor
-from rlplug.backends.torchrl_offline import TorchRLOfflineTrainer, dataset_buffer
-from rlplug.backends.torchrl_offpolicy import TargetUpdate, target_update
-from rlplug.hookspecs import Build
-from rlplug.optim import adam
+from rlplug import Build
+from rlplug.backends.torchrl import (
+    LossTargetUpdate,
+    TorchRLOfflineTrainer,
+    adam,
+    configure_threads,
+    dataset_buffer,
+    describe_loss,
+    loss_target_update,
+    mlp,
+    q_value_actor,
+    q_value_operator,
+    seed_everything,
+    tanh_normal_actor,
+)
 from tensordict import TensorDictBase
 from tensordict.utils import unravel_key
 from torch import nn
@@ -200,9 +210,9 @@ def describe_cql_loss() -> dict[str, Any]:
 # ---- target networks ----------------------------------------------------------------------------
 
 
-def build_target_updater(build: Build) -> TargetUpdate:
+def build_target_updater(build: Build) -> LossTargetUpdate:
     """``SoftUpdate(tau)`` (or a hard copy every ``target_update_period`` steps) of the target Q parameters."""
-    return target_update(build, build.loss)
+    return loss_target_update(build, build.loss)
 
 
 # ---- optimiser ----------------------------------------------------------------------------------

@@ -6,27 +6,29 @@ The backends live in ``skrl_backend`` and ``torchrl_backend`` and are imported o
 
 from __future__ import annotations
 
-from rlplug import AlgorithmPlugin, AlgorithmSpec, LossSpec, Param
-from rlplug.optim import OPTIMIZER_PARAMS
-from rlplug.offpolicy import ESTIMATOR_PARAMS, REPLAY_PARAMS, TARGET_PARAMS
-from rlplug.schema import both_backends
+from rlplug import AlgorithmPlugin, AlgorithmSpec, LossSpec, Param, Search, both_backends
+from rlplug.families import ESTIMATOR_PARAMS, OPTIMIZER_PARAMS, REPLAY_PARAMS, TARGET_PARAMS
+from rlplug.families import ESTIMATOR_RULES, REPLAY_RULES
 
 from .settings import skrl_settings, torchrl_settings
 
 PARAMS = (
-    Param("learning_rate", 1e-3, "Adam learning rate of the Q network"),
+    Param("learning_rate", 1e-3, "Adam learning rate of the Q network", bounds="(0, inf)", search=Search(1e-5, 1e-2, log=True)),
     Param("lr_schedule", "constant", "learning-rate schedule over the gradient steps: constant, or linear decay "
           "to zero at the last gradient step of the budget", choices=("constant", "linear")),
-    Param("gamma", 0.99, "discount factor"),
-    Param("double_dqn", False, "double DQN: the online network picks the next action, the target network values it"),
-    Param("epsilon_start", 1.0, "exploration epsilon at the first transition"),
-    Param("epsilon_end", 0.05, "exploration epsilon once the decay is over"),
+    Param("gamma", 0.99, "discount factor", bounds="[0, 1]", search=(0.9, 0.95, 0.98, 0.99, 0.995, 0.999, 0.9999)),
+    Param("double_dqn", False, "double DQN: the online network picks the next action, the target network values it",
+          search=(False, True)),
+    Param("epsilon_start", 1.0, "exploration epsilon at the first transition", bounds="[0, 1]"),
+    Param("epsilon_end", 0.05, "exploration epsilon once the decay is over", bounds="[0, 1]", search=Search(0.0, 0.2)),
     Param("epsilon_decay_steps", 10_000, "transitions (summed over environments, warm-up included) over which "
-          "epsilon falls linearly from epsilon_start to epsilon_end"),
+          "epsilon falls linearly from epsilon_start to epsilon_end", bounds="[0, 10**12]",
+          search=(1_000, 5_000, 10_000, 20_000, 50_000)),
     Param("td_loss", "l2", "loss on the TD error: 'l2' (mean squared, skrl's DQN) or 'huber' (smooth L1, "
           "Stable-Baselines3's DQN)", choices=("l2", "huber")),
-    Param("max_grad_norm", 10.0, "gradient-norm clip (0 disables; upstream skrl DQN never clips)"),
-    Param("hidden_sizes", [64, 64], "hidden layer widths of the Q network", item_type=int),
+    Param("max_grad_norm", 10.0, "gradient-norm clip (0 disables; upstream skrl DQN never clips)", bounds="[0, inf)"),
+    Param("hidden_sizes", [64, 64], "hidden layer widths of the Q network", item_type=int,
+          item_bounds="[1, 8192]", length="[0, 16]", search=([64], [64, 64], [256, 256])),
     Param("activation", "relu", "hidden activation", choices=("relu", "tanh", "elu")),
 ) + ESTIMATOR_PARAMS + REPLAY_PARAMS + TARGET_PARAMS + OPTIMIZER_PARAMS
 
@@ -38,6 +40,7 @@ DQN = AlgorithmSpec(
     params=PARAMS,
     api_version=1,
     default_loss="dqn",
+    rules=REPLAY_RULES + ESTIMATOR_RULES,
     losses=(
         LossSpec(
             name="dqn",

@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rlplug.optim import optimizer_settings
-from rlplug.offpolicy import replay_settings, skrl_estimator_check, torchrl_estimator_settings
+from rlplug.families import optimizer_settings, replay_settings, skrl_estimator_check, torchrl_estimator_settings
 
 
 def _check_common(hp: Mapping[str, Any]) -> None:

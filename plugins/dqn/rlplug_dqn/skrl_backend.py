@@ -16,17 +16,20 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
-from rlplug.backends.skrl import q_model, resolve_class, seed_everything
-from rlplug.backends.skrl_offpolicy import (
+from rlplug import Build
+from rlplug.backends.skrl import (
     SkrlOffPolicyTrainer,
     StagedLossAgent,
     agent_arguments,
+    configure_threads,
+    module_target_update,
+    q_model,
     replay_memory,
-    target_update,
+    resolve_class,
+    seed_skrl,
+    use_adam_impl,
 )
-from rlplug.hookspecs import Build
-from rlplug.optim import use_adam_impl
-from rlplug.offpolicy import LinearSchedule
+from rlplug.families import LinearSchedule
 from skrl.agents.torch.dqn import DQN, DQN_CFG
 from skrl.memories.torch import RandomMemory
 
@@ -38,7 +41,8 @@ def build_models(build: Build) -> dict[str, Any]:
 
     skrl's DQN copies the online weights into the target and freezes it when it is constructed.
     """
-    seed_everything(build.seed)
+    configure_threads()
+    seed_skrl(build.seed)
     s = build.settings
     args = (build.observation_space, build.action_space, build.device, s["hidden_sizes"], s["activation"])
     return {"q_network": q_model(*args), "target_q_network": q_model(*args)}
@@ -101,7 +105,7 @@ def make_dqn_loss(build: Build) -> DQNLoss:
 
 def build_target_updater(build: Build) -> Any:
     """The recipe's target update (hard copy every ``target_update_period`` gradient steps, or soft)."""
-    return target_update(build, [(build.models["target_q_network"], build.models["q_network"])])
+    return module_target_update(build, [(build.models["target_q_network"], build.models["q_network"])])
 
 
 # ---- agent --------------------------------------------------------------------------------------

@@ -15,12 +15,22 @@ from typing import Any
 
 import numpy as np
 import torch
-from rlplug.backends.torchrl import configure_threads, describe_loss, mlp, observation_batch, q_value_actor, seed_everything
-from rlplug.backends.torchrl_offpolicy import TorchRLOffPolicyTrainer, replay_buffer, set_value_estimator, target_update
-from rlplug.backends.parallel import sync_gradients
-from rlplug.hookspecs import Build
-from rlplug.optim import adam
-from rlplug.offpolicy import LinearSchedule
+from rlplug import Build
+from rlplug.backends.torchrl import (
+    TorchRLOffPolicyTrainer,
+    adam,
+    configure_threads,
+    describe_loss,
+    loss_target_update,
+    mlp,
+    observation_batch,
+    q_value_actor,
+    replay_buffer,
+    seed_everything,
+    set_value_estimator,
+    sync_gradients,
+)
+from rlplug.families import LinearSchedule
 from tensordict import TensorDict
 from tensordict.nn import TensorDictSequential
 from torch import nn
@@ -80,7 +90,7 @@ def describe_dqn_loss() -> dict[str, Any]:
 
 def build_target_updater(build: Build) -> Any:
     """The recipe's target update on the loss's target parameters (``HardUpdate`` / ``SoftUpdate``)."""
-    return target_update(build, build.loss)
+    return loss_target_update(build, build.loss)
 
 
 # ---- trainer ------------------------------------------------------------------------------------

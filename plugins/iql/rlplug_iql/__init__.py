@@ -6,25 +6,25 @@ The backends live in ``skrl_backend`` and ``torchrl_backend`` and are imported o
 
 from __future__ import annotations
 
-from rlplug import AlgorithmPlugin, AlgorithmSpec, LossSpec, Param
-from rlplug.offline import OFFLINE_PARAMS
-from rlplug.optim import OPTIMIZER_PARAMS
-from rlplug.offpolicy import TARGET_PARAMS
-from rlplug.schema import both_backends
+from rlplug import AlgorithmPlugin, AlgorithmSpec, LossSpec, Param, Search, both_backends
+from rlplug.families import OFFLINE_PARAMS, OPTIMIZER_PARAMS, TARGET_PARAMS
 
 from .settings import skrl_settings, torchrl_settings
 
 PARAMS = (
-    Param("actor_learning_rate", 3e-4, "Adam learning rate of the policy"),
-    Param("critic_learning_rate", 3e-4, "Adam learning rate of the two Q networks"),
-    Param("value_learning_rate", 3e-4, "Adam learning rate of the state-value network V"),
-    Param("gamma", 0.99, "discount factor of the TD(0) target r + gamma * (1 - terminated) * V(s')"),
+    Param("actor_learning_rate", 3e-4, "Adam learning rate of the policy", bounds="(0, inf)", search=Search(1e-5, 1e-3, log=True)),
+    Param("critic_learning_rate", 3e-4, "Adam learning rate of the two Q networks", bounds="(0, inf)", search=Search(1e-5, 1e-3, log=True)),
+    Param("value_learning_rate", 3e-4, "Adam learning rate of the state-value network V", bounds="(0, inf)", search=Search(1e-5, 1e-3, log=True)),
+    Param("gamma", 0.99, "discount factor of the TD(0) target r + gamma * (1 - terminated) * V(s')",
+          bounds="[0, 1]"),
     Param("expectile", 0.7, "expectile tau of V's regression towards min Q (0.5: the mean, i.e. SARSA; "
-          "towards 1: the best action in the data)"),
-    Param("temperature", 3.0, "inverse temperature beta of the advantage weights exp(beta * (Q - V)), clamped at 100"),
-    Param("hidden_sizes", [256, 256], "hidden layer widths of the policy, Q and V networks", item_type=int),
+          "towards 1: the best action in the data)", bounds="(0, 1)", search=Search(0.5, 0.95)),
+    Param("temperature", 3.0, "inverse temperature beta of the advantage weights exp(beta * (Q - V)), clamped at 100",
+          bounds="[0, inf)", search=Search(0.5, 10.0, log=True)),
+    Param("hidden_sizes", [256, 256], "hidden layer widths of the policy, Q and V networks", item_type=int,
+          item_bounds="[1, 8192]", length="[0, 16]"),
     Param("activation", "relu", "hidden activation", choices=("relu", "tanh", "elu")),
-    Param("grad_norm_clip", 0.0, "gradient-norm clip per optimised network (0 disables)"),
+    Param("grad_norm_clip", 0.0, "gradient-norm clip per optimised network (0 disables)", bounds="[0, inf)"),
 ) + OFFLINE_PARAMS + TARGET_PARAMS + OPTIMIZER_PARAMS
 
 IQL = AlgorithmSpec(

@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rlplug.optim import optimizer_settings
-from rlplug.offline import offline_settings
+from rlplug.families import offline_settings, optimizer_settings
 
 
 def _check(hp: Mapping[str, Any]) -> None:

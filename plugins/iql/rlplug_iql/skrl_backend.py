@@ -24,11 +24,23 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
-from rlplug.backends.skrl import GaussianPolicy, q_model, register_action_bounds, seed_everything, value_model
-from rlplug.backends.skrl_offline import SkrlOfflineTrainer, dataset_memory
-from rlplug.backends.skrl_offpolicy import StagedLossAgent, TargetUpdate, agent_arguments, hard_copy, target_update
-from rlplug.hookspecs import Build
-from rlplug.optim import use_adam_impl
+from rlplug import Build
+from rlplug.backends.skrl import (
+    GaussianPolicy,
+    ModuleTargetUpdate,
+    SkrlOfflineTrainer,
+    StagedLossAgent,
+    agent_arguments,
+    configure_threads,
+    dataset_memory,
+    hard_copy,
+    module_target_update,
+    q_model,
+    register_action_bounds,
+    seed_skrl,
+    use_adam_impl,
+    value_model,
+)
 from skrl.agents.torch import Agent, AgentCfg
 from skrl.memories.torch import RandomMemory
 
@@ -52,7 +64,8 @@ class BoundedMeanGaussianPolicy(GaussianPolicy):
 def build_models(build: Build) -> dict[str, Any]:
     """The policy, V(s), two Q(s, a) critics and their targets (started equal to the critics),
     initialised from ``build.seed``."""
-    seed_everything(build.seed)
+    configure_threads()
+    seed_skrl(build.seed)
     s = build.settings
     args = (build.observation_space, build.action_space, build.device, s["hidden_sizes"], s["activation"])
     models = {
@@ -132,10 +145,10 @@ def make_iql_loss(build: Build) -> IQLLoss:
 # ---- target networks ----------------------------------------------------------------------------
 
 
-def build_target_updater(build: Build) -> TargetUpdate:
+def build_target_updater(build: Build) -> ModuleTargetUpdate:
     """Soft (Polyak, ``tau``) or hard (every ``target_update_period`` steps) updates of both target critics."""
     m = build.models
-    return target_update(build, [(m["target_critic_1"], m["critic_1"]), (m["target_critic_2"], m["critic_2"])])
+    return module_target_update(build, [(m["target_critic_1"], m["critic_1"]), (m["target_critic_2"], m["critic_2"])])
 
 
 # ---- agent --------------------------------------------------------------------------------------

@@ -16,11 +16,22 @@ from typing import Any
 
 import numpy as np
 import torch
-from rlplug.backends.torchrl import configure_threads, describe_loss, mlp, q_value_operator, seed_everything, tanh_normal_actor, value_operator
-from rlplug.backends.torchrl_offline import TorchRLOfflineTrainer, dataset_buffer
-from rlplug.backends.torchrl_offpolicy import TargetUpdate, set_value_estimator, target_update
-from rlplug.hookspecs import Build
-from rlplug.optim import adam
+from rlplug import Build
+from rlplug.backends.torchrl import (
+    LossTargetUpdate,
+    TorchRLOfflineTrainer,
+    adam,
+    configure_threads,
+    dataset_buffer,
+    describe_loss,
+    loss_target_update,
+    mlp,
+    q_value_operator,
+    seed_everything,
+    set_value_estimator,
+    tanh_normal_actor,
+    value_operator,
+)
 from torch import nn
 from torchrl.data import TensorDictReplayBuffer
 from torchrl.objectives import IQLLoss
@@ -83,9 +94,9 @@ def describe_iql_loss() -> dict[str, Any]:
 # ---- target networks ----------------------------------------------------------------------------
 
 
-def build_target_updater(build: Build) -> TargetUpdate:
+def build_target_updater(build: Build) -> LossTargetUpdate:
     """``SoftUpdate(tau)`` (or a hard copy every ``target_update_period`` steps) of the target Q parameters."""
-    return target_update(build, build.loss)
+    return loss_target_update(build, build.loss)
 
 
 # ---- optimiser ----------------------------------------------------------------------------------

@@ -7,33 +7,36 @@ The backends live in ``skrl_backend`` and ``torchrl_backend`` and are imported o
 from __future__ import annotations
 
 
-from rlplug import AlgorithmPlugin, AlgorithmSpec, LossSpec, Param
-from rlplug.optim import OPTIMIZER_PARAMS
-from rlplug.offpolicy import ESTIMATOR_PARAMS, REPLAY_PARAMS, TARGET_PARAMS
-from rlplug.schema import AutoOrFloat, both_backends
+from rlplug import AlgorithmPlugin, AlgorithmSpec, AutoOrFloat, LossSpec, Param, Search, both_backends
+from rlplug.families import ESTIMATOR_PARAMS, OPTIMIZER_PARAMS, REPLAY_PARAMS, TARGET_PARAMS
+from rlplug.families import ESTIMATOR_RULES, REPLAY_RULES
 
 from .settings import skrl_settings, torchrl_settings
 
 
 PARAMS = (
-    Param("actor_learning_rate", 3e-4, "Adam learning rate of the policy"),
-    Param("critic_learning_rate", 3e-4, "Adam learning rate of the two Q networks"),
-    Param("alpha_learning_rate", 3e-4, "Adam learning rate of log(alpha), the entropy coefficient"),
-    Param("gamma", 0.99, "discount factor"),
-    Param("initial_alpha", 1.0, "initial entropy coefficient alpha (the fixed value when learn_alpha is false)"),
+    Param("actor_learning_rate", 3e-4, "Adam learning rate of the policy", bounds="(0, inf)", search=Search(1e-5, 3e-3, log=True)),
+    Param("critic_learning_rate", 3e-4, "Adam learning rate of the two Q networks", bounds="(0, inf)", search=Search(1e-5, 3e-3, log=True)),
+    Param("alpha_learning_rate", 3e-4, "Adam learning rate of log(alpha), the entropy coefficient", bounds="(0, inf)"),
+    Param("gamma", 0.99, "discount factor", bounds="[0, 1]", search=(0.9, 0.95, 0.98, 0.99, 0.995, 0.999, 0.9999)),
+    Param("initial_alpha", 1.0, "initial entropy coefficient alpha (the fixed value when learn_alpha is false)",
+          bounds="(0, inf)"),
     Param("learn_alpha", True, "tune alpha towards target_entropy (false: keep initial_alpha)"),
     AutoOrFloat("target_entropy", "auto", "entropy the tuned alpha steers the policy towards: 'auto' = -action_dim, or a number"),
-    Param("hidden_sizes", [256, 256], "hidden layer widths of the policy and Q networks", item_type=int),
+    Param("hidden_sizes", [256, 256], "hidden layer widths of the policy and Q networks", item_type=int,
+          item_bounds="[1, 8192]", length="[0, 16]", search=([64, 64], [256, 256], [400, 300])),
     Param("activation", "relu", "hidden activation", choices=("relu", "tanh", "elu")),
-    Param("grad_norm_clip", 0.0, "gradient-norm clip per optimiser (0 disables)"),
+    Param("grad_norm_clip", 0.0, "gradient-norm clip per optimiser (0 disables)", bounds="[0, inf)"),
     Param("squash_actions", False, "skrl: tanh-squash the Gaussian policy's samples into the action bounds with the "
           "log-prob correction (the SAC paper's policy; false: skrl's unsquashed Gaussian, clipped by the env). "
           "TorchRL's TanhNormal actor always squashes"),
     Param("exploration_noise", "none", "extra noise on the sampled action while collecting: 'none' (the policy's own "
           "samples) or 'ou' (Ornstein-Uhlenbeck, temporally correlated; for sparse rewards such as MountainCar)",
           choices=("none", "ou")),
-    Param("exploration_std", 0.5, "sigma of the Ornstein-Uhlenbeck exploration noise (per environment step)"),
-    Param("ou_theta", 0.15, "mean-reversion rate of the Ornstein-Uhlenbeck noise (per environment step)"),
+    Param("exploration_std", 0.5, "sigma of the Ornstein-Uhlenbeck exploration noise (per environment step)",
+          bounds="[0, inf)"),
+    Param("ou_theta", 0.15, "mean-reversion rate of the Ornstein-Uhlenbeck noise (per environment step)",
+          bounds="[0, 1]"),
 ) + ESTIMATOR_PARAMS + REPLAY_PARAMS + TARGET_PARAMS + OPTIMIZER_PARAMS
 
 SAC = AlgorithmSpec(
@@ -44,6 +47,7 @@ SAC = AlgorithmSpec(
     params=PARAMS,
     api_version=1,
     default_loss="sac",
+    rules=REPLAY_RULES + ESTIMATOR_RULES,
     losses=(
         LossSpec(
             name="sac",

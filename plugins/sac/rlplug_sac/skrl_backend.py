@@ -17,17 +17,23 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
-from rlplug.backends.skrl import GaussianPolicy, policy_mean_or_argmax, q_model, register_action_bounds, seed_everything, tanh_log_det
-from rlplug.backends.skrl_offpolicy import (
+from rlplug import Build
+from rlplug.backends.skrl import (
+    GaussianPolicy,
+    ModuleTargetUpdate,
     SkrlOffPolicyTrainer,
     StagedLossAgent,
-    TargetUpdate,
     agent_arguments,
+    configure_threads,
+    module_target_update,
+    policy_mean_or_argmax,
+    q_model,
+    register_action_bounds,
     replay_memory,
-    target_update,
+    seed_skrl,
+    tanh_log_det,
+    use_adam_impl,
 )
-from rlplug.hookspecs import Build
-from rlplug.optim import use_adam_impl
 from skrl.agents.torch.sac import SAC, SAC_CFG
 from skrl.memories.torch import RandomMemory
 from skrl.resources.noises.torch import OrnsteinUhlenbeckNoise
@@ -65,7 +71,8 @@ def build_models(build: Build) -> dict[str, Any]:
     """A Gaussian policy (state-independent log std, as skrl's SAC examples; optionally tanh-squashed)
     and two Q(s, a) critics with their targets, initialised from ``build.seed``. skrl's SAC
     hard-copies the targets itself."""
-    seed_everything(build.seed)
+    configure_threads()
+    seed_skrl(build.seed)
     s = build.settings
     args = (build.observation_space, build.action_space, build.device, s["hidden_sizes"], s["activation"])
     policy_class = SquashedGaussianPolicy if s["squash_actions"] else GaussianPolicy
@@ -135,10 +142,10 @@ def make_sac_loss(build: Build) -> SACLoss:
 # ---- target networks ----------------------------------------------------------------------------
 
 
-def build_target_updater(build: Build) -> TargetUpdate:
+def build_target_updater(build: Build) -> ModuleTargetUpdate:
     """Soft (Polyak, ``tau``) or hard (every ``target_update_period`` steps) updates of both target critics."""
     m = build.models
-    return target_update(build, [(m["target_critic_1"], m["critic_1"]), (m["target_critic_2"], m["critic_2"])])
+    return module_target_update(build, [(m["target_critic_1"], m["critic_1"]), (m["target_critic_2"], m["critic_2"])])
 
 
 # ---- agent --------------------------------------------------------------------------------------

@@ -15,18 +15,24 @@ from typing import Any
 
 import numpy as np
 import torch
-from rlplug.backends.torchrl import configure_threads, describe_loss, deterministic_actions, mlp, q_value_operator, seed_everything, tanh_normal_actor
-from rlplug.backends.torchrl_offpolicy import (
-    TargetUpdate,
+from rlplug import Build
+from rlplug.backends.torchrl import (
+    LossTargetUpdate,
     TorchRLOffPolicyTrainer,
+    adam,
+    configure_threads,
+    describe_loss,
+    deterministic_actions,
+    loss_target_update,
+    mlp,
     ou_noise,
+    q_value_operator,
     replay_buffer,
+    seed_everything,
     set_value_estimator,
-    target_update,
+    sync_gradients,
+    tanh_normal_actor,
 )
-from rlplug.backends.parallel import sync_gradients
-from rlplug.hookspecs import Build
-from rlplug.optim import adam
 from tensordict import TensorDict
 from tensordict.nn import TensorDictSequential
 from torch import nn
@@ -92,9 +98,9 @@ def describe_sac_loss() -> dict[str, Any]:
 # ---- target networks ----------------------------------------------------------------------------
 
 
-def build_target_updater(build: Build) -> TargetUpdate:
+def build_target_updater(build: Build) -> LossTargetUpdate:
     """``SoftUpdate(tau)`` (or a hard copy every ``target_update_period`` steps) of the target Q parameters."""
-    return target_update(build, build.loss)
+    return loss_target_update(build, build.loss)
 
 
 # ---- optimiser ----------------------------------------------------------------------------------

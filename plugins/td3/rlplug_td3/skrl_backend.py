@@ -15,19 +15,23 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
-from rlplug.backends.skrl import DeterministicPolicy, q_model, resolve_class, seed_everything
-from rlplug.backends.skrl_offpolicy import (
+from rlplug import Build
+from rlplug.backends.skrl import (
+    DeterministicPolicy,
+    ModuleTargetUpdate,
     SkrlOffPolicyTrainer,
     StagedLossAgent,
-    TargetUpdate,
     agent_arguments,
+    configure_threads,
     hard_copy,
+    module_target_update,
+    q_model,
     replay_memory,
-    target_update,
+    resolve_class,
+    seed_skrl,
+    use_adam_impl,
 )
-from rlplug.hookspecs import Build
-from rlplug.optim import use_adam_impl
-from rlplug.offpolicy import LinearSchedule
+from rlplug.families import LinearSchedule
 from skrl.agents.torch.td3 import TD3, TD3_CFG
 from skrl.memories.torch import RandomMemory
 from skrl.models.torch import Model
@@ -38,7 +42,8 @@ from skrl.resources.noises.torch import GaussianNoise
 
 def build_models(build: Build) -> dict[str, Model]:
     """A tanh-bounded deterministic policy, twin Q(s, a) critics, and target copies of all three."""
-    seed_everything(build.seed)
+    configure_threads()
+    seed_skrl(build.seed)
     s = build.settings
     args = (build.observation_space, build.action_space, build.device, s["hidden_sizes"], s["activation"])
     models = {
@@ -124,11 +129,11 @@ def make_td3_loss(build: Build) -> TD3Loss:
 # ---- target networks ----------------------------------------------------------------------------
 
 
-def build_target_updater(build: Build) -> TargetUpdate:
+def build_target_updater(build: Build) -> ModuleTargetUpdate:
     """Policy and both critics move together, on the delayed (policy) steps, like upstream's polyak update."""
     m = build.models
     pairs = [(m["target_policy"], m["policy"]), (m["target_critic_1"], m["critic_1"]), (m["target_critic_2"], m["critic_2"])]
-    return target_update(build, pairs)
+    return module_target_update(build, pairs)
 
 
 # ---- agent --------------------------------------------------------------------------------------

@@ -14,27 +14,25 @@ from typing import Any
 
 import numpy as np
 import torch
+from rlplug import Build
 from rlplug.backends.torchrl import (
+    LossTargetUpdate,
+    OrnsteinUhlenbeckNoise,
+    TorchRLOffPolicyTrainer,
+    adam,
     configure_threads,
     describe_loss,
     deterministic_actor,
+    loss_target_update,
     mlp,
     observation_batch,
     q_value_operator,
-    seed_everything,
-)
-from rlplug.backends.torchrl_offpolicy import (
-    OrnsteinUhlenbeckNoise,
-    TargetUpdate,
-    TorchRLOffPolicyTrainer,
     replay_buffer,
+    seed_everything,
     set_value_estimator,
-    target_update,
+    sync_gradients,
 )
-from rlplug.backends.parallel import sync_gradients
-from rlplug.hookspecs import Build
-from rlplug.optim import adam
-from rlplug.offpolicy import LinearSchedule
+from rlplug.families import LinearSchedule
 from tensordict import TensorDict
 from tensordict.nn import TensorDictModule, TensorDictSequential
 from torch import nn
@@ -94,9 +92,9 @@ def describe_td3_loss() -> dict[str, Any]:
 # ---- target networks ----------------------------------------------------------------------------
 
 
-def build_target_updater(build: Build) -> TargetUpdate:
+def build_target_updater(build: Build) -> LossTargetUpdate:
     """Target actor and target critics move together, after each (delayed) actor step."""
-    return target_update(build, build.loss)
+    return loss_target_update(build, build.loss)
 
 
 # ---- exploration --------------------------------------------------------------------------------

@@ -1,0 +1,129 @@
+"""The skrl backend API for plugin authors: everything a cell's ``skrl_backend`` module may import.
+
+Names are grouped by concern (env, models, settings, on-policy, off-policy, multi-agent, offline,
+shared); docs/plugins.md has one line on each. Imports torch and skrl.
+"""
+
+from __future__ import annotations
+
+from ...multiagent_training import MultiAgentTrainerBase
+from ...envstate import deep_restore, deep_snapshot
+from ...rng import capture_rng_state, restore_rng_state
+from ...trainer import EpisodeTracker, TrainerBase
+from ..common.nets import ACTIVATIONS, mlp
+from ..common.optim import adam, use_adam_impl
+from ..common.parallel import mean_over_ranks, sync_gradients
+from ..common.seeding import configure_threads
+from ..common.terms import TermMeans
+from .env import env_state, load_env_state, make_vector_env, seed_skrl, true_next_observations
+from .memory import SKRL_NAMES, load_memory_state, memory_state, replay_memory
+from .models import (
+    CategoricalPolicy,
+    DeterministicModel,
+    DeterministicPolicy,
+    GaussianPolicy,
+    policy_mean_or_argmax,
+    q_model,
+    register_action_bounds,
+    stochastic_policy,
+    tanh_log_det,
+    value_model,
+)
+from .multiagent import AgentValue, agent_models, joint_deterministic_actions, make_multiagent_vector_env
+from .offline import SkrlOfflineTrainer, dataset_memory
+from .offpolicy import (
+    ModuleTargetUpdate,
+    SkrlOffPolicyTrainer,
+    StagedLossAgent,
+    agent_arguments,
+    hard_copy,
+    module_target_update,
+    optimise,
+)
+from .onpolicy import (
+    OnPolicyAgent,
+    RolloutLearner,
+    SkrlRolloutTrainer,
+    actor_critic_models,
+    clipped_ppo_terms,
+    compute_returns_and_advantages,
+    rollout_agent_arguments,
+    rollout_config,
+    rollout_epochs,
+    rollout_learner,
+    rollout_memory,
+)
+from .settings import PooledRunningStandardScaler, preprocessor, resolve_class
+
+__all__ = [
+    # shared with the TorchRL package (the same objects)
+    "ACTIVATIONS",
+    "EpisodeTracker",
+    "MultiAgentTrainerBase",
+    "TermMeans",
+    "TrainerBase",
+    "adam",
+    "capture_rng_state",
+    "configure_threads",
+    "deep_restore",
+    "deep_snapshot",
+    "mean_over_ranks",
+    "mlp",
+    "restore_rng_state",
+    "sync_gradients",
+    # env
+    "env_state",
+    "load_env_state",
+    "make_vector_env",
+    "seed_skrl",
+    "true_next_observations",
+    # memory
+    "SKRL_NAMES",
+    "load_memory_state",
+    "memory_state",
+    "replay_memory",
+    # models
+    "CategoricalPolicy",
+    "DeterministicModel",
+    "DeterministicPolicy",
+    "GaussianPolicy",
+    "policy_mean_or_argmax",
+    "q_model",
+    "register_action_bounds",
+    "stochastic_policy",
+    "tanh_log_det",
+    "value_model",
+    # settings
+    "PooledRunningStandardScaler",
+    "preprocessor",
+    "resolve_class",
+    # on-policy
+    "OnPolicyAgent",
+    "RolloutLearner",
+    "SkrlRolloutTrainer",
+    "actor_critic_models",
+    "clipped_ppo_terms",
+    "compute_returns_and_advantages",
+    "rollout_agent_arguments",
+    "rollout_config",
+    "rollout_epochs",
+    "rollout_learner",
+    "rollout_memory",
+    # off-policy
+    "ModuleTargetUpdate",
+    "SkrlOffPolicyTrainer",
+    "StagedLossAgent",
+    "agent_arguments",
+    "hard_copy",
+    "module_target_update",
+    "optimise",
+    "use_adam_impl",
+    # multi-agent
+    "AgentValue",
+    "agent_models",
+    "joint_deterministic_actions",
+    "make_multiagent_vector_env",
+    # offline
+    "SkrlOfflineTrainer",
+    "dataset_memory",
+]

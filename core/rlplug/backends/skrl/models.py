@@ -1,0 +1,186 @@
+"""skrl models: MLP policies (Gaussian, categorical, deterministic), value and Q models, action
+bounds, and the deterministic action of a stochastic policy."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import gymnasium as gym
+import torch
+from skrl.models.torch import CategoricalMixin, DeterministicMixin, GaussianMixin, Model
+from torch import nn
+
+from ..common.nets import mlp
+
+# ---- networks and models ------------------------------------------------------------------------
+
+
+
+class GaussianPolicy(GaussianMixin, Model):
+    """Diagonal Gaussian over Box actions: an MLP mean and a state-independent learned ``log_std``."""
+
+    def __init__(
+        self,
+        observation_space: gym.Space,
+        action_space: gym.Space,
+        device: str,
+        hidden_sizes: Sequence[int],
+        activation: str = "tanh",
+        initial_log_std: float = 0.0,
+        clip_actions: bool = False,
+        min_log_std: float = -20.0,
+        max_log_std: float = 2.0,
+    ) -> None:
+        Model.__init__(self, observation_space=observation_space, action_space=action_space, device=device)
+        GaussianMixin.__init__(self, clip_actions=clip_actions, min_log_std=min_log_std, max_log_std=max_log_std)
+        self.net = mlp(self.num_observations, hidden_sizes, self.num_actions, activation)
+        self.log_std_parameter = nn.Parameter(torch.full((self.num_actions,), float(initial_log_std)))
+
+    def compute(self, inputs: Mapping[str, Any], role: str = "") -> tuple[torch.Tensor, dict[str, Any]]:
+        return self.net(inputs["observations"]), {"log_std": self.log_std_parameter}
+
+
+class CategoricalPolicy(CategoricalMixin, Model):
+    """Categorical over Discrete actions from MLP logits."""
+
+    def __init__(
+        self,
+        observation_space: gym.Space,
+        action_space: gym.Space,
+        device: str,
+        hidden_sizes: Sequence[int],
+        activation: str = "tanh",
+    ) -> None:
+        Model.__init__(self, observation_space=observation_space, action_space=action_space, device=device)
+        CategoricalMixin.__init__(self, unnormalized_log_prob=True)
+        self.net = mlp(self.num_observations, hidden_sizes, self.num_actions, activation)
+
+    def compute(self, inputs: Mapping[str, Any], role: str = "") -> tuple[torch.Tensor, dict[str, Any]]:
+        return self.net(inputs["observations"]), {}
+
+
+class DeterministicModel(DeterministicMixin, Model):
+    """An MLP with a deterministic output: a state value V(s) or, with ``with_actions``, Q(s, a).
+
+    ``input_key`` picks what it reads: ``"observations"``, or ``"states"`` for a centralised critic
+    (MAPPO). ``output_size`` defaults to 1; a DQN Q-network passes the number of actions.
+    """
+
+    def __init__(
+        self,
+        observation_space: gym.Space,
+        action_space: gym.Space,
+        device: str,
+        hidden_sizes: Sequence[int],
+        activation: str = "tanh",
+        output_size: int = 1,
+        with_actions: bool = False,
+        input_key: str = "observations",
+        state_space: gym.Space | None = None,
+    ) -> None:
+        Model.__init__(
+            self, observation_space=observation_space, state_space=state_space, action_space=action_space, device=device
+        )
+        DeterministicMixin.__init__(self, clip_actions=False)
+        self.input_key = input_key
+        self.with_actions = with_actions
+        input_size = self.num_states if input_key == "states" else self.num_observations
+        if with_actions:
+            input_size += self.num_actions
+        self.net = mlp(input_size, hidden_sizes, output_size, activation)
+
+    def compute(self, inputs: Mapping[str, Any], role: str = "") -> tuple[torch.Tensor, dict[str, Any]]:
+        x = inputs[self.input_key]
+        if self.with_actions:
+            x = torch.cat([x, inputs["taken_actions"]], dim=-1)
+        return self.net(x), {}
+
+
+class DeterministicPolicy(DeterministicMixin, Model):
+    """A deterministic policy for Box actions (TD3, DDPG): ``tanh(mlp(obs))`` scaled into the bounds."""
+
+    def __init__(
+        self,
+        observation_space: gym.Space,
+        action_space: gym.spaces.Box,
+        device: str,
+        hidden_sizes: Sequence[int],
+        activation: str = "relu",
+    ) -> None:
+        Model.__init__(self, observation_space=observation_space, action_space=action_space, device=device)
+        DeterministicMixin.__init__(self, clip_actions=False)
+        self.net = mlp(self.num_observations, hidden_sizes, self.num_actions, activation)
+        low = torch.as_tensor(action_space.low, dtype=torch.float32)
+        high = torch.as_tensor(action_space.high, dtype=torch.float32)
+        self.register_buffer("center", (high + low) / 2)
+        self.register_buffer("half_range", (high - low) / 2)
+
+    def compute(self, inputs: Mapping[str, Any], role: str = "") -> tuple[torch.Tensor, dict[str, Any]]:
+        return self.center + self.half_range * torch.tanh(self.net(inputs["observations"])), {}
+
+
+def stochastic_policy(
+    observation_space: gym.Space,
+    action_space: gym.Space,
+    device: str,
+    hidden_sizes: Sequence[int],
+    activation: str = "tanh",
+    initial_log_std: float = 0.0,
+) -> Model:
+    """A Categorical policy for Discrete actions, a Gaussian one for Box actions."""
+    if isinstance(action_space, gym.spaces.Discrete):
+        return CategoricalPolicy(observation_space, action_space, device, hidden_sizes, activation)
+    if isinstance(action_space, gym.spaces.Box):
+        return GaussianPolicy(observation_space, action_space, device, hidden_sizes, activation, initial_log_std)
+    raise TypeError(f"no default stochastic policy for action space {action_space}")
+
+
+def value_model(
+    observation_space: gym.Space, action_space: gym.Space, device: str, hidden_sizes: Sequence[int], activation: str = "tanh"
+) -> DeterministicModel:
+    """V(s): one output from the observations."""
+    return DeterministicModel(observation_space, action_space, device, hidden_sizes, activation)
+
+
+def q_model(
+    observation_space: gym.Space, action_space: gym.Space, device: str, hidden_sizes: Sequence[int], activation: str = "relu"
+) -> DeterministicModel:
+    """Q(s, a) for Box actions (observations and actions concatenated), or Q(s, ·) for Discrete actions."""
+    if isinstance(action_space, gym.spaces.Discrete):
+        return DeterministicModel(
+            observation_space, action_space, device, hidden_sizes, activation, output_size=int(action_space.n)
+        )
+    return DeterministicModel(observation_space, action_space, device, hidden_sizes, activation, with_actions=True)
+
+
+def register_action_bounds(model: nn.Module, space: gym.spaces.Box, device: Any = None) -> None:
+    """Buffers ``action_center`` and ``action_half_range`` of a Box space, for policies that map
+    ``tanh`` into the bounds (they follow ``.to()`` and are saved with the model)."""
+    low = torch.as_tensor(space.low, dtype=torch.float32, device=device)
+    high = torch.as_tensor(space.high, dtype=torch.float32, device=device)
+    model.register_buffer("action_center", (high + low) / 2)
+    model.register_buffer("action_half_range", (high - low) / 2)
+
+
+def tanh_log_det(u: torch.Tensor, half_range: torch.Tensor) -> torch.Tensor:
+    """``log |d(center + half_range * tanh(u)) / du|``, with ``log(1 - tanh(u)^2)`` computed stably as
+    ``2 * (log 2 - u - softplus(-2u))``: the change-of-variables term of a squashed Gaussian."""
+    return 2.0 * (math.log(2.0) - u - torch.nn.functional.softplus(-2.0 * u)) + torch.log(half_range)
+
+
+def policy_mean_or_argmax(policy: Model, observations: torch.Tensor) -> torch.Tensor:
+    """The deterministic action of a stochastic policy: argmax of the logits, or the Gaussian mean
+    clipped to the action bounds as training clips what it sends to the env (``make_vector_env``).
+
+    Calls ``compute`` rather than ``act``, so evaluating draws nothing from torch's RNG and a run's
+    random stream is the same with or without evaluations in between.
+    """
+    output, _ = policy.compute({"observations": observations, "states": None}, role="policy")
+    if isinstance(policy, CategoricalMixin):
+        return output.argmax(dim=-1)
+    space = policy.action_space
+    low = torch.as_tensor(space.low, dtype=output.dtype, device=output.device)
+    high = torch.as_tensor(space.high, dtype=output.dtype, device=output.device)
+    return torch.clamp(output, min=low, max=high)

@@ -1,0 +1,238 @@
+"""skrl building blocks for multi-agent cells: vectorised MPE and VMAS envs, per-agent models.
+
+Both envs are skrl ``MultiAgentEnvWrapper``s that return per-agent dicts of ``[num_envs, ...]``
+tensors, reset ended episodes themselves, and expose the global state (every agent's observation
+concatenated) through ``state()``, as skrl's MAPPO expects:
+
+* ``VectorPettingZooEnv``: ``num_envs`` MPE envs, each behind skrl's own ``PettingZooWrapper``
+  (which handles one env and leaves resets to skrl's trainer), stepped in turn;
+* ``VmasEnvWrapper``: skrl has no VMAS wrapper; this one puts a VMAS ``Environment`` (natively
+  vectorised, torch tensors) behind skrl's multi-agent wrapper base.
+
+An episode that ends (MPE's ``max_cycles``, VMAS's ``max_steps`` or every goal reached) is reported
+as ``terminated`` for every agent and reset in the same step: the returned observations are the next
+episode's first ones. rlplug's multi-agent cells treat the step limit as the end of the return on
+both backends (MPE and VMAS episodes are fixed-horizon tasks), so no true last observation is needed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import gymnasium as gym
+import skrl
+import torch
+from skrl.envs.wrappers.torch.pettingzoo_envs import PettingZooWrapper
+from skrl.envs.wrappers.torch.base import MultiAgentEnvWrapper
+from skrl.models.torch import DeterministicMixin, Model
+
+from ...envs import env_errors
+from ...multiagent import MultiAgentSpaces, gymnasium_space, make_mpe_env, make_vmas_env, parse_env_id
+from ..common.nets import mlp
+from .models import policy_mean_or_argmax, stochastic_policy
+
+# ---- environments -------------------------------------------------------------------------------
+
+
+class VectorPettingZooEnv(MultiAgentEnvWrapper):
+    """``num_envs`` PettingZoo parallel envs behind skrl's ``PettingZooWrapper``, auto-reset, stacked."""
+
+    def __init__(self, envs: Sequence[PettingZooWrapper], device: str = "cpu") -> None:
+        super().__init__(envs[0]._env)
+        self._envs = list(envs)
+        self._device = torch.device(device)
+        self._agents = list(envs[0].possible_agents)
+        self._states: dict[str, torch.Tensor] = {}
+
+    @property
+    def num_envs(self) -> int:
+        return len(self._envs)
+
+    @property
+    def possible_agents(self) -> list[str]:
+        return self._agents
+
+    @property
+    def agents(self) -> list[str]:  # every agent lives until its env resets them all
+        return self._agents
+
+    def _stack(self, per_env: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+        return {uid: torch.cat([values[uid] for values in per_env]).to(self._device) for uid in self._agents}
+
+    def _update_states(self) -> None:
+        state = torch.cat([env.state()[self._agents[0]].reshape(1, -1) for env in self._envs]).to(self._device)
+        self._states = dict.fromkeys(self._agents, state)
+
+    def reset(self) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+        observations = self._stack([env.reset()[0] for env in self._envs])
+        self._update_states()
+        return observations, {}
+
+    def step(self, actions: Mapping[str, torch.Tensor]) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
+        observations, rewards, ended = [], [], []
+        for i, env in enumerate(self._envs):
+            next_obs, reward, terminated, truncated, _ = env.step({uid: actions[uid][i : i + 1] for uid in self._agents})
+            done = any(bool(terminated[uid].any() or truncated[uid].any()) for uid in self._agents)
+            if done:  # skrl's trainer would reset here; this wrapper owns the reset instead
+                next_obs, _ = env.reset()
+            observations.append(next_obs)
+            rewards.append(reward)
+            ended.append(done)
+        self._update_states()
+        terminated = torch.tensor(ended, device=self._device).reshape(-1, 1)
+        truncated = torch.zeros_like(terminated)
+        return (
+            self._stack(observations),
+            self._stack(rewards),
+            dict.fromkeys(self._agents, terminated),
+            dict.fromkeys(self._agents, truncated),
+            {},
+        )
+
+    def state(self) -> dict[str, torch.Tensor]:
+        return self._states
+
+    def render(self, *args: Any, **kwargs: Any) -> Any:
+        return None
+
+    def close(self) -> None:
+        for env in self._envs:
+            env.close()
+
+
+class VmasEnvWrapper(MultiAgentEnvWrapper):
+    """A VMAS ``Environment`` (already vectorised) behind skrl's multi-agent wrapper base."""
+
+    def __init__(self, env: Any) -> None:
+        super().__init__(env)
+        self._device = torch.device(env.device)
+        self._agents = [agent.name for agent in env.agents]
+        # VMAS builds legacy gym spaces; skrl's space utilities need gymnasium's
+        self._observation_spaces = {uid: gymnasium_space(s) for uid, s in zip(self._agents, env.observation_space)}
+        self._action_spaces = {uid: gymnasium_space(s) for uid, s in zip(self._agents, env.action_space)}
+        size = sum(int(space.shape[0]) for space in env.observation_space)
+        self._state_space = gym.spaces.Box(-float("inf"), float("inf"), (size,))
+        self._states: dict[str, torch.Tensor] = {}
+
+    num_envs = property(lambda self: self._env.num_envs)
+    possible_agents = property(lambda self: self._agents)
+    agents = property(lambda self: self._agents)
+    observation_spaces = property(lambda self: self._observation_spaces)
+    action_spaces = property(lambda self: self._action_spaces)
+    state_spaces = property(lambda self: dict.fromkeys(self._agents, self._state_space))
+
+    def _observe(self, observations: Sequence[torch.Tensor]) -> dict[str, torch.Tensor]:
+        self._states = dict.fromkeys(self._agents, torch.cat(list(observations), dim=-1))
+        return dict(zip(self._agents, observations))
+
+    def reset(self) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+        return self._observe(self._env.reset()), {}
+
+    def step(self, actions: Mapping[str, torch.Tensor]) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
+        observations, rewards, dones, _ = self._env.step([actions[uid] for uid in self._agents])
+        if dones.all():
+            observations = self._env.reset()
+        elif dones.any():
+            for index in dones.nonzero().flatten().tolist():
+                observations = self._env.reset_at(index)
+        terminated = dones.reshape(-1, 1)
+        truncated = torch.zeros_like(terminated)
+        return (
+            self._observe(observations),
+            {uid: reward.reshape(-1, 1) for uid, reward in zip(self._agents, rewards)},
+            dict.fromkeys(self._agents, terminated),
+            dict.fromkeys(self._agents, truncated),
+            {},
+        )
+
+    def state(self) -> dict[str, torch.Tensor]:
+        return self._states
+
+    def render(self, *args: Any, **kwargs: Any) -> Any:
+        return None
+
+    def close(self) -> None:
+        pass
+
+
+def make_multiagent_vector_env(
+    env_id: str, env_kwargs: Mapping[str, Any], num_envs: int, seed: int, device: str = "cpu"
+) -> MultiAgentEnvWrapper:
+    """The training env of a ``mpe:NAME`` / ``vmas:NAME`` id: ``num_envs`` copies, seeded (MPE copy ``i``
+    with ``seed + i``)."""
+    family, name = parse_env_id(env_id)
+    with env_errors(env_id, dict(env_kwargs), "training environment"):
+        if family == "vmas":
+            return VmasEnvWrapper(make_vmas_env(name, dict(env_kwargs), num_envs, seed, device))
+        envs = []
+        for i in range(num_envs):
+            skrl.config.torch.key = seed + i  # PettingZooWrapper seeds its first reset with the key it captures
+            envs.append(PettingZooWrapper(make_mpe_env(name, dict(env_kwargs))))
+    return VectorPettingZooEnv(envs, device)
+
+
+# ---- models -------------------------------------------------------------------------------------
+
+
+class AgentValue(DeterministicMixin, Model):
+    """One agent's V: from its own observation (IPPO), or, centralised (MAPPO), from the global state
+    concatenated with its own observation, so a critic shared by all agents still tells them apart."""
+
+    def __init__(
+        self,
+        observation_space: gym.Space,
+        state_space: gym.Space,
+        action_space: gym.Space,
+        device: str,
+        hidden_sizes: Sequence[int],
+        activation: str = "tanh",
+        centralised: bool = True,
+    ) -> None:
+        Model.__init__(
+            self, observation_space=observation_space, state_space=state_space, action_space=action_space, device=device
+        )
+        DeterministicMixin.__init__(self, clip_actions=False)
+        self.centralised = centralised
+        input_size = self.num_observations + (self.num_states if centralised else 0)
+        self.net = mlp(input_size, hidden_sizes, 1, activation)
+
+    def compute(self, inputs: Mapping[str, Any], role: str = "") -> tuple[torch.Tensor, dict[str, Any]]:
+        x = inputs["observations"]
+        if self.centralised:
+            x = torch.cat([inputs["states"], x], dim=-1)
+        return self.net(x), {}
+
+
+def agent_models(
+    spaces: MultiAgentSpaces,
+    device: str,
+    hidden_sizes: Sequence[int],
+    activation: str,
+    centralised_critic: bool,
+    share_parameters: bool,
+    initial_log_std: float = 0.0,
+) -> dict[str, dict[str, Model]]:
+    """``{uid: {"policy", "value"}}``; with ``share_parameters`` every agent holds the same two objects."""
+
+    def pair() -> dict[str, Model]:
+        policy = stochastic_policy(
+            spaces.observation_space, spaces.action_space, device, hidden_sizes, activation, initial_log_std
+        )
+        value = AgentValue(
+            spaces.observation_space, spaces.state_space, spaces.action_space, device, hidden_sizes, activation,
+            centralised_critic,
+        )  # fmt: skip
+        return {"policy": policy, "value": value}
+
+    if share_parameters:
+        shared = pair()
+        return {uid: shared for uid in spaces.agents}
+    return {uid: pair() for uid in spaces.agents}
+
+
+def joint_deterministic_actions(policies: Mapping[str, Model], agents: Sequence[str], observations: torch.Tensor) -> torch.Tensor:
+    """Greedy / mean actions of every agent for ``observations[B, n_agents, obs_dim]`` (no RNG draws)."""
+    return torch.stack(
+        [policy_mean_or_argmax(policies[uid], observations[:, i]) for i, uid in enumerate(agents)], dim=1
+    )

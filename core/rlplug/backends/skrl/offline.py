@@ -1,0 +1,80 @@
+"""skrl building blocks for offline cells: the dataset in a skrl ``RandomMemory`` and the trainer that
+takes gradient steps without an environment.
+
+skrl has no offline path (every trainer steps an env, reference §11): a cell writes its agent on
+skrl's ``Agent`` base with a ``gradient_step()`` that samples ``agent.memory`` and returns its loss
+terms, and subclasses ``SkrlOfflineTrainer`` with ``make_agent``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from skrl.agents.torch import Agent
+from skrl.memories.torch import RandomMemory
+
+from ...hookspecs import Build
+from ..common.offline import OfflineTrainerBase, dataset_transitions
+from ..common.seeding import configure_threads
+from .env import seed_skrl
+from .memory import SKRL_NAMES
+
+def dataset_memory(build: Build) -> RandomMemory:
+    """The recipe's dataset as a full ``RandomMemory(memory_size=N, num_envs=1)``, sampled with replacement.
+
+    Tensors are written in place (skrl's bulk ``add_samples`` mishandles large batches, §14.3), then
+    the memory is marked full so ``sample`` draws from all N rows.
+    """
+    _, data = dataset_transitions(build)
+    count = len(data["reward"])
+    memory = RandomMemory(memory_size=count, num_envs=1, device=build.device, replacement=True)
+    for key, name in SKRL_NAMES.items():
+        value = data[key].reshape(count, 1, -1).to(build.device)
+        memory.create_tensor(name, size=value.shape[-1], dtype=value.dtype)
+        memory.tensors[name].copy_(value)
+    memory.filled, memory.memory_index, memory.env_index = True, 0, 0
+    return memory
+
+
+class SkrlOfflineTrainer(OfflineTrainerBase):
+    """Drives a skrl agent's ``gradient_step()`` on the dataset memory; no environment is stepped.
+
+    Subclasses implement ``make_agent(build)`` (an ``Agent`` with ``gradient_step() -> dict`` of loss
+    terms and ``checkpoint_modules``), and ``act_deterministic``. Models stay in training mode during
+    updates and are evaluated through ``compute`` (no dropout or batch norm in rlplug's models).
+    """
+
+    def __init__(self, build: Build) -> None:
+        super().__init__(build)
+        configure_threads()
+        seed_skrl(build.seed)
+        self.agent = self.make_agent(build)
+        self.agent.init()
+        self.agent.enable_training_mode(True)
+        self.agent.enable_models_training_mode(True)
+
+    def make_agent(self, build: Build) -> Agent:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def gradient_step(self) -> dict[str, torch.Tensor]:
+        return self.agent.gradient_step()
+
+    def observations(self, observations: np.ndarray) -> torch.Tensor:
+        x = torch.as_tensor(np.asarray(observations), dtype=torch.float32, device=self.build.device)
+        return x.reshape(len(x), -1)
+
+    def module_state(self) -> dict[str, Any]:
+        modules = {name: module.state_dict() for name, module in self.agent.checkpoint_modules.items()}
+        extra = getattr(self.agent, "extra_state", None)
+        return {"modules": modules, "agent": extra() if extra else {}}
+
+    def load_module_state(self, state: dict[str, Any]) -> None:
+        for name, module in self.agent.checkpoint_modules.items():
+            if name not in state["modules"]:
+                raise KeyError(f"the checkpoint holds no '{name}' module")
+            module.load_state_dict(state["modules"][name])
+        load_extra = getattr(self.agent, "load_extra_state", None)
+        if load_extra:
+            load_extra(state["agent"])

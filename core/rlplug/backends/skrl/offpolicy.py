@@ -1,0 +1,348 @@
+"""skrl building blocks every off-policy cell shares: replay memory, target updaters, the optimiser
+step, loss-term bookkeeping, and the trainer that steps the environment and owes gradient steps.
+
+A cell's backend module (``rlplug_sac.skrl_backend`` and its siblings) subclasses skrl's agent so its
+``update()`` asks the registered loss for the terms of each stage, builds the agent, and subclasses
+``SkrlOffPolicyTrainer`` with a ``make_agent`` method. Everything here is imported only when a skrl
+off-policy cell is built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import gymnasium as gym
+import torch
+from skrl.agents.torch import Agent
+from torch import nn
+
+from ...families.offpolicy import gradient_steps_due
+from ...hookspecs import Build
+from ...rng import capture_rng_state, restore_rng_state
+from ...trainer import TrainerBase
+from ..common.parallel import sync_gradients
+from ..common.seeding import configure_threads
+from ..common.terms import TermMeans
+from .env import env_state, load_env_state, make_vector_env, seed_skrl, true_next_observations
+from .memory import SKRL_NAMES, load_memory_state, memory_state
+
+# ---- target networks ----------------------------------------------------------------------------
+
+
+class ModuleTargetUpdate:
+    """Moves target networks towards their online networks; ``step()`` once per optimiser step.
+
+    ``soft``: every ``period``-th step, ``target <- (1 - tau) * target + tau * online`` (skrl's
+    ``update_parameters`` arithmetic, so the default losses reproduce skrl exactly). ``hard``: every
+    ``period``-th step, ``target <- online``. The same object shape as TorchRL's ``SoftUpdate`` /
+    ``HardUpdate`` (``step``, ``state_dict``), so a plugin can swap it through the target-updater hook.
+    """
+
+    def __init__(self, pairs: Sequence[tuple[nn.Module, nn.Module]], kind: str = "soft", tau: float = 0.005, period: int = 1) -> None:
+        if kind not in ("soft", "hard"):
+            raise ValueError(f"target update must be 'soft' or 'hard', got '{kind}'")
+        self.kind, self.tau, self.period = kind, float(tau), max(1, int(period))
+        self.targets = [p for target, _ in pairs for p in target.parameters()]
+        self.sources = [p for _, online in pairs for p in online.parameters()]
+        if len(self.targets) != len(self.sources):
+            raise ValueError("each target network must have the same parameters as its online network")
+        self.steps = 0
+
+    @torch.no_grad()
+    def step(self) -> None:
+        self.steps += 1
+        if self.steps % self.period:
+            return
+        if self.kind == "hard" or self.tau == 1.0:
+            torch._foreach_copy_(self.targets, self.sources)
+        else:
+            torch._foreach_mul_(self.targets, 1.0 - self.tau)
+            torch._foreach_add_(self.targets, torch._foreach_mul(self.sources, self.tau))
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "steps": self.steps}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.steps = int(state["steps"])
+
+
+def module_target_update(build: Build, pairs: Sequence[tuple[nn.Module, nn.Module]]) -> ModuleTargetUpdate:
+    """The updater the recipe's ``target_update`` / ``tau`` / ``target_update_period`` describe."""
+    s = build.settings
+    return ModuleTargetUpdate(pairs, s["target_update"], s["tau"], s["target_update_period"])
+
+
+def hard_copy(target: nn.Module, online: nn.Module) -> None:
+    """Start a target network equal to its online network (and out of autograd)."""
+    target.load_state_dict(online.state_dict())
+    target.requires_grad_(False)
+
+
+# ---- optimisation -------------------------------------------------------------------------------
+
+
+def optimise(agent: Agent, loss: torch.Tensor, optimizer: torch.optim.Optimizer, models: Iterable[nn.Module], grad_norm_clip: float) -> None:
+    """skrl's optimiser step: backward through the agent's scaler, distributed gradient reduction,
+    optional gradient-norm clip over ``models``' parameters, step.
+
+    The reduction averages everything ``optimizer`` steps over ranks, bare tensors too: upstream
+    reduces only models, so SAC's learned ``log_entropy_coefficient`` drifts apart across ranks.
+    """
+    models = list(models)
+    optimizer.zero_grad()
+    agent.scaler.scale(loss).backward()
+    sync_gradients(optimizer)
+    if grad_norm_clip > 0:
+        agent.scaler.unscale_(optimizer)
+        nn.utils.clip_grad_norm_([p for m in models for p in m.parameters()], grad_norm_clip)
+    agent.scaler.step(optimizer)
+
+
+class StagedLossAgent:
+    """What rlplug's skrl off-policy agents share, mixed in before skrl's agent class
+    (``class LossDelegatingSAC(StagedLossAgent, SAC)``): the registered staged loss, the target
+    updater from the hook, the loss-term means, upstream's ``update()`` shape and its batch sampling.
+
+    ``run_stage`` calls ``loss(agent, batch, stage)``, sums the returned optimised terms and steps
+    ``optimizer`` with skrl's optimiser step; the agent's ``gradient_step`` calls it once per
+    optimiser in upstream's order.
+    """
+
+    def __init__(self, *, loss: Any, terms: Sequence[str], reported: Sequence[str] = (), target_updater: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.loss = loss
+        self.loss_terms = tuple(terms)
+        self.logged_terms = tuple(terms) + tuple(t for t in reported if t not in terms)
+        self.target_updater = target_updater
+        self.terms = TermMeans()
+
+    def update(self, *, timestep: int, timesteps: int) -> None:
+        """Upstream's entry point (``post_interaction``): ``cfg.gradient_steps`` gradient steps. rlplug's
+        trainer calls ``gradient_step`` directly, as often as the update-to-data ratio owes."""
+        for _ in range(self.cfg.gradient_steps):
+            self.gradient_step(timestep=timestep, timesteps=timesteps)
+
+    def sample_batch(self) -> dict[str, torch.Tensor]:
+        """One replay batch by name, observations and states preprocessed (statistics updated) as upstream."""
+        sampled = self.memory.sample(names=self._tensors_names, batch_size=self.cfg.batch_size)[0]
+        batch = dict(zip(self._tensors_names, sampled))
+        with torch.autocast(device_type=self._device_type, enabled=self.cfg.mixed_precision):
+            batch["observations"] = self._observation_preprocessor(batch["observations"], train=True)
+            batch["states"] = self._state_preprocessor(batch["states"], train=True)
+            batch["next_observations"] = self._observation_preprocessor(batch["next_observations"], train=True)
+            batch["next_states"] = self._state_preprocessor(batch["next_states"], train=True)
+        return batch
+
+    def extra_state(self) -> dict[str, Any]:
+        """What skrl's ``checkpoint_modules`` miss; subclasses add theirs to this dict."""
+        return {"target_updater": self.target_updater.state_dict() if self.target_updater is not None else None}
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        if self.target_updater is not None:
+            self.target_updater.load_state_dict(state["target_updater"])
+
+    def run_stage(
+        self, batch: dict[str, torch.Tensor], stage: str, optimizer: torch.optim.Optimizer, models: Iterable[nn.Module], grad_norm_clip: float
+    ) -> dict[str, torch.Tensor]:
+        with torch.autocast(device_type=self._device_type, enabled=self.cfg.mixed_precision):
+            out = self.loss(self, batch, stage)
+            optimised = [value for name, value in out.items() if name in self.loss_terms]
+        if not optimised:
+            raise ValueError(f"the loss returned none of the optimised terms {self.loss_terms} for stage '{stage}'")
+        optimise(self, sum(optimised), optimizer, models, grad_norm_clip)
+        self.terms.add(out, self.logged_terms)
+        return out
+
+
+def agent_arguments(build: Build) -> dict[str, Any]:
+    """The keyword arguments every staged-loss agent takes from the build (its config aside)."""
+    return {
+        "models": build.models,
+        "memory": build.memory,
+        "observation_space": build.observation_space,
+        "action_space": build.action_space,
+        "device": build.device,
+        "loss": build.loss,
+        "terms": build.loss_entry.terms,
+        "reported": build.loss_entry.reported,
+        "target_updater": build.target_updater,
+    }
+
+
+# ---- trainer ------------------------------------------------------------------------------------
+
+
+class SkrlOffPolicyTrainer(TrainerBase):
+    """Steps a skrl agent in a vector env, stores transitions, and takes the gradient steps it owes.
+
+    One iteration collects ``log_every`` transitions (the last one stops at the budget). Until
+    ``learning_starts`` transitions are in, actions are drawn uniformly from the action space with a
+    generator seeded from ``build.seed`` (skrl's own ``random_timesteps`` draws from an unseeded space,
+    reference §14.14). Every ``train_every`` vector steps, the agent takes the gradient steps
+    ``utd_ratio`` says are due through ``agent.gradient_step()``.
+
+    Subclasses implement ``make_agent(build)``; the agent must provide ``gradient_step(timestep,
+    timesteps)``, ``terms`` (a ``TermMeans``), ``extra_metrics()`` and ``extra_state()`` /
+    ``load_extra_state()`` for what skrl does not checkpoint.
+    """
+
+    def __init__(self, build: Build) -> None:
+        super().__init__(build)
+        configure_threads()
+        seed_skrl(build.seed)
+        s = build.settings
+        self.env = make_vector_env(build.env_id, build.env_kwargs, build.num_envs, build.seed, build.device)
+        self.agent = self.make_agent(build)
+        self.agent.init()
+        self.agent.enable_training_mode(True)
+        self.num_envs = build.num_envs
+        self.steps_per_iteration = build.num_envs
+        self.log_every = s["log_every"]
+        self.learning_starts, self.utd_ratio, self.train_every = s["learning_starts"], s["utd_ratio"], s["train_every"]
+        self.total_timesteps = max(1, build.recipe.steps // build.num_envs)
+        self.gradient_steps = 0
+        self.random_actions = gym.vector.utils.batch_space(build.action_space, build.num_envs)
+        self.random_actions.seed(build.seed)
+        self.is_discrete = isinstance(build.action_space, gym.spaces.Discrete)
+        # skrl flips every model between train and eval mode around each update; that costs ~20 % of a
+        # TD3 step here and only matters for models with dropout or batch norm
+        self._mode_sensitive = any(
+            isinstance(m, (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._NormBase))
+            for model in self.agent.models.values() if model is not None for m in model.modules()
+        )
+        if not self._mode_sensitive:
+            self.agent.enable_models_training_mode(True)
+        self._observations, _ = self.env.reset()
+
+    def make_agent(self, build: Build) -> Agent:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def step(self) -> dict[str, float]:
+        agent, env, num_envs = self.agent, self.env, self.num_envs
+        stop = self.env_steps + self.log_every
+        if self.budget is not None:
+            stop = min(stop, max(self.budget, self.env_steps + num_envs))
+        observations = self._observations
+        updates_before = self.gradient_steps
+        while self.env_steps + num_envs <= stop:
+            timestep = self.env_steps // num_envs
+            with torch.no_grad():
+                actions = self._actions(observations, timestep)
+                next_observations, rewards, terminated, truncated, infos = env.step(actions)
+                ended = terminated | truncated
+                self.episodes.update(rewards.cpu().numpy(), ended.cpu().numpy())
+                # a truncated step bootstraps from the state it was cut in, not the next episode's first
+                stored_next = true_next_observations(next_observations, infos) if ended.any() else next_observations
+                agent.record_transition(
+                    observations=observations,
+                    states=None,
+                    actions=actions,
+                    rewards=rewards,
+                    next_observations=stored_next,
+                    next_states=None,
+                    terminated=terminated,
+                    truncated=truncated,
+                    infos=infos,
+                    timestep=timestep,
+                    timesteps=self.total_timesteps,
+                )
+            observations = next_observations
+            self.env_steps += num_envs
+            if (timestep + 1) % self.train_every == 0:
+                self._train(timestep)
+        self._observations = observations
+        self.iterations += 1
+        return self._metrics(self.gradient_steps - updates_before)
+
+    def _actions(self, observations: torch.Tensor, timestep: int) -> torch.Tensor:
+        if self.env_steps < self.learning_starts:
+            sample = self.random_actions.sample()
+            actions = torch.as_tensor(sample, device=self.build.device)
+            return actions.reshape(self.num_envs, -1) if not self.is_discrete else actions.reshape(self.num_envs, 1)
+        actions, _ = self.agent.act(observations, None, timestep=timestep, timesteps=self.total_timesteps)
+        return actions
+
+    def _train(self, timestep: int) -> None:
+        due = gradient_steps_due(self.env_steps, self.learning_starts, self.utd_ratio, self.gradient_steps)
+        if not due:
+            return
+        if self._mode_sensitive:
+            self.agent.enable_models_training_mode(True)
+        for _ in range(due):
+            self.agent.gradient_step(timestep=timestep, timesteps=self.total_timesteps)
+        if self._mode_sensitive:
+            self.agent.enable_models_training_mode(False)
+        self.gradient_steps += due
+
+    def _metrics(self, updates: int) -> dict[str, float]:
+        metrics = {f"loss/{name}": value for name, value in self.agent.terms.pop().items()}
+        metrics.update(self.agent.extra_metrics())
+        metrics["train/gradient_steps"] = float(self.gradient_steps)
+        metrics["train/updates_this_iteration"] = float(updates)
+        episode_return = self.episodes.pop_mean()
+        if episode_return is not None:
+            metrics["train/episode_return"] = episode_return
+        self.agent.tracking_data.clear()  # skrl appends per step even with writes off (§14.9)
+        return metrics
+
+    # -- checkpoints ------------------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        agent = self.agent
+        return {
+            "modules": {name: module.state_dict() for name, module in agent.checkpoint_modules.items()},
+            "agent": agent.extra_state(),
+            "memory": memory_state(agent.memory),
+            "env": env_state(self.env),  # mid-episode sub-envs: a resumed run steps on where this one was
+            "observations": self._observations,
+            "random_actions": self.random_actions.np_random.bit_generator.state,
+            "gradient_steps": self.gradient_steps,
+            "counters": self.counters(),
+            "rng": capture_rng_state(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        agent = self.agent
+        for name, module in agent.checkpoint_modules.items():
+            module.load_state_dict(state["modules"][name])
+        agent.load_extra_state(state["agent"])
+        load_memory_state(agent.memory, state["memory"])
+        load_env_state(self.env, state["env"])
+        self._observations = state["observations"].to(self.build.device)
+        self.random_actions.np_random.bit_generator.state = state["random_actions"]
+        self.gradient_steps = int(state["gradient_steps"])
+        self.load_counters(state["counters"])
+        restore_rng_state(state["rng"])
+
+    def replay_transitions(self) -> dict[str, Any]:
+        """The replay memory as numpy arrays by dataset key, oldest first, each env's steps contiguous
+        (``rlplug dataset from-run``); continuous actions clipped to the bounds the env applied."""
+        import numpy as np
+
+        from ...datasets import env_contiguous
+
+        memory = self.agent.memory
+        rows = memory.memory_size if memory.filled else memory.memory_index
+        oldest_first = (torch.arange(rows) + (memory.memory_index if memory.filled else 0)) % max(rows, 1)
+        columns = {}
+        for key, name in SKRL_NAMES.items():
+            if name not in memory.tensors:
+                continue
+            tensor = memory.tensors[name][oldest_first]  # [rows, envs, size]
+            columns[key] = tensor.transpose(0, 1).reshape(rows * self.num_envs, -1).cpu().numpy()
+        if "truncated" not in columns:
+            # skrl's DQN stores no truncation flag: a step whose next observation is not the following
+            # step's observation ended its episode (the memory keeps the true final observation)
+            following = np.roll(columns["observation"], -1, axis=0)
+            ended = ~(columns["next_observation"] == following).all(axis=1) & ~columns["terminated"].reshape(-1)
+            ended[rows - 1 :: rows] = False  # each env's last stored step: env_contiguous decides
+            columns["truncated"] = ended
+        if isinstance(self.build.action_space, gym.spaces.Box):
+            columns["action"] = np.clip(columns["action"], self.build.action_space.low, self.build.action_space.high)
+        env_of = np.repeat(np.arange(self.num_envs), rows)
+        return env_contiguous(columns, np.arange(rows * self.num_envs), env_of, wrapped=bool(memory.filled))
+
+    def close(self) -> None:
+        self.env.close()
+

@@ -1,0 +1,135 @@
+"""The TorchRL backend API for plugin authors: everything a cell's ``torchrl_backend`` module may import.
+
+Names are grouped by concern (env, modules, buffers, losses, on-policy, off-policy, multi-agent,
+offline, shared); docs/plugins.md has one line on each. Imports torch, tensordict and torchrl.
+"""
+
+from __future__ import annotations
+
+from . import _pandas  # noqa: F401 - before tensordict writes its first output
+from ...multiagent_training import MultiAgentTrainerBase
+from ...envstate import deep_restore, deep_snapshot
+from ...rng import capture_rng_state, restore_rng_state
+from ...trainer import EpisodeTracker, TrainerBase
+from ..common.nets import ACTIVATIONS, mlp
+from ..common.optim import adam
+from ..common.parallel import mean_over_ranks, sync_gradients
+from ..common.seeding import configure_threads, seed_everything
+from ..common.terms import TermMeans
+from .buffers import extend_quietly
+from .env import ClampAction, collector_state, load_collector_state, make_collector, make_env, quiet_torchrl_info
+from .losses import describe_loss
+from .modules import (
+    RunningNormalizer,
+    categorical_actor,
+    deterministic_actions,
+    deterministic_actor,
+    find_module,
+    gaussian_actor,
+    observation_batch,
+    q_value_actor,
+    q_value_operator,
+    stochastic_actor,
+    tanh_normal_actor,
+    value_operator,
+)
+from .multiagent import (
+    AGENT_GROUPS,
+    agent_group,
+    done_keys,
+    group_observation_batch,
+    library_envs,
+    make_multiagent_env,
+    multiagent_actor,
+    multiagent_critic,
+)
+from .offline import TorchRLOfflineTrainer, dataset_buffer, dataset_tensordict
+from .offpolicy import (
+    TRANSITION_KEYS,
+    LossTargetUpdate,
+    OrnsteinUhlenbeckNoise,
+    TorchRLOffPolicyTrainer,
+    action_bounds_spec,
+    loss_target_update,
+    ou_noise,
+    replay_buffer,
+    set_value_estimator,
+)
+from .onpolicy import (
+    LR_SCHEDULES,
+    LearningRateSchedule,
+    TorchRLRolloutTrainer,
+    actor_critic_modules,
+    rollout_buffer,
+)
+
+__all__ = [
+    # shared with the skrl package (the same objects)
+    "ACTIVATIONS",
+    "EpisodeTracker",
+    "MultiAgentTrainerBase",
+    "TermMeans",
+    "TrainerBase",
+    "adam",
+    "capture_rng_state",
+    "configure_threads",
+    "deep_restore",
+    "deep_snapshot",
+    "mean_over_ranks",
+    "mlp",
+    "restore_rng_state",
+    "sync_gradients",
+    # env
+    "ClampAction",
+    "collector_state",
+    "load_collector_state",
+    "make_collector",
+    "make_env",
+    "quiet_torchrl_info",
+    "seed_everything",
+    # modules
+    "RunningNormalizer",
+    "categorical_actor",
+    "deterministic_actions",
+    "deterministic_actor",
+    "find_module",
+    "gaussian_actor",
+    "observation_batch",
+    "q_value_actor",
+    "q_value_operator",
+    "stochastic_actor",
+    "tanh_normal_actor",
+    "value_operator",
+    # buffers and losses
+    "extend_quietly",
+    "describe_loss",
+    # on-policy
+    "LR_SCHEDULES",
+    "LearningRateSchedule",
+    "TorchRLRolloutTrainer",
+    "actor_critic_modules",
+    "rollout_buffer",
+    # off-policy
+    "TRANSITION_KEYS",
+    "LossTargetUpdate",
+    "OrnsteinUhlenbeckNoise",
+    "TorchRLOffPolicyTrainer",
+    "action_bounds_spec",
+    "loss_target_update",
+    "ou_noise",
+    "replay_buffer",
+    "set_value_estimator",
+    # multi-agent
+    "AGENT_GROUPS",
+    "agent_group",
+    "done_keys",
+    "group_observation_batch",
+    "library_envs",
+    "make_multiagent_env",
+    "multiagent_actor",
+    "multiagent_critic",
+    # offline
+    "TorchRLOfflineTrainer",
+    "dataset_buffer",
+    "dataset_tensordict",
+]

@@ -1,0 +1,201 @@
+"""TorchRL modules: a running normaliser, policies (categorical, Gaussian, tanh-normal, Q-value,
+deterministic) and value / Q operators over MLPs, and the deterministic action of a policy."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from tensordict import TensorDict
+from tensordict.nn import AddStateIndependentNormalScale, NormalParamExtractor, TensorDictModule
+from torch import nn
+from torch.distributions import Categorical
+from torchrl.data import Categorical as CategoricalSpec
+from torchrl.envs import ExplorationType, set_exploration_type
+from torchrl.modules import IndependentNormal, ProbabilisticActor, QValueActor, TanhNormal, ValueOperator
+
+from ..common.parallel import pooled_moments
+
+# ---- networks -----------------------------------------------------------------------------------
+
+
+
+class RunningNormalizer(nn.Module):
+    """Standardises inputs with a running mean and variance, clipped to ``±clip`` standard deviations.
+
+    The statistics are buffers (so they are in ``state_dict`` and follow ``.to()``) updated in place
+    by ``update``; in-place matters because TorchRL losses hold references to module buffers.
+    Put it first in a network (``nn.Sequential(normalizer, mlp)``) so policy, critic and
+    deterministic evaluation all see the same standardised inputs.
+    """
+
+    def __init__(self, shape: int | Sequence[int], epsilon: float = 1e-8, clip: float = 5.0) -> None:
+        super().__init__()
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        self.epsilon = epsilon
+        self.clip = clip
+        self.register_buffer("mean", torch.zeros(shape))
+        self.register_buffer("var", torch.ones(shape))
+        self.register_buffer("count", torch.tensor(1e-4, dtype=torch.float64))
+
+    @torch.no_grad()
+    def update(self, x: torch.Tensor) -> None:
+        """Merge the statistics of a batch (all leading dimensions) into the running ones (Chan et al.)."""
+        x = x.reshape(-1, *self.mean.shape).to(torch.float64)
+        batch_count = x.shape[0]
+        if batch_count == 0:
+            return
+        batch_mean, batch_var = x.mean(0), x.var(0, correction=0)
+        # distributed runs: the moments of every rank's batch together, the same on every rank
+        batch_mean, batch_var, batch_count = pooled_moments(batch_mean, batch_var, batch_count)
+        count = self.count.item()
+        total = count + batch_count
+        delta = batch_mean - self.mean
+        mean = self.mean + delta * (batch_count / total)
+        m2 = self.var * count + batch_var * batch_count + delta.pow(2) * (count * batch_count / total)
+        self.mean.copy_(mean)
+        self.var.copy_(m2 / total)
+        self.count.fill_(total)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return ((x - self.mean) / torch.sqrt(self.var + self.epsilon)).clamp(-self.clip, self.clip)
+
+    def denormalize(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.sqrt(self.var + self.epsilon) + self.mean
+
+
+def find_module(root: nn.Module, module_type: type[nn.Module]) -> nn.Module | None:
+    """The first submodule of ``root`` (``root`` included) of ``module_type``, or ``None``."""
+    return next((m for m in root.modules() if isinstance(m, module_type)), None)
+
+
+# ---- policies and value operators ---------------------------------------------------------------
+# Every operator reads "observation" and writes TorchRL's standard keys, so they plug into TorchRL
+# losses as they are: stochastic actors write "action" and "action_log_prob", critics "state_value"
+# or "state_action_value".
+
+
+def categorical_actor(net: nn.Module, observation_key: str = "observation") -> ProbabilisticActor:
+    """A policy over Discrete actions from the logits ``net`` computes; "action" is an index (int64).
+
+    Index actions match ``GymWrapper(categorical_action_encoding=True)`` and what the evaluation loop
+    passes to gymnasium. Deterministic mode takes the argmax.
+    """
+    return ProbabilisticActor(
+        TensorDictModule(net, in_keys=[observation_key], out_keys=["logits"]),
+        in_keys=["logits"],
+        out_keys=["action"],
+        distribution_class=Categorical,
+        return_log_prob=True,
+    )
+
+
+def gaussian_actor(
+    net: nn.Module, action_size: int, initial_log_std: float = 0.0, observation_key: str = "observation"
+) -> ProbabilisticActor:
+    """A diagonal Gaussian over Box actions: ``net`` computes the mean, the log std is one learned
+    state-independent parameter per action dimension, initialised to ``initial_log_std``.
+
+    Samples are unbounded; ``make_env`` clamps them to the action space on the way into the env.
+    Deterministic mode returns the mean.
+    """
+    head = nn.Sequential(net, AddStateIndependentNormalScale(action_size, scale_mapping="exp", init_value=initial_log_std))
+    return ProbabilisticActor(
+        TensorDictModule(head, in_keys=[observation_key], out_keys=["loc", "scale"]),
+        in_keys=["loc", "scale"],
+        out_keys=["action"],
+        distribution_class=IndependentNormal,
+        return_log_prob=True,
+    )
+
+
+def stochastic_actor(net_factory: Any, action_space: gym.Space, initial_log_std: float = 0.0) -> ProbabilisticActor:
+    """Categorical actor for Discrete, Gaussian actor for Box; ``net_factory(output_size)`` builds the net."""
+    if isinstance(action_space, gym.spaces.Discrete):
+        return categorical_actor(net_factory(int(action_space.n)))
+    if isinstance(action_space, gym.spaces.Box):
+        size = int(np.prod(action_space.shape))
+        return gaussian_actor(net_factory(size), size, initial_log_std)
+    raise TypeError(f"no default stochastic actor for action space {action_space}")
+
+
+def tanh_normal_actor(net: nn.Module, action_space: gym.spaces.Box, observation_key: str = "observation") -> ProbabilisticActor:
+    """A squashed Gaussian over Box actions (SAC): ``net`` outputs ``2 * action_size`` numbers, split
+    into the mean and a softplus-positive scale of a ``TanhNormal`` bounded by the space.
+
+    Deterministic mode returns the squashed mean; samples never leave the bounds.
+    """
+    head = nn.Sequential(net, NormalParamExtractor())
+    return ProbabilisticActor(
+        TensorDictModule(head, in_keys=[observation_key], out_keys=["loc", "scale"]),
+        in_keys=["loc", "scale"],
+        out_keys=["action"],
+        distribution_class=TanhNormal,
+        distribution_kwargs={
+            "low": torch.as_tensor(action_space.low, dtype=torch.float32),
+            "high": torch.as_tensor(action_space.high, dtype=torch.float32),
+        },
+        return_log_prob=True,
+    )
+
+
+def q_value_actor(net: nn.Module, action_space: gym.spaces.Discrete, observation_key: str = "observation") -> QValueActor:
+    """Q(s, .) over Discrete actions (DQN): ``net`` outputs one value per action; "action" is the argmax
+    index (int64), as ``GymWrapper(categorical_action_encoding=True)`` and the evaluation loop expect."""
+    spec = CategoricalSpec(int(action_space.n))
+    return QValueActor(net, in_keys=[observation_key], spec=spec, action_space="categorical")
+
+
+class _ScaleToBounds(nn.Module):
+    def __init__(self, low: np.ndarray, high: np.ndarray) -> None:
+        super().__init__()
+        low_t, high_t = torch.as_tensor(low, dtype=torch.float32), torch.as_tensor(high, dtype=torch.float32)
+        self.register_buffer("center", (high_t + low_t) / 2)
+        self.register_buffer("half_range", (high_t - low_t) / 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.center + self.half_range * torch.tanh(x)
+
+
+def deterministic_actor(
+    net: nn.Module, action_space: gym.spaces.Box, observation_key: str = "observation"
+) -> TensorDictModule:
+    """A deterministic policy for Box actions (TD3, DDPG): ``tanh(net(obs))`` scaled into the bounds."""
+    scaled = nn.Sequential(net, _ScaleToBounds(action_space.low, action_space.high))
+    return TensorDictModule(scaled, in_keys=[observation_key], out_keys=["action"])
+
+
+def value_operator(net: nn.Module, observation_key: str = "observation") -> ValueOperator:
+    """V(s): ``net`` maps observations to one value, written to "state_value"."""
+    return ValueOperator(net, in_keys=[observation_key])
+
+
+class _Concat(nn.Module):
+    def __init__(self, net: nn.Module) -> None:
+        super().__init__()
+        self.net = net
+
+    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+        return self.net(torch.cat(inputs, dim=-1))
+
+
+def q_value_operator(net: nn.Module, observation_key: str = "observation") -> ValueOperator:
+    """Q(s, a) for Box actions: ``net`` reads observation and action concatenated ("state_action_value")."""
+    return ValueOperator(_Concat(net), in_keys=[observation_key, "action"])
+
+
+def deterministic_actions(policy: nn.Module, observations: np.ndarray, device: str = "cpu") -> np.ndarray:
+    """``policy``'s ``"action"`` for a batch of observations in DETERMINISTIC exploration mode (a
+    distribution's mode or mean, a Q-actor's argmax): what evaluation and dataset collection use."""
+    with torch.no_grad(), set_exploration_type(ExplorationType.DETERMINISTIC):
+        return policy(observation_batch(observations, device))["action"].cpu().numpy()
+
+
+def observation_batch(observations: np.ndarray, device: str = "cpu") -> TensorDict:
+    """A ``[B]`` tensordict holding ``observations`` (``[B, obs_dim]``) as float32 under "observation"."""
+    obs = torch.as_tensor(np.asarray(observations), dtype=torch.float32, device=device)
+    obs = obs.reshape(obs.shape[0], -1)
+    return TensorDict({"observation": obs}, batch_size=[obs.shape[0]], device=device)

@@ -1,0 +1,297 @@
+"""TorchRL building blocks every off-policy cell shares: the replay buffer, the target updater, and
+the trainer that collects batches, extends the buffer and takes the gradient steps it owes.
+
+A cell's backend module (``rlplug_sac.torchrl_backend`` and its siblings) builds its loss, its
+exploration policy and its optimiser, and subclasses ``TorchRLOffPolicyTrainer`` with
+``update(sample)`` (one gradient step). Imported only when a TorchRL off-policy cell is built.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import torch
+from tensordict import TensorDict, TensorDictBase
+from torch import nn
+from torchrl.data import Bounded, LazyMemmapStorage, LazyTensorStorage, RandomSampler, SliceSampler, TensorDictReplayBuffer
+from torchrl.envs import ExplorationType
+from torchrl.envs.utils import exploration_type
+from torchrl.modules import OrnsteinUhlenbeckProcessModule
+from torchrl.objectives import HardUpdate, LossModule, SoftUpdate
+
+from ...families.offpolicy import gradient_steps_due
+from ...hookspecs import Build
+from ...rng import capture_rng_state, restore_rng_state
+from ...trainer import TrainerBase
+from ..common.seeding import configure_threads, seed_everything
+from ..common.terms import TermMeans
+from .buffers import extend_quietly
+from .env import collector_state, load_collector_state, make_collector, make_env
+
+# What the buffer keeps of a collected step: the policy's extra outputs (logits, loc/scale, log-probs)
+# would only cost memory.
+TRANSITION_KEYS = (
+    "observation",
+    "action",
+    ("next", "observation"),
+    ("next", "reward"),
+    ("next", "done"),
+    ("next", "terminated"),
+    ("next", "truncated"),
+)
+
+# ---- memory -------------------------------------------------------------------------------------
+
+
+def replay_buffer(build: Build) -> TensorDictReplayBuffer:
+    """``TensorDictReplayBuffer`` of ``buffer_size`` transitions sampled in ``batch_size`` batches.
+
+    Uniform transitions for TD(0). TD(1) / TD(lambda) need consecutive steps: the buffer then samples
+    slices of up to ``trajectory_slice`` steps (one environment, so storage order is time order; the
+    settings refuse more), cut at episode ends, so the multi-step estimator sees real trajectories.
+    ``replay_storage = "memmap"`` keeps it in memory-mapped files (``LazyMemmapStorage`` in a fresh
+    temporary directory, removed with the buffer) for buffers larger than RAM.
+    """
+    s = build.settings
+    if s["replay_storage"] == "memmap":
+        storage = LazyMemmapStorage(s["buffer_size"], device=build.device)
+    else:
+        storage = LazyTensorStorage(s["buffer_size"], device=build.device)
+    if s.get("value_estimator", "td0") == "td0":
+        sampler = RandomSampler()
+    else:
+        sampler = SliceSampler(slice_len=s["trajectory_slice"], end_key=("next", "done"), strict_length=False)
+    return TensorDictReplayBuffer(storage=storage, sampler=sampler, batch_size=s["batch_size"])
+
+
+def set_value_estimator(loss: LossModule, settings: dict[str, Any]) -> None:
+    """``loss.make_value_estimator`` with the recipe's estimator, ``gamma`` and (TD(lambda)) ``lmbda``."""
+    kwargs = {"gamma": settings["gamma"]}
+    if settings["value_estimator"] == "tdlambda":
+        kwargs["lmbda"] = settings["lmbda"]
+    loss.make_value_estimator(settings["value_estimator"], **kwargs)
+
+
+# ---- target networks ----------------------------------------------------------------------------
+
+
+class LossTargetUpdate:
+    """TorchRL's ``SoftUpdate`` / ``HardUpdate`` on a loss's target parameters, with a period.
+
+    ``soft``: every ``period``-th ``step()``, ``SoftUpdate(tau)`` blends ``target += tau * (online -
+    target)``. ``hard``: every ``period``-th ``step()``, a copy; ``HardUpdate`` copies on every
+    ``interval + 1``-th step (reference §3.2), so it gets ``interval = period - 1``.
+    """
+
+    def __init__(self, loss: LossModule, kind: str = "soft", tau: float = 0.005, period: int = 1) -> None:
+        if kind not in ("soft", "hard"):
+            raise ValueError(f"target update must be 'soft' or 'hard', got '{kind}'")
+        self.kind, self.tau, self.period = kind, float(tau), max(1, int(period))
+        if kind == "hard":
+            self.updater = HardUpdate(loss, value_network_update_interval=self.period - 1)
+        else:
+            self.updater = SoftUpdate(loss, tau=self.tau)
+        self.steps = 0
+
+    def step(self) -> None:
+        self.steps += 1
+        if self.kind == "hard" or self.steps % self.period == 0:
+            self.updater.step()
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "steps": self.steps, "updater": self.updater.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.steps = int(state["steps"])
+        self.updater.load_state_dict(state["updater"])
+
+
+def loss_target_update(build: Build, loss: LossModule) -> LossTargetUpdate:
+    """The updater the recipe's ``target_update`` / ``tau`` / ``target_update_period`` describe."""
+    s = build.settings
+    return LossTargetUpdate(loss, s["target_update"], s["tau"], s["target_update_period"])
+
+
+# ---- exploration --------------------------------------------------------------------------------
+
+
+class OrnsteinUhlenbeckNoise(OrnsteinUhlenbeckProcessModule):
+    """``OrnsteinUhlenbeckProcessModule`` whose process runs on across episodes, as skrl's does.
+
+    Upstream resets the process where the tensordict's ``is_init`` flag is set, and warns on every
+    call when the env has no ``InitTracker``; rlplug's env has none, so the noise simply carries on.
+    """
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        if exploration_type() in (ExplorationType.RANDOM, None):
+            tensordict = self.ou.add_sample(tensordict, self.eps, is_init=tensordict.get(self.is_init_key, None))
+        return tensordict
+
+
+def action_bounds_spec(build: Build) -> Bounded:
+    """The Box action space as a TorchRL ``Bounded`` spec (exploration modules project into it)."""
+    space: gym.spaces.Box = build.action_space
+    return Bounded(
+        low=torch.as_tensor(space.low, dtype=torch.float32),
+        high=torch.as_tensor(space.high, dtype=torch.float32),
+        shape=space.shape,
+        device=build.device,
+    )
+
+
+def ou_noise(build: Build, sigma: float, theta: float) -> OrnsteinUhlenbeckNoise:
+    """OU noise with skrl's discretisation (dt = 1: ``x -= theta * x; x += sigma * N(0, 1)``) added to
+    the action and projected into the bounds; its scale ``eps`` starts at 1 (a trainer may anneal it)."""
+    return OrnsteinUhlenbeckNoise(
+        action_bounds_spec(build), eps_init=1.0, eps_end=0.0, theta=theta, sigma=sigma, dt=1.0, device=build.device
+    )
+
+
+# ---- trainer ------------------------------------------------------------------------------------
+
+
+class TorchRLOffPolicyTrainer(TrainerBase):
+    """Collects ``train_every`` steps of every env per batch, stores them, then takes the gradient steps owed.
+
+    The collector draws uniformly random actions for the first ``learning_starts`` transitions
+    (``init_random_frames``), then runs ``exploration_policy`` in TorchRL's RANDOM exploration mode.
+    One iteration covers about ``log_every`` transitions (whole batches; the last stops at the budget).
+
+    Subclasses set, before calling ``__init__`` of this class or in ``setup``: nothing; they
+    implement ``exploration_policy`` (property), ``update(sample) -> dict[str, Tensor]`` (one
+    gradient step, returning the terms to log), and optionally ``after_batch(frames)`` (noise or
+    epsilon annealing), ``extra_state()`` / ``load_extra_state(state)``.
+    """
+
+    def __init__(self, build: Build) -> None:
+        super().__init__(build)
+        configure_threads()
+        seed_everything(build.seed)
+        s = build.settings
+        self.memory = build.memory
+        self.learning_starts, self.utd_ratio = s["learning_starts"], s["utd_ratio"]
+        self.frames_per_batch = build.num_envs * s["train_every"]
+        self.steps_per_iteration = self.frames_per_batch
+        self.log_every = max(s["log_every"], self.frames_per_batch)
+        self.gradient_steps = 0
+        self.env = make_env(build.env_id, build.env_kwargs, build.num_envs, build.seed, build.device)
+        self.collector = make_collector(self.env, self.exploration_policy, self.frames_per_batch)
+        # the collector's random warm-up counts in batches; round learning_starts up to whole batches
+        self.collector.init_random_frames = self.learning_starts
+        self._batches = iter(self.collector)
+        self._closed = False
+
+    @property
+    def exploration_policy(self) -> nn.Module:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def update(self, sample: TensorDict) -> dict[str, torch.Tensor]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def after_batch(self, frames: int) -> None:
+        """Called after each collected batch with its number of transitions (anneal exploration here)."""
+
+    def step(self) -> dict[str, float]:
+        stop = self.env_steps + self.log_every
+        if self.budget is not None:
+            stop = min(stop, max(self.budget, self.env_steps + self.frames_per_batch))
+        terms = TermMeans()  # per term: TD3's actor term exists only on delayed steps
+        updates = 0
+        while self.env_steps + self.frames_per_batch <= stop:
+            batch = next(self._batches)
+            self._track_episodes(batch)
+            extend_quietly(self.memory, batch.select(*TRANSITION_KEYS).reshape(-1))
+            self.env_steps += batch.numel()
+            self.after_batch(batch.numel())
+            due = gradient_steps_due(self.env_steps, self.learning_starts, self.utd_ratio, self.gradient_steps)
+            for _ in range(due):
+                terms.add(self.update(self.memory.sample()))
+            self.gradient_steps += due
+            updates += due
+        self.iterations += 1
+        return self._metrics(terms, updates)
+
+    def _track_episodes(self, batch: TensorDict) -> None:
+        rewards = batch["next", "reward"].reshape(batch.shape[0], -1).cpu().numpy()
+        dones = batch["next", "done"].reshape(batch.shape[0], -1).cpu().numpy()
+        for t in range(rewards.shape[1]):
+            self.episodes.update(rewards[:, t], dones[:, t])
+
+    def _metrics(self, terms: TermMeans, updates: int) -> dict[str, float]:
+        metrics = {f"loss/{name}": value for name, value in terms.pop().items()}  # one reduction per iteration
+        metrics.update(self.extra_metrics())
+        metrics["train/gradient_steps"] = float(self.gradient_steps)
+        metrics["train/updates_this_iteration"] = float(updates)
+        episode_return = self.episodes.pop_mean()
+        if episode_return is not None:
+            metrics["train/episode_return"] = episode_return
+        return metrics
+
+    def extra_metrics(self) -> dict[str, float]:
+        return {}
+
+    # -- checkpoints ------------------------------------------------------------------------------
+
+    def extra_state(self) -> dict[str, Any]:
+        return {}
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        pass
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "extra": self.extra_state(),
+            "memory": self.memory.state_dict(),  # storage, writer cursor, sampler: the replay a resume samples from
+            "collector": collector_state(self.collector),  # mid-episode envs and the next step's carrier
+            "gradient_steps": self.gradient_steps,
+            "counters": self.counters(),
+            "rng": capture_rng_state(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.load_extra_state(state["extra"])
+        self.memory.load_state_dict(state["memory"])
+        load_collector_state(self.collector, state["collector"])
+        self.gradient_steps = int(state["gradient_steps"])
+        self.load_counters(state["counters"])
+        restore_rng_state(state["rng"])
+
+    def replay_transitions(self) -> dict[str, Any]:
+        """The replay buffer as numpy arrays by dataset key, each env's steps contiguous and in time
+        order (``rlplug dataset from-run``).
+
+        The buffer holds collector batches ``[num_envs, steps]`` flattened env-major; every transition
+        ever written has an absolute index (``env_steps`` count them all), from which its env and time
+        follow, also after the circular storage wrapped.
+        """
+        import numpy as np
+
+        from ...datasets import env_contiguous
+
+        count = len(self.memory)
+        cursor = int(self.memory._writer._cursor) % self.memory._storage.max_size
+        oldest_first = torch.arange(count) if count < self.memory._storage.max_size else (torch.arange(count) + cursor) % count
+        data = self.memory._storage[oldest_first]
+        absolute = np.arange(self.env_steps - count, self.env_steps)
+        per_env = self.frames_per_batch // self.build.num_envs
+        batch, within = absolute // self.frames_per_batch, absolute % self.frames_per_batch
+        env, time = within // per_env, within % per_env
+        order = np.lexsort((time, batch, env))
+        action = data["action"]
+        columns = {
+            "observation": data["observation"].numpy(),
+            "action": (action.reshape(count, 1) if action.ndim == 1 else action).numpy(),
+            "reward": data["next", "reward"].reshape(count, 1).numpy(),
+            "next_observation": data["next", "observation"].numpy(),
+            "terminated": data["next", "terminated"].reshape(count, 1).numpy(),
+            "truncated": data["next", "truncated"].reshape(count, 1).numpy(),
+        }
+        return env_contiguous(columns, order, env[order], wrapped=self.env_steps > count)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self.collector.shutdown()
+            if not self.env.is_closed:
+                self.env.close()

@@ -1,0 +1,344 @@
+"""TorchRL building blocks every on-policy cell shares: actor-critic modules, the rollout buffer,
+learning-rate schedules, and the trainer that owns the collect / advantages / epochs loop.
+
+A cell's backend module (``rlplug_ppo.torchrl_backend``, ``rlplug_mappo.torchrl_backend``, the A2C
+example) builds its models and its registered loss (a ``LossModule`` with a value estimator) and
+subclasses ``TorchRLRolloutTrainer``; PPO needs nothing more, MAPPO points the trainer at its agent
+group's keys. Everything here is imported only when a TorchRL on-policy cell is built.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from tensordict import TensorDict
+from tensordict.nn import set_skip_existing
+from torch import nn
+from torchrl.data import LazyTensorStorage, ReplayBuffer, SamplerWithoutReplacement
+from torchrl.envs import EnvBase, ExplorationType, set_exploration_type
+
+from ...errors import UnknownNameError
+from ...hookspecs import Build
+from ...rng import capture_rng_state, restore_rng_state
+from ...suggest import did_you_mean
+from ...trainer import TrainerBase
+from ..common.nets import mlp
+from ..common.parallel import mean_over_ranks, sync_gradients
+from ..common.seeding import configure_threads, seed_everything
+from .buffers import extend_quietly
+from .env import collector_state, load_collector_state, make_collector, make_env
+from .modules import RunningNormalizer, find_module, observation_batch, stochastic_actor, value_operator
+
+# ---- models and memory --------------------------------------------------------------------------
+
+
+def actor_critic_modules(build: Build) -> dict[str, nn.Module]:
+    """Separate actor (Categorical or Gaussian) and critic MLPs, initialised from ``build.seed``.
+
+    Reads the on-policy family's network settings. With ``normalize_observations`` both networks
+    start with the same ``RunningNormalizer``, so the collector's policy, the loss and
+    ``act_deterministic`` all standardise observations identically and the statistics travel inside
+    the actor's ``state_dict`` (``TorchRLRolloutTrainer`` updates them after each update).
+    """
+    configure_threads()
+    seed_everything(build.seed)
+    s = build.settings
+    observation_size = int(np.prod(build.observation_space.shape))
+    normalizer = RunningNormalizer(observation_size) if s.get("normalize_observations") else None
+
+    def net(output_size: int) -> nn.Module:
+        body = mlp(observation_size, s["hidden_sizes"], output_size, s["activation"])
+        return body if normalizer is None else nn.Sequential(normalizer, body)
+
+    actor = stochastic_actor(net, build.action_space, s["initial_log_std"])
+    return {"actor": actor.to(build.device), "critic": value_operator(net(1)).to(build.device)}
+
+
+def rollout_buffer(build: Build) -> ReplayBuffer:
+    """One batch of transitions; iterating it yields one epoch of minibatches without replacement."""
+    s = build.settings
+    return ReplayBuffer(
+        storage=LazyTensorStorage(s["frames_per_batch"], device=build.device),
+        sampler=SamplerWithoutReplacement(),
+        batch_size=s["minibatch_size"],
+    )
+
+
+# ---- learning-rate schedules --------------------------------------------------------------------
+
+LR_SCHEDULES = ("constant", "linear", "kl_adaptive")
+
+
+class LearningRateSchedule:
+    """``constant``, ``linear`` (to zero over ``total_steps``) or ``kl_adaptive``; ``step(kl)`` once per epoch.
+
+    ``kl_adaptive`` is skrl's ``KLAdaptiveLR`` rule: KL above ``kl_target * kl_factor`` divides the
+    learning rate by ``lr_factor``, KL below ``kl_target / kl_factor`` multiplies it, and the result
+    stays within ``[min_lr, max_lr]``. The learning rate itself lives in the optimiser's param groups
+    (saved with the optimiser); this object only keeps its step count.
+    """
+
+    def __init__(
+        self,
+        optimizer: torch.optim.Optimizer,
+        kind: str,
+        *,
+        total_steps: int = 1,
+        kl_target: float = 0.008,
+        min_lr: float = 1e-6,
+        max_lr: float = 1e-2,
+        kl_factor: float = 2.0,
+        lr_factor: float = 1.5,
+    ) -> None:
+        if kind not in LR_SCHEDULES:
+            raise UnknownNameError(f"unknown lr_schedule '{kind}'" + did_you_mean(kind, LR_SCHEDULES))
+        self.optimizer = optimizer
+        self.kind = kind
+        self.total_steps = max(1, int(total_steps))
+        self.kl_target = kl_target
+        self.min_lr, self.max_lr = min_lr, max_lr
+        self.kl_factor, self.lr_factor = kl_factor, lr_factor
+        self.base_lrs = [group["lr"] for group in optimizer.param_groups]
+        self.steps = 0
+
+    @property
+    def needs_kl(self) -> bool:
+        return self.kind == "kl_adaptive"
+
+    @property
+    def lr(self) -> float:
+        return float(self.optimizer.param_groups[0]["lr"])
+
+    def step(self, kl: float | None = None) -> None:
+        self.steps += 1
+        for group, base_lr in zip(self.optimizer.param_groups, self.base_lrs, strict=True):
+            if self.kind == "linear":
+                group["lr"] = base_lr * max(0.0, 1.0 - self.steps / self.total_steps)
+            elif self.kind == "kl_adaptive" and kl is not None and math.isfinite(kl):
+                if kl > self.kl_target * self.kl_factor:
+                    group["lr"] = max(group["lr"] / self.lr_factor, self.min_lr)
+                elif kl < self.kl_target / self.kl_factor:
+                    group["lr"] = min(group["lr"] * self.lr_factor, self.max_lr)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "steps": self.steps, "base_lrs": list(self.base_lrs)}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        if state["kind"] != self.kind:
+            raise ValueError(f"checkpoint has lr_schedule '{state['kind']}', this run uses '{self.kind}'")
+        self.steps = int(state["steps"])
+        self.base_lrs = [float(lr) for lr in state["base_lrs"]]
+
+
+# ---- the trainer --------------------------------------------------------------------------------
+
+
+class TorchRLRolloutTrainer(TrainerBase):
+    """Trainer of a TorchRL on-policy loss: one ``step()`` = one collector batch, its advantages, the update.
+
+    A ``Collector`` gathers ``frames_per_batch`` transitions from ``num_envs`` envs; the critic values
+    every observation and next observation once, the loss's own value estimator turns them into
+    advantages and value targets; then ``num_epochs`` passes of minibatches drawn without replacement
+    from ``build.memory`` go through the registered loss (``build.loss``), whose optimised terms
+    (``build.loss_entry.terms``) are summed, clipped by gradient norm and stepped with Adam over
+    ``loss.parameters()``.
+
+    Settings read: ``frames_per_batch``, ``num_epochs``, ``max_grad_norm``, ``lr``,
+    ``normalize_values``, and when the algorithm declares them ``lr_schedule`` / ``kl_target`` /
+    ``total_updates``, ``kl_early_stop``, ``normalize_observations`` and ``bootstrap_truncated``
+    (without it a time-limit cut ends the return). The keys are a single-agent env's; a multi-agent
+    cell sets ``observation_key``, ``value_key``, ``action_key``, ``done_key`` and ``terminated_key``
+    to its group's before ``__init__`` and overrides ``make_env``, ``step_rewards``,
+    ``observation_batch`` and ``raw_envs``.
+    """
+
+    observation_key: Any = "observation"
+    value_key: Any = "state_value"
+    action_key: Any = "action"
+    done_key: Any = "done"
+    terminated_key: Any = "terminated"
+
+    def __init__(self, build: Build) -> None:
+        super().__init__(build)
+        configure_threads()
+        seed_everything(build.seed)
+        s = build.settings
+        if s["frames_per_batch"] % build.num_envs:
+            raise ValueError(f"frames_per_batch {s['frames_per_batch']} is not a multiple of num_envs {build.num_envs}")
+        self.actor, self.critic = build.models["actor"], build.models["critic"]
+        self.loss, self.memory = build.loss, build.memory
+        self.terms = tuple(build.loss_entry.terms)
+        self.logged_terms = self.terms + tuple(t for t in build.loss_entry.reported if t not in self.terms)
+        self.steps_per_iteration = s["frames_per_batch"]
+        self.num_epochs = s["num_epochs"]
+        self.max_grad_norm = s["max_grad_norm"]
+        self.kl_early_stop = s.get("kl_early_stop", 0.0)
+        self.bootstrap_truncated = s.get("bootstrap_truncated", False)
+        self.action_bounds = None
+        if isinstance(build.action_space, gym.spaces.Box):
+            space = build.action_space
+            self.action_bounds = tuple(torch.as_tensor(b, dtype=torch.float32, device=build.device) for b in (space.low, space.high))
+
+        self.observation_normalizer = find_module(self.actor, RunningNormalizer) if s.get("normalize_observations") else None
+        # normalize_values: the critic learns standardised returns (targets of a stable scale whatever
+        # the reward scale), GAE needs returns in reward units. So: critic output -> denormalise ->
+        # GAE -> update the statistics with the new returns -> standardise targets and old values
+        # with them for the critic loss (and its value clip). skrl's value preprocessor does the same.
+        self.value_normalizer = RunningNormalizer(1).to(build.device) if s["normalize_values"] else None
+
+        # loss.parameters() rather than the models': a registered loss may own extra parameters
+        self.optimizer = torch.optim.Adam(self.loss.parameters(), lr=s["lr"])
+        self.lr_schedule = LearningRateSchedule(
+            self.optimizer, s.get("lr_schedule", "constant"), total_steps=s.get("total_updates", 1), kl_target=s.get("kl_target", 0.008)
+        )
+        if (self.lr_schedule.needs_kl or self.kl_early_stop) and "kl_approx" not in self.logged_terms:
+            raise ValueError("kl_adaptive and kl_early_stop need a loss that reports a 'kl_approx' term")
+
+        self.env = self.make_env(build)
+        self.collector = make_collector(self.env, self.actor, s["frames_per_batch"])
+        self._batches = iter(self.collector)
+        self._closed = False
+
+    def make_env(self, build: Build) -> EnvBase:
+        return make_env(build.env_id, build.env_kwargs, build.num_envs, build.seed, build.device)
+
+    # -- one iteration ----------------------------------------------------------------------------
+
+    def step(self) -> dict[str, float]:
+        batch = next(self._batches)
+        self._track_episodes(batch)
+        with torch.no_grad():
+            self._compute_advantages(batch)
+        extend_quietly(self.memory, batch.reshape(-1))
+        metrics = self._update()
+        if self.observation_normalizer is not None:
+            # after the update: the batch was collected and optimised under the same statistics,
+            # so the first minibatch's probability ratios are exactly 1
+            self.observation_normalizer.update(batch[self.observation_key])
+        self.env_steps += batch.numel()
+        self.iterations += 1
+        episode_return = self.episodes.pop_mean()
+        if episode_return is not None:
+            metrics["train/episode_return"] = episode_return
+        return metrics
+
+    def step_rewards(self, batch: TensorDict) -> torch.Tensor:
+        """``[num_envs, steps]`` rewards the training returns sum (multi-agent: the agents' mean)."""
+        return batch["next", "reward"].reshape(batch.shape)
+
+    def _track_episodes(self, batch: TensorDict) -> None:
+        rewards = self.step_rewards(batch).cpu().numpy()
+        dones = batch["next", "done"].reshape(batch.shape).cpu().numpy()
+        for t in range(batch.shape[1]):
+            self.episodes.update(rewards[:, t], dones[:, t])
+
+    def _compute_advantages(self, batch: TensorDict) -> None:
+        """Values of every observation and next observation in one critic call, then the loss's estimator."""
+        observations = torch.stack([batch[self.observation_key], batch["next", self.observation_key]])
+        values = self.critic(TensorDict({self.observation_key: observations}, batch_size=[2, *batch.shape]))[self.value_key]
+        if self.value_normalizer is not None:
+            values = self.value_normalizer.denormalize(values)
+        batch[self.value_key], batch["next", self.value_key] = values[0], values[1]
+        if not self.bootstrap_truncated:
+            # a time-limit cut then ends the return like a real termination
+            batch["next", self.terminated_key] = batch["next", self.done_key].clone()
+        # the values are already in the batch: skip_existing stops the estimator recomputing them
+        with set_skip_existing(True):
+            self.loss.value_estimator(batch)
+        if self.value_normalizer is not None:
+            self.value_normalizer.update(batch["value_target"])
+            batch["value_target"] = self.value_normalizer(batch["value_target"])
+            batch[self.value_key] = self.value_normalizer(batch[self.value_key])
+
+    def _update(self) -> dict[str, float]:
+        logged: list[list[torch.Tensor]] = []  # per optimised minibatch, self.logged_terms in order
+        stopped_early = False
+        for _ in range(self.num_epochs):
+            epoch_kl: list[torch.Tensor] = []
+            stop = False
+            for minibatch in self.memory:
+                if stop:
+                    continue  # drain the sampler so the next epoch starts on a fresh permutation
+                out = self.loss(minibatch)
+                if "kl_approx" in out.keys():
+                    epoch_kl.append(out["kl_approx"].detach())
+                # ranks decide on their mean KL, so all of them stop (or go on) together
+                if self.kl_early_stop and epoch_kl and mean_over_ranks(epoch_kl[-1]).item() > self.kl_early_stop:
+                    stop = stopped_early = True
+                    continue
+                total = sum(out[name] for name in self.terms)
+                self.optimizer.zero_grad(set_to_none=True)
+                total.backward()
+                sync_gradients(self.optimizer)  # data-parallel runs: the mean gradient over ranks
+                if self.max_grad_norm:
+                    nn.utils.clip_grad_norm_(self.loss.parameters(), self.max_grad_norm)
+                self.optimizer.step()
+                logged.append([out[name].detach() for name in self.logged_terms])
+            kl = mean_over_ranks(torch.stack(epoch_kl).mean()).item() if epoch_kl and self.lr_schedule.needs_kl else None
+            self.lr_schedule.step(kl)
+
+        with torch.no_grad():  # one reduction per update, not one per minibatch
+            means = torch.stack([torch.stack(row) for row in logged]).mean(0).tolist() if logged else []
+        metrics = {f"loss/{name}": value for name, value in zip(self.logged_terms, means)}
+        metrics["train/lr"] = self.lr_schedule.lr
+        metrics["train/minibatches"] = float(len(logged))
+        metrics["train/kl_early_stopped"] = float(stopped_early)
+        return metrics
+
+    # -- evaluation -------------------------------------------------------------------------------
+
+    def observation_batch(self, observations: np.ndarray) -> TensorDict:
+        """A batch of raw observations as the actor reads them."""
+        return observation_batch(observations, self.build.device)
+
+    def act_deterministic(self, observations: np.ndarray) -> np.ndarray:
+        with torch.no_grad(), set_exploration_type(ExplorationType.DETERMINISTIC):
+            action = self.actor(self.observation_batch(observations))[self.action_key]
+        if self.action_bounds is not None:
+            action = torch.clamp(action, *self.action_bounds)
+        return action.cpu().numpy()
+
+    # -- checkpoints ------------------------------------------------------------------------------
+
+    def raw_envs(self) -> list[Any] | None:
+        """The library envs under the TorchRL wrapper whose state ``collector_state`` must save too."""
+        return None
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "actor": self.actor.state_dict(),
+            "critic": self.critic.state_dict(),
+            "loss": self.loss.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "lr_schedule": self.lr_schedule.state_dict(),
+            "value_normalizer": None if self.value_normalizer is None else self.value_normalizer.state_dict(),
+            "collector": collector_state(self.collector, self.raw_envs()),  # mid-episode envs and the next step's carrier
+            "memory": self.memory.state_dict(),  # the minibatch sampler's position decides the next permutation
+            "counters": self.counters(),
+            "rng": capture_rng_state(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.actor.load_state_dict(state["actor"])
+        self.critic.load_state_dict(state["critic"])
+        self.loss.load_state_dict(state["loss"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.lr_schedule.load_state_dict(state["lr_schedule"])
+        if self.value_normalizer is not None:
+            self.value_normalizer.load_state_dict(state["value_normalizer"])
+        load_collector_state(self.collector, state["collector"], self.raw_envs())
+        self.memory.load_state_dict(state["memory"])
+        self.load_counters(state["counters"])
+        restore_rng_state(state["rng"])
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self.collector.shutdown()
+            if not self.env.is_closed:
+                self.env.close()

@@ -1,0 +1,142 @@
+"""The cheap commands: ``list``, ``recipes``, ``show``, ``losses``, ``doctor``, ``guide``. They read plugin
+declarations and recipes only; no torch, numpy or backend module is imported (tests check it)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..tables import format_table, to_toml
+from .common import open_session, print_json
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    session = open_session(args)
+    host = session.host
+    rows, data = [], []
+    for record in host.records:
+        for spec in record.algorithms:
+            status = "conflict" if spec.name in host.conflicts else "ok"
+            for backend, bspec in spec.backends.items():
+                rows.append([spec.name, backend, spec.kind, ", ".join(bspec.action_spaces), record.dist, record.version, status])
+                data.append({"algorithm": spec.name, "backend": backend, "kind": spec.kind,
+                             "action_spaces": list(bspec.action_spaces), "plugin": record.dist,
+                             "version": record.version, "status": status})
+        if record.status != "ok":
+            rows.append([record.name, "-", "-", "-", record.dist, record.version, f"{record.status}: {record.error}"])
+            data.append({"algorithm": record.name, "plugin": record.dist, "version": record.version,
+                         "status": record.status, "error": record.error})
+    if args.json:
+        print_json(data)
+    else:
+        print(format_table(["algorithm", "backend", "kind", "actions", "plugin", "version", "status"], rows))
+        for name, records in host.conflicts.items():
+            print(f"conflict: algorithm '{name}' is claimed by " + " and ".join(r.label for r in records))
+    return 0
+
+
+def cmd_recipes(args: argparse.Namespace) -> int:
+    session = open_session(args)
+    rows, data = [], []
+    for name, ver in session.book.refs():
+        table, entry = session.book.raw(f"{name}@{ver}")
+        spec = session.host.algorithms.get(table.get("algorithm", ""))
+        backends = ",".join(spec.backends) if spec else "(plugin not installed)"
+        env = table.get("env") + (f" ({table['dataset']})" if table.get("dataset") else "")
+        rows.append([f"{name}@{ver}", table.get("algorithm"), env, backends, table.get("steps"), table.get("target")])
+        data.append({"name": name, "version": ver, "algorithm": table.get("algorithm"), "env": table.get("env"),
+                     "dataset": table.get("dataset", ""),
+                     "backends": list(spec.backends) if spec else [], "steps": table.get("steps"),
+                     "target": table.get("target"), "source": entry.source})
+    if args.json:
+        print_json(data)
+    else:
+        print(format_table(["recipe", "algorithm", "env", "backends", "steps", "target"], rows))
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from ..pipeline import backend_settings, check_backend
+    from ..recipes import field_domains
+
+    if getattr(args, "space", False):  # `rlplug show NAME --space`: the search space `rlplug tune` searches
+        from .tune import cmd_show_space
+
+        return cmd_show_space(args)
+    session = open_session(args)
+    recipe = session.resolve(args.name, args.set or ())
+    spec = session.host.algorithm(recipe.algorithm)
+    backend = args.backend or recipe.backend
+    check_backend(spec, backend, f"recipe '{recipe.name}'")
+    table = recipe.to_table()
+    table["hyperparameters"] = {**spec.defaults(), **recipe.hyperparameters}
+    for name in list(recipe.backend_settings):
+        table.pop(name, None)
+    settings = backend_settings(spec, backend, table["hyperparameters"], recipe)
+    table["backend"] = backend
+    table["loss"] = recipe.loss or spec.default_loss
+    domains = {"": field_domains(), "hyperparameters": spec.domains()}
+    if args.json:
+        print_json({"recipe": table, "backend_settings": {backend: settings},
+                    "domains": {"fields": domains[""], "hyperparameters": domains["hyperparameters"]}})
+        return 0
+    print(f"# {recipe.ref} from {recipe.source}, resolved for the {backend} backend; each value's domain after it")
+    print(to_toml(table, comments=domains))
+    print(f"\n# {backend}'s own settings, translated from the hyperparameters (raw overrides applied)")
+    print(to_toml({backend: settings}))
+    return 0
+
+
+def cmd_losses(args: argparse.Namespace) -> int:
+    session = open_session(args)
+    if args.algorithm:
+        session.host.algorithm(args.algorithm)
+    rows, data = [], []
+    for entry in session.host.losses.entries(args.algorithm):
+        extra: dict[str, Any] = {}
+        if entry.describe is not None:
+            try:
+                extra = entry.describe()
+            except ImportError as err:
+                extra = {"note": f"backend not installed ({err.name})"}
+        steppers = dict(entry.optimisers)
+        optimised = " + ".join(f"{t} ({steppers[t]})" if t in steppers else t for t in entry.terms)
+        rows.append([entry.algorithm, entry.backend, entry.name, optimised, ", ".join(entry.reported),
+                     extra.get("value_estimator", ""), ", ".join(extra.get("set_keys", [])), entry.source])
+        data.append({"algorithm": entry.algorithm, "backend": entry.backend, "name": entry.name,
+                     "optimised": list(entry.terms), "optimisers": steppers, "reported": list(entry.reported), "doc": entry.doc,
+                     "source": entry.source, **extra})
+    if args.json:
+        print_json(data)
+    else:
+        print(format_table(["algorithm", "backend", "loss", "optimised", "reported", "estimator", "set_keys", "source"], rows))
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from ..runs.versions import versions
+
+    session = open_session(args)
+    print("versions:")
+    for name, ver in versions().items():
+        print(f"  {name:<11} {ver}")
+    print("plugins:")
+    for record in session.host.records:
+        algos = ", ".join(s.name for s in record.algorithms) or "-"
+        line = f"  {record.label:<24} {record.status:<12} algorithms: {algos}"
+        if record.error:
+            line += f"\n    reason: {record.error}"
+        print(line)
+    for name, records in session.host.conflicts.items():
+        print(f"  conflict: algorithm '{name}' is claimed by " + " and ".join(r.label for r in records))
+    return 0
+
+
+def cmd_guide(args: argparse.Namespace) -> int:
+    from ..guide import guide_path, guide_text
+
+    if args.path:
+        print(guide_path(args.topic))
+    else:
+        print(guide_text(args.topic), end="")
+    return 0

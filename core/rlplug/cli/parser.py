@@ -1,0 +1,181 @@
+"""The argument parser: every command, its options, and the function that runs it."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from typing import NoReturn
+
+from ..recipes import parse_value
+from .bench import cmd_bench
+from .catalog import cmd_doctor, cmd_guide, cmd_list, cmd_losses, cmd_recipes, cmd_show
+from .dataset import cmd_dataset_build, cmd_dataset_collect, cmd_dataset_from_run, cmd_dataset_info, cmd_dataset_list
+from .training import cmd_eval, cmd_resume, cmd_train
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with rlplug's error format: ``rlplug: error: train: argument --steps: expected one argument
+    (see `rlplug train --help`)`` as ONE line and exit 2, instead of the usage block. Subcommands inherit it."""
+
+    def error(self, message: str) -> NoReturn:
+        message = " ".join(str(message).split())
+        choice = re.fullmatch(r"argument (\S+): invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if choice:
+            from ..suggest import did_you_mean
+
+            options = re.findall(r"'([^']*)'", choice.group(3))
+            message = f"argument {choice.group(1)}: invalid choice '{choice.group(2)}'" + did_you_mean(choice.group(2), options)
+        self.fail(message, self.prog)
+
+    def fail(self, message: str, prog: str) -> NoReturn:
+        command = prog.partition(" ")[2]
+        where = f"{command}: " if command else ""
+        self.exit(2, f"rlplug: error: {where}{message} (see `{prog} --help`)\n")
+
+    def parse_args(self, args=None, namespace=None):  # type: ignore[no-untyped-def]
+        """Unknown arguments are reported by the command they were given to (``train``), not by ``rlplug``."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            self.fail(f"unrecognized arguments: {' '.join(extras)}", getattr(parsed, "command_prog", self.prog))
+        return parsed
+
+
+def option_value(text: str) -> object:
+    """A number option (``--steps 1e6``, ``--seed 7``) read as ``--set`` reads values, so that any text reaches
+    the option's domain check (``rlplug.recipes.check_option``) and is refused there in its words."""
+    return parse_value(text)
+
+
+option_value.__name__ = "value"  # what argparse would name in its own messages
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = Parser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="print the full traceback of an unexpected error")
+    common.add_argument("--plugin", action="append", metavar="MODULE[:OBJ]", help="import a module (or an object in it) and register it as a plugin")
+    common.add_argument("--recipes", action="append", metavar="FILE", help="add the recipes in a TOML file")
+    common.add_argument("--json", action="store_true", help="machine-readable output")
+    debug_only = Parser(add_help=False)
+    debug_only.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
+    parser = Parser(prog="rlplug", description="Train RL algorithms from named recipes on skrl or TorchRL.")
+    parser.add_argument("--version", action="version", version="rlplug 0.1.0")
+    parser.add_argument("--debug", action="store_true", help="print the full traceback of an unexpected error")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    sub.add_parser("list", parents=[common], help="algorithms x backends, with plugin and version").set_defaults(func=cmd_list)
+    sub.add_parser("recipes", parents=[common], help="known recipes").set_defaults(func=cmd_recipes)
+
+    show = sub.add_parser("show", parents=[common], help="print a resolved recipe and its backend settings")
+    show.add_argument("name")
+    show.add_argument("--backend")
+    show.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a recipe field or hyperparameter")
+    show.set_defaults(func=cmd_show)
+
+    losses = sub.add_parser("losses", parents=[common], help="registered losses per algorithm and backend")
+    losses.add_argument("algorithm", nargs="?")
+    losses.set_defaults(func=cmd_losses)
+
+    train = sub.add_parser("train", parents=[common], help="train a recipe and write a run directory")
+    train.add_argument("name")
+    train.add_argument("--backend")
+    train.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a recipe field or hyperparameter")
+    train.add_argument("--steps", type=option_value, metavar="N", help="step budget (the recipe's steps)")
+    train.add_argument("--seed", type=option_value, metavar="S", help="random seed (the recipe's seed)")
+    train.add_argument("--run-dir")
+    train.add_argument("--no-write", action="store_true", help="write nothing at all")
+    train.add_argument("--checkpoint-every", type=option_value, metavar="N", help="steps between checkpoints (default: a tenth of the budget)")
+    train.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    _add_launch_options(train)
+    train.set_defaults(func=cmd_train)
+
+    evaluate = sub.add_parser("eval", parents=[common], help="evaluate a saved run (imports the --plugin modules it was trained with)")
+    evaluate.add_argument("run_dir")
+    evaluate.add_argument("--episodes", type=option_value, metavar="N", help="evaluation episodes (default: the recipe's eval_episodes)")
+    evaluate.add_argument("--video", action="store_true", help="record the episodes to RUN_DIR/videos (needs moviepy)")
+    evaluate.set_defaults(func=cmd_eval)
+
+    resume = sub.add_parser("resume", parents=[common], help="continue a saved run (imports the --plugin modules it was trained with)")
+    resume.add_argument("run_dir")
+    resume.add_argument("--steps", type=option_value, metavar="N", help="new total step budget")
+    resume.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    resume.add_argument("--checkpoint-every", type=option_value, metavar="N", help="steps between checkpoints (default: the run's own)")
+    _add_launch_options(resume)
+    resume.set_defaults(func=cmd_resume)
+
+    bench = sub.add_parser("bench", parents=[common], help="train recipes and check their targets")
+    bench.add_argument("names", nargs="*", metavar="NAME")
+    bench.add_argument("--backend", help="comma-separated backends (default: every backend of the algorithm)")
+    bench.add_argument("--steps", type=option_value, metavar="N", help="override every recipe's step budget")
+    bench.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a field of every recipe")
+    bench.add_argument("--seed", type=option_value, metavar="S")
+    bench.add_argument("--runs-dir", metavar="DIR", help="write each row's run directory (metrics, curve.png) under DIR")
+    bench.add_argument("--all", action="store_true", help="every first-party recipe on every backend; writes BENCHMARKS.md")
+    bench.add_argument("--report", metavar="FILE.md", help="write the table as Markdown (and FILE.json) with the machine's details")
+    bench.set_defaults(func=cmd_bench)
+
+    from .tune import add_tune_command  # tune and `show --space` (Optuna is imported when a study runs)
+
+    add_tune_command(sub, common)
+
+    _add_dataset_commands(sub, common)
+    sub.add_parser("doctor", parents=[common], help="versions, plugins, and what failed to load").set_defaults(func=cmd_doctor)
+    guide = sub.add_parser("guide", parents=[debug_only], help="print the plugin author's guide (docs/plugins.md)")
+    guide.add_argument("topic", nargs="?", default="plugins", choices=("plugins",))
+    guide.add_argument("--path", action="store_true", help="print where the guide is instead")
+    guide.set_defaults(func=cmd_guide)
+    _name_commands(parser)
+    return parser
+
+
+def _name_commands(parser: argparse.ArgumentParser) -> None:
+    """Each command records its ``prog`` (``rlplug dataset collect``): the deepest one chosen wins."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for command in action.choices.values():
+                command.set_defaults(command_prog=command.prog)
+                _name_commands(command)
+
+
+def _add_dataset_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    dataset = sub.add_parser("dataset", help="offline datasets: collect, from-run, build, info, list")
+    dsub = dataset.add_subparsers(dest="dataset_command", required=True, metavar="ACTION")
+    collect = dsub.add_parser("collect", parents=[common], help="roll out a run's policy (or a random one) into a dataset")
+    collect.add_argument("name")
+    collect.add_argument("--env", required=True, help="Gymnasium environment id")
+    collect.add_argument("--policy", metavar="RUN_DIR", help="behaviour policy: a run directory")
+    collect.add_argument("--random", action="store_true", help="behaviour policy: uniformly random actions")
+    collect.add_argument("--expert", metavar="RUN_DIR", help="run whose return is the expert reference (default: --policy)")
+    collect.add_argument("--noise", type=option_value, default=0.0, help="epsilon (discrete) or Gaussian std as a fraction of the half action range")
+    collect.add_argument("--steps", type=option_value, default=100_000, metavar="N", help="transitions to collect")
+    collect.add_argument("--seed", type=option_value, default=0, metavar="S")
+    collect.add_argument("--overwrite", action="store_true")
+    collect.add_argument("--no-progress", action="store_true")
+    collect.set_defaults(func=cmd_dataset_collect)
+    from_run = dsub.add_parser("from-run", parents=[common], help="a training run's replay memory as a dataset")
+    from_run.add_argument("run_dir")
+    from_run.add_argument("--name", help="dataset name (default: RUN_DIR's name + '-replay')")
+    from_run.add_argument("--expert", metavar="RUN_DIR", help="run whose return is the expert reference (default: the run itself)")
+    from_run.add_argument("--seed", type=option_value, default=0, metavar="S")
+    from_run.add_argument("--overwrite", action="store_true")
+    from_run.set_defaults(func=cmd_dataset_from_run)
+    build = dsub.add_parser("build", parents=[common], help="make a dataset declared in a recipe file ([datasets.NAME])")
+    build.add_argument("name")
+    build.add_argument("--overwrite", action="store_true")
+    build.add_argument("--no-progress", action="store_true")
+    build.set_defaults(func=cmd_dataset_build)
+    info = dsub.add_parser("info", parents=[common], help="a dataset's metadata")
+    info.add_argument("name")
+    info.add_argument("--verify", action="store_true", help="also check every file's checksum")
+    info.set_defaults(func=cmd_dataset_info)
+    dsub.add_parser("list", parents=[common], help="datasets on this machine, and declared ones not built yet").set_defaults(func=cmd_dataset_list)
+
+
+def _add_launch_options(command: argparse.ArgumentParser) -> None:
+    group = command.add_argument_group("devices and processes (data-parallel through torchrun)")
+    group.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="cuda: each process on its own GPU (default: cpu)")
+    group.add_argument("--nproc", type=int, metavar="N", help="processes per node (ranks), launched by torch.distributed.run")
+    group.add_argument("--nnodes", type=int, default=1, metavar="M", help="nodes taking part; run the same command on each (default: 1)")
+    group.add_argument("--rdzv-endpoint", metavar="HOST:PORT", help="where the nodes meet (needed with --nnodes above 1)")

@@ -1,0 +1,304 @@
+"""``rlplug tune``: a hyperparameter search whose result is a recipe (``rlplug.tuning``), and
+``rlplug show NAME --space``. Cheap to import: Optuna and torch are imported when a study runs."""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..errors import RecipeError
+from .common import open_session, print_json
+
+DEFAULT_EVALUATIONS = 5
+DEFAULT_EVAL_SEEDS = 3
+
+
+def add_tune_command(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """Register ``tune`` (and ``show``'s ``--space``) on the command parser."""
+    show = sub.choices.get("show")
+    if show is not None:
+        show.add_argument("--space", action="store_true", help="print the recipe's search space for `rlplug tune` instead")
+    tune = sub.add_parser("tune", parents=[common], help="search a recipe's hyperparameters (Optuna) and write the best as a recipe",
+                          description="Search a recipe's hyperparameters with Optuna (TPE sampler, median pruner) and write "
+                          "the best trial, re-evaluated on fresh seeds, as a recipe that extends the original. Needs "
+                          "pip install 'rlplug[tune]'.")  # fmt: skip
+    tune.add_argument("name", help="the recipe to tune (NAME or NAME@VERSION)")
+    tune.add_argument("--backend")
+    tune.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a recipe field or hyperparameter in every trial")
+    tune.add_argument("--trials", type=int, metavar="N", help="trials the study should hold (a rerun continues it up to N)")
+    tune.add_argument("--jobs", type=int, default=1, metavar="J", help="worker processes sharing the study (default: 1)")
+    tune.add_argument("--seeds", type=int, default=1, metavar="S", help="seeds each trial trains on; the objective is their mean (default: 1)")
+    tune.add_argument("--steps", type=int, metavar="N", help="steps each trial trains per seed (default: the recipe's budget)")
+    tune.add_argument("--evaluations", type=int, default=DEFAULT_EVALUATIONS, metavar="E",
+                      help=f"evaluations per seed for the pruner, the last being the final one (default: {DEFAULT_EVALUATIONS})")
+    tune.add_argument("--storage", metavar="URL", help="Optuna RDB URL (default: sqlite:///rlplug-tune.db here; "
+                      "postgresql://user:pass@host/db lets several machines share a study)")  # fmt: skip
+    tune.add_argument("--study", metavar="NAME", help="study name (default: RECIPE-BACKEND)")
+    tune.add_argument("--timeout", type=float, metavar="SECONDS", help="start no trial after this many seconds")
+    tune.add_argument("--export", action="store_true", help="run no trial: re-evaluate and export the best of an existing study")
+    tune.add_argument("--eval-seeds", type=int, default=DEFAULT_EVAL_SEEDS, metavar="K",
+                      help=f"fresh seeds the best trial and the recipe as written are re-evaluated on (default: {DEFAULT_EVAL_SEEDS}; 0: none)")
+    tune.add_argument("--out", metavar="FILE", help="where the tuned recipe goes (default: ./NAME-tuned.toml)")
+    tune.add_argument("--as", dest="as_ref", metavar="NAME[@N]", help="name (and version) of the tuned recipe "
+                      "(default: NAME-tuned; NAME alone: its next version)")  # fmt: skip
+    tune.add_argument("--report", metavar="FILE.md", help="write a Markdown summary with Optuna's plots (PNGs next to it)")
+    tune.add_argument("--no-progress", action="store_true", help="hide the progress bar and the line per trial")
+    tune.add_argument("--worker", type=int, help=argparse.SUPPRESS)  # a process started by --jobs
+    tune.set_defaults(func=cmd_tune)
+
+
+# ---- rlplug show NAME --space ---------------------------------------------------------------------
+
+
+def cmd_show_space(args: argparse.Namespace) -> int:
+    from ..space import nothing_to_search, pinned_by, recipe_space, space_rows
+    from ..tables import format_table
+
+    session = open_session(args)
+    recipe = session.resolve(args.name, args.set or ())
+    spec = session.host.algorithm(recipe.algorithm)
+    space = recipe_space(spec, recipe, pinned_by(args.set or (), spec.param_map))
+    rows = space_rows(spec, recipe, space)
+    if args.json:
+        print_json({"recipe": recipe.ref, "algorithm": spec.name, "space": rows})
+        return 0
+    if not rows:
+        print(nothing_to_search(spec, recipe))
+        return 0
+    from ..schema import choice_text
+
+    print(f"# search space of {recipe.ref} ({spec.name}, from {spec.plugin or 'its plugin'}'s declarations"
+          f"{' and the recipe' if recipe.search else ''}); `rlplug tune {recipe.name}` searches it")  # fmt: skip
+    print(format_table(["parameter", "search", "recipe value", "from"],
+                       [[r["parameter"], r["search"], choice_text(r["value"]), r["from"]] for r in rows]))  # fmt: skip
+    return 0
+
+
+# ---- rlplug tune ----------------------------------------------------------------------------------
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    from ..tuning import require_optuna
+
+    require_optuna()
+    _check_options(args)
+    quiet = args.json or args.no_progress or args.worker is not None
+    session = open_session(args)
+    context = _Context(args, session)
+    if args.worker is not None:
+        return _work(context, args)
+    if not args.export:
+        from .dataset import ensure_dataset
+
+        ensure_dataset(session, context.recipe, quiet=quiet)
+    study = context.study(create=not args.export)
+    if not args.export:
+        _search(context, study, args, quiet)
+    return _export(context, study, args, quiet)
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    from ..recipes import check_option
+
+    if args.trials is None and not args.export:
+        raise RecipeError("rlplug tune needs --trials N, the number of trials the study should hold (or --export "
+                          "to export the best of an existing study)")  # fmt: skip
+    for flag, value, low in (("--trials", args.trials, 1), ("--jobs", args.jobs, 1), ("--seeds", args.seeds, 1),
+                             ("--evaluations", args.evaluations, 1), ("--eval-seeds", args.eval_seeds, 0)):  # fmt: skip
+        if value is not None and not low <= value <= 10**6:
+            raise RecipeError(f"{flag} = {value} is outside [{low}, 10**6]")
+    if args.steps is not None:
+        args.steps = check_option("steps", args.steps, "--steps")
+    if args.timeout is not None and not args.timeout > 0:
+        raise RecipeError(f"--timeout = {args.timeout:g} must be > 0 seconds")
+    if args.report is not None and not args.report.endswith(".md"):
+        raise RecipeError(f"--report {args.report}: the report is a Markdown file, FILE.md")
+
+
+class _Context:
+    """What the command works with: the recipe with ``--set`` applied, its algorithm, backend, search space,
+    the study's storage, name and configuration, and the plan every trial trains."""
+
+    def __init__(self, args: argparse.Namespace, session: Any) -> None:
+        from ..pipeline import check_backend, require_backend_libraries
+        from ..space import nothing_to_search, pinned_by, recipe_space
+        from ..tuning.storage import DEFAULT_STORAGE, open_storage
+
+        self.session = session
+        self.storage_url = args.storage or DEFAULT_STORAGE
+        self.storage = open_storage(self.storage_url)
+        self.original = session.resolve(args.name)
+        probe = session.resolve(args.name, args.set or ())
+        self.spec = session.host.algorithm(probe.algorithm)
+        backend = args.backend or probe.backend
+        check_backend(self.spec, backend, f"recipe '{probe.name}'")
+        self.study_name = args.study or f"{probe.name}-{backend}"
+        self.config = None
+        if args.export or args.worker is not None:  # trained as the study says, whatever this command line says
+            self.config = self._stored_config()
+        if self.config is not None:
+            backend, overrides = self.config["backend"], list(self.config["overrides"])
+        else:
+            overrides = list(args.set or ())
+        require_backend_libraries(self.spec, backend)
+        recipe = session.resolve(args.name, overrides)
+        self.space = recipe_space(self.spec, recipe, pinned_by(overrides, self.spec.param_map))
+        if not self.space.searched:
+            raise RecipeError(nothing_to_search(self.spec, recipe))
+        recipe.hyperparameters = {**recipe.hyperparameters, **self.space.fixed}
+        recipe.backend = backend
+        self.recipe = recipe
+        if self.config is None:
+            steps = args.steps or recipe.steps
+            evaluations = min(args.evaluations, steps)
+            self.config = {
+                "recipe": recipe.ref, "backend": backend, "steps": steps,
+                "seeds": [(recipe.seed + i) % 2**32 for i in range(args.seeds)], "overrides": overrides,
+                "space": self.space.as_table(), "objective": recipe.target_metric, "evaluations": evaluations,
+                "warmup_steps": steps // 3, "command": shlex.join(["rlplug", *args.argv]),
+            }  # fmt: skip
+        self.plan = self._plan()
+
+    def _stored_config(self) -> dict[str, Any]:
+        from ..tuning import StudyError
+        from ..tuning.storage import study_config, study_exists
+
+        if not study_exists(self.storage, self.study_name):
+            raise StudyError(f"no study '{self.study_name}' in {self.storage_url}; run `rlplug tune` without --export first")
+        import optuna
+
+        config = study_config(optuna.load_study(study_name=self.study_name, storage=self.storage))
+        if config["recipe"].partition("@")[0] != self.original.name:
+            raise StudyError(f"study '{self.study_name}' tuned {config['recipe']}, not {self.original.name}")
+        return config
+
+    def _plan(self) -> Any:
+        from ..tuning.objective import TrialPlan
+
+        c = self.config
+        return TrialPlan(self.session, self.recipe, c["backend"], c["steps"], list(c["seeds"]), c["evaluations"], c["objective"])
+
+    def study(self, create: bool, worker: int = 0) -> Any:
+        from ..tuning.storage import open_study
+
+        return open_study(self.storage, self.study_name, self.config, seed=self.recipe.seed + worker, create=create)
+
+    def objective(self) -> Any:
+        from ..tuning.objective import Objective
+
+        return Objective(self.plan, self.space, self.spec.param_map)
+
+
+def _single_threaded() -> None:
+    """Trials are small networks: one torch thread each, so --jobs processes do not fight over cores."""
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def _work(context: _Context, args: argparse.Namespace) -> int:
+    """A worker started by ``--jobs``: run trials until the study holds ``--trials``; print nothing."""
+    from ..tuning.loop import run_trials
+
+    _single_threaded()
+    study = context.study(create=False, worker=args.worker)
+    run_trials(study, context.objective(), args.trials, args.timeout)
+    return 0
+
+
+def _search(context: _Context, study: Any, args: argparse.Namespace, quiet: bool) -> None:
+    from ..tuning.loop import Monitor, counted, run_trials, run_workers
+    from ..tuning.objective import enqueue_values
+
+    held = len(study.trials)
+    if not held:  # a new study tries the recipe as written first
+        values = {**context.spec.defaults(), **context.recipe.hyperparameters}
+        study.enqueue_trial(enqueue_values(context.space, values), user_attrs={"baseline": True})
+    if not quiet:
+        missing = max(0, args.trials - counted(study)) + (1 if not held else 0)  # the queued trial is still to run
+        print(f"study '{context.study_name}' in {context.storage_url}: {held} trials so far, {missing} to run"
+              f"{f' on {args.jobs} processes' if args.jobs > 1 and missing else ''}", file=sys.stderr)  # fmt: skip
+    monitor = Monitor(study, args.trials, progress=not quiet, lines=not quiet)
+    try:
+        if args.jobs == 1:
+            _single_threaded()
+            run_trials(study, context.objective(), args.trials, args.timeout, after_trial=monitor.update)
+        else:
+            codes = run_workers([_worker_command(context, args, i) for i in range(min(args.jobs, args.trials))], monitor)
+            if any(codes):
+                from ..tuning import StudyError
+
+                raise StudyError(f"a worker process stopped with exit code {max(codes, key=abs)}; its error is above")
+    finally:
+        monitor.close()
+
+
+def _worker_command(context: _Context, args: argparse.Namespace, index: int) -> list[str]:
+    c = context.config
+    command = [sys.executable, "-m", "rlplug.cli", "tune", args.name, "--backend", c["backend"], "--trials", str(args.trials),
+               "--storage", context.storage_url, "--study", context.study_name, "--worker", str(index)]  # fmt: skip
+    if args.timeout is not None:
+        command += ["--timeout", str(args.timeout)]
+    for flag, values in (("--plugin", args.plugin), ("--recipes", args.recipes)):
+        for value in values or ():
+            command += [flag, value]
+    return command
+
+
+def _export(context: _Context, study: Any, args: argparse.Namespace, quiet: bool) -> int:
+    from ..tuning.export import (best_trial, best_values, changes, export_ref, recipe_text, reevaluate,
+                                 summary_comments, tuned_recipe, write_recipe)  # fmt: skip
+
+    log = (lambda line: None) if quiet else (lambda line: print(line, file=sys.stderr))
+    best = best_trial(study)
+    best_hp = best_values(best, context.space)
+    original = copy.deepcopy(context.original)
+    tuned = tuned_recipe(context.plan, best_hp)
+    fields, hp, tables = changes(context.spec, original, tuned)
+    _single_threaded()
+    reeval = reevaluate(study, context.plan, original, best_hp, best.number, args.eval_seeds, bool(fields or hp or tables), log)
+    name, version = export_ref(context.session.book, original, args.as_ref)
+    comments = summary_comments(study, context.config, best, context.space, reeval, original.ref, context.storage_url)
+    description = f"{original.name} tuned by rlplug tune (study {context.study_name}, best of {len(study.trials)} trials)"
+    out = Path(args.out or f"{original.name}-tuned.toml")
+    write_recipe(out, recipe_text(name, version, original.ref, description, fields, hp, tables, comments))
+    # the file is read back as `rlplug show NAME --recipes FILE` reads it: what was written is a valid recipe
+    from ..pipeline import Session
+
+    Session(plugins=context.session.plugins, recipe_files=(*context.session.recipe_files, str(out))).resolve(f"{name}@{version}")
+    written = [out]
+    if args.report:
+        from ..tuning.report import write_report
+
+        values = {**context.spec.defaults(), **original.hyperparameters}
+        written += write_report(Path(args.report), study, context.config, best, context.space, values, reeval,
+                                original.ref, out, comments)  # fmt: skip
+    result = {
+        "study": context.study_name, "storage": context.storage_url, "trials": len(study.trials),
+        "best_trial": best.number, "best_value": best.value, "best_values": best_hp,
+        "reevaluation": None if reeval is None else {"seeds": reeval.seeds, "tuned": reeval.tuned, "original": reeval.original},
+        "recipe": f"{name}@{version}", "file": str(out), "changes": {**fields, "hyperparameters": hp, **tables},
+        "report": args.report,
+    }  # fmt: skip
+    if args.json:
+        print_json(result)
+        return 0
+    shown = ", ".join(f"{k} = {_short(v)}" for k, v in hp.items()) or "(no hyperparameter changed)"
+    print(f"best: trial {best.number} of {len(study.trials)}, {best.value:.4g}: {shown}")
+    if reeval is not None:
+        print(reeval.line(original.ref))
+    recipes = " ".join(f"--recipes {shlex.quote(f)}" for f in (*context.session.recipe_files, str(out)))
+    print(f"recipe {name}@{version} written to {out}; train it with: rlplug train {name} {recipes}")
+    if args.report:
+        print(f"report: {args.report} (and {len(written) - 2} plots next to it)")
+    return 0
+
+
+def _short(value: Any) -> str:
+    from ..schema import choice_text
+
+    return f"{value:.4g}" if isinstance(value, float) else choice_text(value)

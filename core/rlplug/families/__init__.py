@@ -1,0 +1,69 @@
+"""Neutral hyperparameter families: what a family of algorithms shares before torch is imported.
+
+Torch-free by design (a test imports it and checks ``sys.modules``): ``rlplug show`` and plugin
+declarations read these without a backend. Each family declares its ``Param`` tuples once and the
+translation of their values into the settings both backends read, with each value's domain and the
+rules between values (``*_RULES``, for ``AlgorithmSpec(rules=...)``).
+"""
+
+from __future__ import annotations
+
+from .offline import OFFLINE_PARAMS, offline_settings
+from .offpolicy import (
+    ESTIMATOR_PARAMS,
+    ESTIMATOR_RULES,
+    REPLAY_PARAMS,
+    REPLAY_RULES,
+    TARGET_PARAMS,
+    LinearSchedule,
+    gradient_steps_due,
+    replay_settings,
+    skrl_estimator_check,
+    torchrl_estimator_settings,
+)
+from .onpolicy import (
+    CLIP_PARAMS,
+    GYMNASIUM_PARAMS,
+    NETWORK_PARAMS,
+    ONPOLICY_PARAMS,
+    ROLLOUT_RULES,
+    SCHEDULE_PARAMS,
+    adjusted,
+    clipped_family,
+    network_settings,
+    skrl_onpolicy_settings,
+    torchrl_onpolicy_settings,
+)
+from .optim import OPTIMIZER_IMPLS, OPTIMIZER_PARAMS, adam_flags, optimizer_settings
+
+__all__ = [
+    # on-policy
+    "CLIP_PARAMS",
+    "GYMNASIUM_PARAMS",
+    "NETWORK_PARAMS",
+    "ONPOLICY_PARAMS",
+    "ROLLOUT_RULES",
+    "SCHEDULE_PARAMS",
+    "adjusted",
+    "clipped_family",
+    "network_settings",
+    "skrl_onpolicy_settings",
+    "torchrl_onpolicy_settings",
+    # off-policy, offline, optimiser
+    "ESTIMATOR_PARAMS",
+    "ESTIMATOR_RULES",
+    "OFFLINE_PARAMS",
+    "OPTIMIZER_IMPLS",
+    "OPTIMIZER_PARAMS",
+    "REPLAY_PARAMS",
+    "REPLAY_RULES",
+    "TARGET_PARAMS",
+    "LinearSchedule",
+    "adam_flags",
+    "gradient_steps_due",
+    "offline_settings",
+    "optimizer_settings",
+    "replay_settings",
+    "skrl_estimator_check",
+    "torchrl_estimator_settings",
+]

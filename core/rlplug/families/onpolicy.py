@@ -1,0 +1,204 @@
+"""What every on-policy algorithm (PPO, MAPPO, third-party actor-critics such as the A2C example)
+shares before torch is imported: its neutral hyperparameters, the rules tying a rollout to its
+minibatches, and the translation of the parameters into the settings both backends read. An
+algorithm declares the parameter groups it uses next to its own; the translators read only the
+family parameters it declares (MAPPO has no ``lr_schedule``, so its settings have no scheduler).
+Nothing here imports torch: ``rlplug show`` prints these settings without it.
+
+A rollout holds ``rollout_steps x num_envs`` transitions (per agent for MAPPO) and each epoch splits it
+into ``minibatches``. When ``minibatches`` does not divide the rollout, a minibatch holds
+``rollout // minibatches`` transitions: skrl leaves the remainder out of that epoch (a different random
+remainder each epoch), TorchRL adds one smaller last minibatch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..schema import LossSpec, Param, Rule, Search, both_backends
+
+MAX_ROLLOUT = 2**24
+"""Transitions one rollout may hold (``rollout_steps x num_envs``); they are all in memory at once."""
+
+ROLLOUT_RULES = (
+    Rule(("minibatches", "rollout_steps", "num_envs"), "minibatches <= rollout_steps x num_envs",
+         lambda hp, recipe: hp["minibatches"] <= hp["rollout_steps"] * recipe.num_envs,
+         "every minibatch holds at least one transition"),
+    Rule(("rollout_steps", "num_envs"), f"rollout_steps x num_envs <= 2**{MAX_ROLLOUT.bit_length() - 1}",
+         lambda hp, recipe: hp["rollout_steps"] * recipe.num_envs <= MAX_ROLLOUT,
+         "a rollout is held in memory at once"),
+)
+
+
+# ---- parameters -----------------------------------------------------------------------------------
+
+ONPOLICY_PARAMS = (
+    Param("learning_rate", 3e-4, "Adam learning rate (initial value when scheduled)", bounds="(0, inf)",
+          search=Search(1e-5, 2e-3, log=True)),
+    Param("rollout_steps", 128, "environment steps per environment between updates", bounds="[1, 2**24]",
+          search=(16, 32, 64, 128, 256, 512, 1024, 2048)),
+    Param("epochs", 10, "passes over each rollout", bounds="[1, 10000]", search=(1, 5, 10, 20)),
+    Param("minibatches", 4, "minibatches per epoch, at most rollout_steps x num_envs (when it does not divide the "
+          "rollout, each holds rollout // minibatches transitions; see above)", bounds="[1, 2**24]",
+          search=(1, 2, 4, 8, 16, 32)),
+    Param("gamma", 0.99, "discount factor", bounds="[0, 1]", search=(0.9, 0.95, 0.98, 0.99, 0.995, 0.999, 0.9999)),
+    Param("gae_lambda", 0.95, "GAE lambda", bounds="[0, 1]", search=(0.8, 0.9, 0.92, 0.95, 0.98, 0.99, 1.0)),
+    Param("entropy_coef", 0.0, "weight of the entropy bonus", bounds="[0, inf)", search=Search(1e-8, 0.1, log=True)),
+    Param("value_coef", 0.5, "weight of the value loss (mean squared error)", bounds="[0, inf)", search=Search(0.2, 1.0)),
+    Param("max_grad_norm", 0.5, "gradient-norm clip (0 disables)", bounds="[0, inf)", search=Search(0.3, 5.0)),
+    Param("normalize_values", False, "standardise value targets with running statistics (the critic learns returns of any scale at once)"),
+)
+"""Every on-policy actor-critic: the rollout, GAE, the loss weights, the optimiser step."""
+
+SCHEDULE_PARAMS = (
+    Param("lr_schedule", "constant", "learning-rate schedule", choices=("constant", "linear", "kl_adaptive"),
+          search=("constant", "linear", "kl_adaptive")),
+    Param("kl_target", 0.008, "KL the kl_adaptive schedule steers towards", bounds="(0, inf)"),
+    Param("kl_early_stop", 0.0, "stop an epoch's minibatch loop when the approximate KL exceeds this (0 disables)",
+          bounds="[0, inf)"),
+)
+"""Learning-rate schedules and KL early stopping (the loss must report an approximate KL)."""
+
+CLIP_PARAMS = (
+    Param("clip_ratio", 0.2, "PPO probability-ratio clip (below 1: the ratio's lower bound 1 - clip stays positive)",
+          bounds="[0, 1)", search=(0.1, 0.2, 0.3, 0.4)),
+    Param("value_clip", 0.0, "clip of the value change per update (0 disables)", bounds="[0, inf)"),
+)
+"""PPO's clipped objective (PPO, MAPPO)."""
+
+GYMNASIUM_PARAMS = (
+    Param("normalize_observations", False, "standardise observations with running statistics"),
+    Param("bootstrap_truncated", True, "bootstrap from the value of the true last state when an episode is cut by a time limit (false: treat the cut as a termination)"),
+)
+"""Single-agent Gymnasium cells: observation statistics and time-limit truncation."""
+
+NETWORK_PARAMS = (
+    Param("hidden_sizes", [64, 64], "hidden layer widths of policy and value networks", item_type=int,
+          item_bounds="[1, 8192]", length="[0, 16]", search=([64], [64, 64], [256, 256])),
+    Param("activation", "tanh", "hidden activation", choices=("tanh", "relu", "elu"), search=("tanh", "relu")),
+    Param("initial_log_std", 0.0, "initial log standard deviation of the Gaussian policy (continuous actions; skrl clamps "
+          "log std to [-20, 2])", bounds="[-20, 2]"),
+)
+"""The policy and value MLPs."""
+
+
+def clipped_family(
+    package: str, skrl_settings: Callable[..., dict[str, Any]], torchrl_settings: Callable[..., dict[str, Any]], *,
+    loss: str, skrl_doc: str, torchrl_doc: str, describe: str = "",
+) -> dict[str, Any]:  # fmt: skip
+    """The ``AlgorithmSpec`` fields a PPO-family algorithm shares, for ``AlgorithmSpec(..., **clipped_family(...))``.
+
+    Both backends (``<package>.skrl_backend`` and ``.torchrl_backend``, discrete and continuous actions,
+    data-parallel), the rollout rules, and the clipped loss ``loss`` as the default. Its factories are
+    ``<package>.<backend>_backend:make_<loss>_loss``; on skrl its terms are ``clipped_ppo_terms``'
+    (``approx_kl`` reported: it drives KL early stopping and the KL-adaptive schedule), on TorchRL
+    ``ClipPPOLoss``'s (``kl_approx``, ``clip_fraction``, ``entropy`` reported). ``describe`` is the
+    TorchRL loss's optional ``module:function``.
+    """
+    skrl_terms, torchrl_terms = ("loss_policy", "loss_value", "loss_entropy"), ("loss_objective", "loss_critic", "loss_entropy")
+    return {
+        "backends": both_backends(package, ("discrete", "continuous"), skrl_settings, torchrl_settings, distributed=True),
+        "rules": ROLLOUT_RULES,
+        "default_loss": loss,
+        "losses": (
+            LossSpec(loss, "skrl", f"{package}.skrl_backend:make_{loss}_loss", skrl_terms, ("approx_kl",), skrl_doc),
+            LossSpec(loss, "torchrl", f"{package}.torchrl_backend:make_{loss}_loss", torchrl_terms,
+                     ("kl_approx", "clip_fraction", "entropy"), torchrl_doc, describe=describe),
+        ),
+    }
+
+
+def adjusted(params: tuple[Param, ...], *, drop: tuple[str, ...] = (), **defaults: Any) -> tuple[Param, ...]:
+    """``params`` without those named in ``drop`` and with other defaults (``entropy_coef=0.01``)."""
+    unknown = (set(drop) | defaults.keys()) - {p.name for p in params}
+    if unknown:
+        raise KeyError(f"not in this parameter group: {', '.join(sorted(unknown))}")
+    return tuple(
+        dataclasses.replace(p, default=defaults[p.name]) if p.name in defaults else p for p in params if p.name not in drop
+    )
+
+
+# ---- settings -------------------------------------------------------------------------------------
+
+
+def _updates(hp: Mapping[str, Any], recipe: Any) -> int:
+    """Number of rollouts (= updates) the recipe's step budget gives."""
+    per_update = hp["rollout_steps"] * recipe.num_envs
+    return max(1, -(-recipe.steps // per_update))
+
+
+def network_settings(hp: Mapping[str, Any]) -> dict[str, Any]:
+    """The model settings, named alike on both backends."""
+    return {"hidden_sizes": list(hp["hidden_sizes"]), "activation": hp["activation"], "initial_log_std": hp["initial_log_std"]}
+
+
+def skrl_onpolicy_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
+    """skrl agent-config fields (``PPO_CFG``, ``A2C_CFG``, ``MAPPO_CFG``) for the family parameters ``hp`` has.
+
+    Class names stay strings (the backend maps them to classes); the model settings are added.
+    ``learning_epochs`` is left out without ``epochs`` (skrl's A2C makes one pass), the clip fields
+    without ``clip_ratio``, the scheduler without ``lr_schedule``, ``kl_threshold`` without
+    ``kl_early_stop``, the observation preprocessor and ``time_limit_bootstrap`` without
+    ``normalize_observations`` / ``bootstrap_truncated``.
+    """
+    settings: dict[str, Any] = {"rollouts": hp["rollout_steps"]}
+    if "epochs" in hp:
+        settings["learning_epochs"] = hp["epochs"]
+    settings.update(
+        mini_batches=hp["minibatches"],
+        discount_factor=hp["gamma"],
+        gae_lambda=hp["gae_lambda"],
+        learning_rate=hp["learning_rate"],
+    )
+    if "lr_schedule" in hp:
+        schedule, schedule_kwargs = None, {}
+        if hp["lr_schedule"] == "kl_adaptive":
+            schedule, schedule_kwargs = "KLAdaptiveLR", {"kl_threshold": hp["kl_target"]}
+        elif hp["lr_schedule"] == "linear":
+            # skrl steps on-policy schedulers once per epoch
+            total_iters = _updates(hp, recipe) * hp.get("epochs", 1)
+            schedule, schedule_kwargs = "LinearLR", {"start_factor": 1.0, "end_factor": 0.0, "total_iters": total_iters}
+        settings.update(learning_rate_scheduler=schedule, learning_rate_scheduler_kwargs=schedule_kwargs)
+    if "normalize_observations" in hp:
+        settings["observation_preprocessor"] = "RunningStandardScaler" if hp["normalize_observations"] else None
+    settings.update(
+        value_preprocessor="RunningStandardScaler" if hp["normalize_values"] else None,
+        grad_norm_clip=hp["max_grad_norm"],
+    )
+    if "clip_ratio" in hp:
+        settings.update(ratio_clip=hp["clip_ratio"], value_clip=hp["value_clip"])
+    settings.update(entropy_loss_scale=hp["entropy_coef"], value_loss_scale=hp["value_coef"])
+    if "kl_early_stop" in hp:
+        settings["kl_threshold"] = hp["kl_early_stop"]
+    if "bootstrap_truncated" in hp:
+        settings["time_limit_bootstrap"] = hp["bootstrap_truncated"]
+    return {**settings, **network_settings(hp)}
+
+
+def torchrl_onpolicy_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
+    """TorchRL rollout-loop, collector and common loss settings for the family parameters ``hp`` has.
+
+    The loss's common arguments are ``entropy_coeff``, ``critic_coeff`` and, with ``clip_ratio``, the
+    clip ones; the model settings are added. Without ``epochs``, one pass per rollout.
+    """
+    frames_per_batch = hp["rollout_steps"] * recipe.num_envs
+    epochs = hp.get("epochs", 1)
+    settings: dict[str, Any] = {
+        "frames_per_batch": frames_per_batch,
+        "num_epochs": epochs,
+        "minibatch_size": max(1, frames_per_batch // hp["minibatches"]),
+        "gamma": hp["gamma"],
+        "lmbda": hp["gae_lambda"],
+    }
+    if "clip_ratio" in hp:
+        settings.update(clip_epsilon=hp["clip_ratio"], clip_value=hp["value_clip"] or None)
+    settings.update(entropy_coeff=hp["entropy_coef"], critic_coeff=hp["value_coef"], loss_critic_type="l2", lr=hp["learning_rate"])
+    if "lr_schedule" in hp:
+        settings.update(lr_schedule=hp["lr_schedule"], kl_target=hp["kl_target"], total_updates=_updates(hp, recipe) * epochs)
+    settings["max_grad_norm"] = hp["max_grad_norm"]
+    for name in ("kl_early_stop", "normalize_observations", "normalize_values", "bootstrap_truncated"):
+        if name in hp:
+            settings[name] = hp[name]
+    return {**settings, **network_settings(hp)}

@@ -1,0 +1,191 @@
+"""The training loop of ``rlplug train`` and ``resume``: progress bar, metrics, checkpoint cadence,
+divergence guard, final evaluation and summary. It talks to the trainer through ``rlplug.Trainer`` only."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from ..distributed import world
+from ..errors import RunInterrupted
+from ..hookspecs import Build, Trainer
+from .divergence import check_losses, diverged_parameters
+from .rundir import recorded_checkpoint_every
+from .summary import add_update_rate, add_world, summarise
+from .writer import RunWriter
+
+
+class CheckpointCadence:
+    """Every ``every`` units of progress, counted from zero so a resumed run keeps the same beat."""
+
+    def __init__(self, every: int, progress: int) -> None:
+        self.every = every
+        self.due_at = self._next(progress)
+        self.saved_at = -1
+
+    def due(self, progress: int) -> bool:
+        return progress >= self.due_at
+
+    def saved(self, progress: int) -> None:
+        self.saved_at = progress
+        self.due_at = self._next(progress)
+
+    def _next(self, progress: int) -> int:
+        return (progress // self.every + 1) * self.every
+
+
+class StopSignals:
+    """SIGINT (Ctrl-C) and SIGTERM while a run is written: remembered, then acted on at the end of the
+    training iteration under way, where the trainer's state is whole (a checkpoint at the interrupt is
+    written there). A second signal acts at once, as it would without this. Main thread, one process only:
+    the ranks of a distributed run would each stop at another iteration and wait on each other."""
+
+    SIGNALS = ("SIGINT", "SIGTERM")
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self._previous: dict[int, Any] = {}
+
+    def install(self) -> None:
+        import signal
+        import threading
+
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for name in self.SIGNALS:
+            number = getattr(signal, name, None)
+            if number is not None:
+                self._previous[number] = signal.signal(number, self._remember)
+
+    def _remember(self, signum: int, frame: Any) -> None:
+        import signal
+
+        self.signum = signum
+        signal.signal(signum, self._previous.get(signum, signal.SIG_DFL))  # a second one is not held back
+
+    def restore(self) -> None:
+        import signal
+
+        for number, handler in self._previous.items():
+            signal.signal(number, handler)
+        self._previous.clear()
+
+    def interrupted(self, trainer: Trainer, run_dir: Path) -> RunInterrupted:
+        import signal
+
+        name = signal.Signals(self.signum).name
+        unit = "update" if trainer.progress_unit == "updates" else "env step"
+        return RunInterrupted(
+            f"interrupted by {name} at {unit} {trainer.progress}; a checkpoint was written there: "
+            f"continue with `rlplug resume {run_dir}`", self.signum,
+        )
+
+
+def train(
+    build: Build,
+    steps: int | None = None,
+    run_dir: Path | None = None,
+    progress: bool = True,
+    checkpoint_every: int | None = None,
+    resume: bool = False,
+) -> dict[str, Any]:
+    """Train ``build.trainer`` to ``steps`` (the recipe's budget by default), evaluate, summarise.
+
+    In a distributed run every rank calls this; rank 0 alone writes, shows progress and evaluates
+    (the parameters are the same on every rank), and checkpoints collect every rank's state.
+    A resumed run keeps the checkpoint period recorded in its directory unless given another one.
+    SIGINT and SIGTERM write a checkpoint at the end of the iteration under way, then raise
+    ``RunInterrupted`` (a ``KeyboardInterrupt``).
+    """
+    here = world()
+    trainer = build.trainer
+    steps = steps or build.recipe.steps
+    writes = run_dir is not None  # rank 0 writes it; the other ranks take part in its checkpoints
+    if writes and resume and checkpoint_every is None:
+        checkpoint_every = recorded_checkpoint_every(run_dir)
+    every = checkpoint_every or max(1, steps // 10)
+    writer = RunWriter(run_dir, build, resume=resume, checkpoint_every=every) if writes and here.is_main else None
+    try:
+        return _train(build, trainer, steps, run_dir, writer, progress and here.is_main, every)
+    finally:
+        if writer is not None:
+            writer.release()
+
+
+def _train(build: Build, trainer: Trainer, steps: int, run_dir: Path | None, writer: RunWriter | None, progress: bool,
+           every: int) -> dict[str, Any]:
+    from tqdm import tqdm
+
+    here = world()
+    writes = run_dir is not None
+    cadence = CheckpointCadence(every, trainer.progress)
+    stop = StopSignals()
+    if writes and not here.distributed:
+        stop.install()
+
+    def save_checkpoint_now() -> None:
+        # every rank gets here at the same step (budgets and cadences are per rank and equal)
+        if here.distributed:
+            from ..backends.common.parallel import gather_states
+
+            rank_states = gather_states(trainer.state_dict())
+            if writer is not None:
+                writer.checkpoint(rank_states)
+        elif writer is not None:
+            writer.checkpoint()
+        cadence.saved(trainer.progress)
+
+    start_steps, started, cpu_started = trainer.progress, time.perf_counter(), time.process_time()
+    gradient_steps_before = trainer.gradient_steps
+    unit = "update" if trainer.progress_unit == "updates" else "step"
+    bar = tqdm(total=steps, initial=trainer.progress, unit=unit, dynamic_ncols=True, disable=not progress, leave=False)
+
+    def on_step(tr: Trainer, metrics: dict[str, float]) -> None:
+        check_losses(metrics, tr.progress, tr.progress_unit)
+        elapsed = time.perf_counter() - started
+        if elapsed > 0:
+            metrics["train/steps_per_second"] = (tr.progress - start_steps) / elapsed
+        bar.update(tr.progress - bar.n)
+        for key, label in (("train/episode_return", "ret"), ("eval/return", "eval"), ("eval/normalised_score", "score")):
+            if key in metrics:
+                bar.set_postfix({label: f"{metrics[key]:.1f}"}, refresh=False)
+        if writer is not None:
+            writer.log(tr.progress, elapsed, metrics)
+        if writes and (cadence.due(tr.progress) or stop.signum is not None) and cadence.saved_at != tr.progress:
+            save_checkpoint_now()
+        if stop.signum is not None:
+            raise stop.interrupted(tr, run_dir)
+
+    try:
+        try:
+            trainer.train(steps, callbacks=[on_step])
+        except (RuntimeError, ValueError) as err:
+            diverged = diverged_parameters(err, trainer)
+            if diverged is None:
+                raise
+            raise diverged from None
+        finally:
+            bar.close()
+        wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+        if writes and cadence.saved_at != trainer.progress:
+            save_checkpoint_now()
+        if stop.signum is not None:  # it came after the last iteration: the final checkpoint is written
+            raise stop.interrupted(trainer, run_dir)
+    finally:
+        stop.restore()
+    in_sync = True
+    if here.distributed:
+        from ..backends.common.parallel import ranks_in_sync
+
+        in_sync = ranks_in_sync(build)
+        if not here.is_main:
+            return {"rank": here.rank, "steps": trainer.progress, "ranks_in_sync": in_sync}
+    returns = trainer.evaluate(build.recipe.eval_episodes)
+    summary = summarise(build, trainer.progress, trainer.progress - start_steps, wall, returns, cpu)
+    add_world(summary, here, in_sync)
+    add_update_rate(summary, trainer, gradient_steps_before, wall)
+    summary["run_dir"] = str(run_dir) if writes else None
+    if writer is not None:
+        writer.finish(summary, wall)
+    return summary

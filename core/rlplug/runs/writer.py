@@ -1,0 +1,95 @@
+"""``RunWriter``: everything a training run writes into its directory, in the order it happens."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..checkpoint import save_checkpoint
+from ..hookspecs import Build
+from .checkpoints import checkpoint_payload
+from .curve import curve_lines, plot_learning_curve
+from .divergence import check_finite_state
+from .metrics import MetricsLog
+from .lock import lock_run_dir, unlock_run_dir
+from .rundir import (
+    CHECKPOINT,
+    clear_interrupted_writes,
+    create_run_dir,
+    file_errors,
+    record_checkpoint_every,
+    set_aside_unusable_latest,
+    write_json,
+)
+
+
+class RunWriter:
+    """Writes one run directory: its description at the start (not on resume), metrics rows, the
+    curve at each evaluation, checkpoints, and the summary at the end.
+
+    It takes the directory's lock (``rlplug.runs.lock``) first unless this process holds it already (the
+    CLI takes it before building), and ``release`` gives back only a lock it took itself.
+    """
+
+    def __init__(self, run_dir: Path, build: Build, resume: bool = False, checkpoint_every: int | None = None) -> None:
+        self.dir = run_dir
+        self.build = build
+        self.locked_now = False
+        try:
+            if resume:
+                self.locked_now = lock_run_dir(run_dir)
+                set_aside_unusable_latest(build.extras.get("saved_run"))
+                clear_interrupted_writes(run_dir)
+                if checkpoint_every is not None:
+                    record_checkpoint_every(run_dir, checkpoint_every)
+            else:
+                self.locked_now = create_run_dir(run_dir, build, checkpoint_every).locked_now
+            self.metrics = MetricsLog(run_dir, build.trainer.progress_unit, declared_metrics(build))
+        except BaseException:
+            self.release()
+            raise
+
+    def release(self) -> None:
+        """Give back the directory's lock if this writer took it (a run trained from Python, not the CLI)."""
+        if self.locked_now:
+            unlock_run_dir(self.dir)
+            self.locked_now = False
+
+    def log(self, progress: int, wall: float, metrics: dict[str, float]) -> None:
+        self.metrics.log(progress, wall, metrics)
+        if any(key.startswith("eval/") for key in metrics):
+            self.plot()  # the curve is refreshed at each evaluation
+
+    def plot(self) -> None:
+        with file_errors(self.dir / "curve.png", "write"):
+            plot_learning_curve(self.dir, *curve_lines(self.build))
+
+    def checkpoint(self, rank_states: list[Any] | None = None) -> None:
+        """Save the trainer's state unless it holds a NaN or an infinity (then the last good one stays).
+
+        A distributed run passes every rank's state, rank 0's first.
+        """
+        rank_states = rank_states or [self.build.trainer.state_dict()]
+        check_finite_state(rank_states[0], self.build.trainer, self.dir / CHECKPOINT.parent)
+        with file_errors(self.dir / CHECKPOINT, "write checkpoint"):
+            save_checkpoint(self.dir / CHECKPOINT, checkpoint_payload(self.build, rank_states))
+
+    def finish(self, summary: dict[str, Any], wall: float) -> None:
+        """Log the final evaluation as the last row (so it is on the curve), then the summary."""
+        final = {"eval/return": summary["eval_return_mean"]}
+        if summary.get("normalised_score") is not None:
+            final["eval/normalised_score"] = summary["normalised_score"]
+        self.log(summary["steps"], wall, final)
+        self.metrics.close()
+        write_json(self.dir / "summary.json", summary)
+
+
+def declared_metrics(build: Build) -> list[str]:
+    """Columns every row has from the start: the loss's declared terms (off-policy cells log rows
+    before their first update) and the evaluation's."""
+    entry = build.loss_entry
+    declared = [f"loss/{t}" for t in (*entry.terms, *entry.reported)] if entry is not None else []
+    declared.append("eval/return")
+    if build.extras.get("dataset") is not None:
+        declared.append("eval/normalised_score")
+    return declared

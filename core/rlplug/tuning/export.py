@@ -1,0 +1,212 @@
+"""The result of a study is a recipe: the best trial re-evaluated on fresh seeds (next to the recipe as
+written, on the same seeds and budget), then written as a TOML recipe that ``extends`` the original and
+sets only what changed, with the study's summary as comments. ``rlplug show`` and ``rlplug train`` read it
+with ``--recipes FILE`` as it is."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..recipes import RECIPE_NAME, Recipe, split_ref
+from ..schema import AlgorithmSpec
+from ..space import SearchSpace
+from . import StudyError
+from .objective import TrialPlan, decoded, seed_scores
+
+FRESH_SEED_OFFSET = 10_000
+"""Re-evaluation seeds start this far from the recipe's seed: never one a trial trained on."""
+
+_COPIED_FIELDS = ("algorithm", "env", "dataset", "env_kwargs", "backend", "num_envs", "loss", "target", "target_metric",
+                  "beat_dataset", "eval_episodes")  # fmt: skip
+"""Recipe fields a tuned recipe sets when ``--set`` or ``--backend`` changed them (not its budget or seed:
+``--steps`` is the budget of the trials, the recipe keeps its own)."""
+
+
+@dataclass
+class Reevaluation:
+    """Final scores of the best trial's recipe and of the recipe as written on the same fresh seeds."""
+
+    trial: int
+    seeds: list[int]
+    tuned: list[float]
+    original: list[float] = field(default_factory=list)
+
+    def line(self, original_ref: str) -> str:
+        text = f"fresh seeds {', '.join(map(str, self.seeds))}: tuned {_mean_std(self.tuned)}"
+        return text + (f", {original_ref} as written {_mean_std(self.original)}" if self.original else
+                       f" ({original_ref} as written has the same values)")  # fmt: skip
+
+
+def _mean_std(values: list[float]) -> str:
+    if not values:
+        return "-"
+    spread = statistics.pstdev(values) if len(values) > 1 else 0.0
+    return f"{statistics.fmean(values):.4g} ± {spread:.2g}"
+
+
+def best_trial(study: Any) -> Any:
+    from optuna.trial import TrialState
+
+    if not study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        raise StudyError(f"study '{study.study_name}' has no complete trial yet; run more trials first")
+    return study.best_trial
+
+
+def fresh_seeds(recipe: Recipe, count: int) -> list[int]:
+    return [(recipe.seed + FRESH_SEED_OFFSET + i) % 2**32 for i in range(count)]
+
+
+def reevaluate(study: Any, plan: TrialPlan, original: Recipe, best_hp: dict[str, Any], trial: int, count: int,
+               differs: bool, log: Any = None) -> Reevaluation | None:  # fmt: skip
+    """Train the best trial's values, and the recipe as written (when they differ), on ``count`` fresh seeds
+    each, with the trials' budget and backend; kept in the study, so exporting the same best trial again
+    does not train again."""
+    if count <= 0:
+        return None
+    seeds = fresh_seeds(plan.recipe, count)
+    cached = study.user_attrs.get("reevaluation")
+    if isinstance(cached, dict) and cached.get("trial") == trial and cached.get("seeds") == seeds:
+        return Reevaluation(**cached)
+    if log:
+        log(f"re-evaluating trial {trial}{f' and {original.ref} as written' if differs else ''} on fresh seeds "
+            f"{', '.join(map(str, seeds))}")  # fmt: skip
+    fresh = dataclasses.replace(plan, seeds=seeds)
+    result = Reevaluation(trial, seeds, seed_scores(fresh, best_hp))
+    if differs:
+        result.original = seed_scores(dataclasses.replace(fresh, recipe=original), {})
+    study.set_user_attr("reevaluation", dataclasses.asdict(result))
+    return result
+
+
+def tuned_recipe(plan: TrialPlan, best_hp: dict[str, Any]) -> Recipe:
+    """The plan's recipe with the best trial's values, its own budget and seed."""
+    recipe = plan.recipe_with(best_hp, plan.recipe.seed)
+    recipe.steps = plan.recipe.steps
+    return recipe
+
+
+# ---- the recipe file --------------------------------------------------------------------------------
+
+
+def export_ref(book: Any, original: Recipe, as_ref: str | None) -> tuple[str, int]:
+    """The tuned recipe's name and version: ``NAME-tuned``, or ``--as NAME[@N]`` (without ``@N``: the next
+    version of NAME). A name and version that already exist are refused."""
+    name, version = split_ref(as_ref) if as_ref else (f"{original.name}-tuned", None)
+    if not RECIPE_NAME.fullmatch(name):
+        raise StudyError(f"--as {as_ref}: {name!r} is not a recipe name (letters, digits and _ . + -, no spaces)")
+    versions = [v for n, v in book.refs() if n == name]
+    if version is None:
+        version = max(versions, default=0) + 1
+    elif version in versions:
+        raise StudyError(f"--as {as_ref}: recipe '{name}@{version}' already exists; choose another version "
+                         f"(the next free one is {max(versions) + 1})")  # fmt: skip
+    return name, version
+
+
+def changes(spec: AlgorithmSpec, original: Recipe, tuned: Recipe) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """What the tuned recipe sets: changed fields, changed hyperparameters (in the algorithm's order) and
+    changed raw backend settings."""
+    before, after = original.to_table(), tuned.to_table()
+    fields = {k: after[k] for k in _COPIED_FIELDS if after[k] != before[k]}
+    old_hp = {**spec.defaults(), **original.hyperparameters}
+    new_hp = {**spec.defaults(), **tuned.hyperparameters}
+    hp = {p.name: new_hp[p.name] for p in spec.params if new_hp.get(p.name) != old_hp.get(p.name)}
+    tables = {}
+    for backend in sorted(set(original.backend_settings) | set(tuned.backend_settings)):
+        old, new = original.backend_settings.get(backend, {}), tuned.backend_settings.get(backend, {})
+        changed = {k: v for k, v in new.items() if old.get(k) != v}
+        if changed:
+            tables[backend] = changed
+    return fields, hp, tables
+
+
+def recipe_text(name: str, version: int, extends: str, description: str, fields: dict[str, Any], hp: dict[str, Any],
+                tables: dict[str, Any], comments: list[str]) -> str:  # fmt: skip
+    head = f"recipes.{_key(name)}"
+    lines = [f"# {c}" if c else "#" for c in comments]
+    lines += ["", f"[{head}]", f"extends = {_value(extends)}", f"version = {version}", f"description = {_value(description)}"]
+    lines += [f"{_key(k)} = {_value(v)}" for k, v in fields.items()]
+    for label, table in (("hyperparameters", hp), *tables.items()):
+        if table:
+            lines += ["", f"[{head}.{label}]", *(f"{_key(k)} = {_value(v)}" for k, v in table.items())]
+    return "\n".join(lines) + "\n"
+
+
+def summary_comments(study: Any, config: dict[str, Any], best: Any, space: SearchSpace, reeval: Reevaluation | None,
+                     original_ref: str, storage_url: str) -> list[str]:  # fmt: skip
+    from optuna.trial import TrialState
+
+    from .. import __version__
+
+    trials = study.get_trials(deepcopy=False)
+    states = [t.state for t in trials]
+    counts = ", ".join(f"{states.count(s)} {label}" for s, label in
+                       ((TrialState.COMPLETE, "complete"), (TrialState.PRUNED, "pruned"), (TrialState.FAIL, "failed")))  # fmt: skip
+    metric = "normalised score" if config["objective"] == "normalised_score" else "evaluation return"
+    seeds = config["seeds"]
+    lines = [
+        f"Tuned by rlplug tune (rlplug {__version__}, Optuna {_optuna_version()}): the best trial of study "
+        f"'{study.study_name}' in {storage_url}",
+        f"command: {config.get('command', '?')}",
+        f"trials: {len(trials)} ({counts}); each trained {config['steps']} steps on {config['backend']} per seed, "
+        f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}",
+        f"objective: mean final {metric} over the seeds (TPE sampler, median pruner on {config['evaluations']} "
+        "evaluations per seed)",
+    ]
+    per_seed = best.user_attrs.get("seed_scores") or []
+    best_line = f"best: trial {best.number}, {best.value:.4g}"
+    if len(per_seed) > 1:
+        best_line += f" (per seed: {', '.join(f'{s:.4g}' for s in per_seed)})"
+    baseline = next((t for t in trials if t.user_attrs.get("baseline") and t.state == TrialState.COMPLETE), None)
+    if baseline is not None and baseline.number == best.number:
+        best_line += ", the recipe's own values"
+    elif baseline is not None:
+        best_line += f"; the recipe's own values (trial {baseline.number}): {baseline.value:.4g}"
+    lines.append(best_line)
+    lines.append(reeval.line(original_ref) if reeval else "not re-evaluated on fresh seeds (--eval-seeds 0)")
+    lines.append("search space:")
+    lines += [f"  {name}: {search.text()}" for name, search in space.searched.items()]
+    lines += [f"  {name}: fixed at {json.dumps(value)}" for name, value in space.fixed.items()]
+    return lines
+
+
+def _optuna_version() -> str:
+    import optuna
+
+    return optuna.__version__
+
+
+def write_recipe(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def _key(key: str) -> str:
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else json.dumps(key)
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_key(k)} = {_value(v)}" for k, v in value.items()) + "}"
+    raise TypeError(f"cannot write {type(value).__name__} as TOML")
+
+
+def best_values(best: Any, space: SearchSpace) -> dict[str, Any]:
+    """The best trial's hyperparameter values (the search table's fixed ones included)."""
+    return {**space.fixed, **decoded(best.params, space)}

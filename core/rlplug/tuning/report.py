@@ -1,0 +1,93 @@
+"""``rlplug tune --report FILE.md``: the study as Markdown (best values against the recipe's, the
+re-evaluation, every trial) with Optuna's matplotlib plots as PNGs next to it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..schema import choice_text
+from ..space import SearchSpace
+from .export import Reevaluation, best_values
+
+PLOTS = (
+    ("history", "optimisation history", "plot_optimization_history"),
+    ("importances", "parameter importances", "plot_param_importances"),
+    ("intermediate", "evaluations during each trial (what the pruner compares)", "plot_intermediate_values"),
+)
+
+
+def write_report(path: Path, study: Any, config: dict[str, Any], best: Any, space: SearchSpace, recipe_values: dict[str, Any],
+                 reeval: Reevaluation | None, original_ref: str, recipe_path: Path | None, comments: list[str]) -> list[Path]:  # fmt: skip
+    """Write the report and its plots; the files written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    plots, notes = _plots(path, study)
+    values = best_values(best, space)
+    lines = [
+        f"# Tuning {original_ref} on {config['backend']}",
+        "",
+        *[f"    {c}" for c in comments],
+        "",
+        f"The tuned recipe: `{recipe_path}`." if recipe_path else "",
+        "",
+        "## Best values",
+        "",
+        f"| parameter | search | best (trial {best.number}) | {original_ref} |",
+        "|---|---|---|---|",
+    ]
+    for name, search in space.searched.items():
+        lines.append(f"| `{name}` | {search.text()} | {_cell(values.get(name))} | {_cell(recipe_values.get(name))} |")
+    for name, value in space.fixed.items():
+        lines.append(f"| `{name}` | fixed | {_cell(value)} | {_cell(recipe_values.get(name))} |")
+    if reeval is not None:
+        lines += ["", "## Re-evaluation on fresh seeds", "", "| seed | tuned | as written |", "|---|---|---|"]
+        for i, seed in enumerate(reeval.seeds):
+            original = f"{reeval.original[i]:.4g}" if reeval.original else "(same values)"
+            lines.append(f"| {seed} | {reeval.tuned[i]:.4g} | {original} |")
+    lines += ["", "## Trials", "", "| trial | state | value | seconds | outcome |", "|---|---|---|---|---|"]
+    for trial in study.get_trials(deepcopy=False):
+        seconds = f"{trial.duration.total_seconds():.1f}" if trial.duration is not None else ""
+        value = f"{trial.value:.4g}" if trial.value is not None else ""
+        outcome = trial.user_attrs.get("outcome", "") + (" (the recipe's own values)" if trial.user_attrs.get("baseline") else "")
+        lines.append(f"| {trial.number} | {trial.state.name.lower()} | {value} | {seconds} | {outcome.strip()} |")
+    lines += ["", "## Plots", ""]
+    for file, title in plots:
+        lines += [f"![{title}]({file.name})", ""]
+    lines += [f"* {note}" for note in notes]
+    path.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
+    return [path, *(file for file, _ in plots)]
+
+
+def _cell(value: Any) -> str:
+    return "" if value is None else f"`{choice_text(value)}`"
+
+
+def _plots(path: Path, study: Any) -> tuple[list[tuple[Path, str]], list[str]]:
+    """Each of Optuna's matplotlib plots that the study has enough trials for; a note for each it has not."""
+    import warnings
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from optuna.visualization import matplotlib as plots
+
+    written, notes = [], []
+    for suffix, title, function in PLOTS:
+        file = path.with_name(f"{path.stem}-{suffix}.png")
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                axes = getattr(plots, function)(study)
+            figure = getattr(axes, "figure", None) or axes.flat[0].figure
+            if not figure.axes or not any(ax.has_data() for ax in figure.axes):
+                raise ValueError("no data to plot yet")
+            figure.set_size_inches(7, 4)
+            figure.tight_layout()
+            figure.savefig(file, dpi=100)
+            plt.close(figure)
+            written.append((file, title))
+        except (ValueError, RuntimeError, ZeroDivisionError) as err:
+            plt.close("all")
+            notes.append(f"no {title} plot: {str(err).splitlines()[0] if str(err) else type(err).__name__}")
+    return written, notes
