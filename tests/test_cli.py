@@ -118,7 +118,9 @@ def test_run_dir_that_does_not_exist(tmp_path):
 
 def test_run_dir_without_checkpoint(tmp_path):
     (tmp_path / "recipe.json").write_text(json.dumps({"backend": "skrl", "recipe": {}}))
-    assert_one_line_error(run_cli("resume", str(tmp_path)), "holds no checkpoint (checkpoints/latest.pt is missing)")
+    assert_one_line_error(run_cli("eval", str(tmp_path)), "holds no checkpoint (checkpoints/latest.pt is missing)")
+    # resume trains a run with no checkpoint from step 0 (test_kills.py), given a recipe it can read
+    assert_one_line_error(run_cli("resume", str(tmp_path)), "recipe.json is unreadable")
 
 
 def test_bad_plugin_module():

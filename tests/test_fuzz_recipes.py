@@ -249,10 +249,7 @@ CLI_CASES = [
     (("train", "mappo-simple-spread", "--set", "env_kwargs.N=0", "--no-write"),
      "environment 'mpe:simple_spread' failed to start with env_kwargs {'N': 0"),
     (("train", "ppo-cartpole", "--set", "env_kwargs.render_mode=1", "--no-write"), "environment 'CartPole-v1' failed to start"),
-    pytest.param(
-        ("train", "ppo-cartpole", "--steps", "1e30", "--no-write"), "'steps' = 1e+30 is outside [1, 10**12]",
-        marks=pytest.mark.xfail(reason="until the CLI parses --steps like --set (type=rlplug.recipes.parse_value)", strict=False),
-    ),
+    (("train", "ppo-cartpole", "--steps", "1e30", "--no-write"), "'steps' = 1e+30 is outside [1, 10**12]"),
 ]
 
 

@@ -262,13 +262,13 @@ def test_env_clamps_box_actions_but_keeps_the_sample():
     env = make_env("Pendulum-v1", {}, 2, 0)
     try:
         seen = []
-        vector_env = env.base_env._env
-        step = vector_env.step
-        vector_env.step = lambda action: (seen.append(action.copy()), step(action))[1]
+        for sub_env in env.base_env._env.envs:  # each sub-env clips (rlplug.envs): its base env sees the bounds
+            base = sub_env.unwrapped
+            base.step = lambda action, step=base.step: (seen.append(np.array(action, copy=True)), step(action))[1]
         td = env.reset()
         td["action"] = torch.tensor([[5.0], [-0.5]])
         out = env.step(td)
-        np.testing.assert_allclose(seen[0], [[2.0], [-0.5]])
+        np.testing.assert_allclose(np.stack(seen), [[2.0], [-0.5]])
         assert torch.equal(out["action"], torch.tensor([[5.0], [-0.5]]))
     finally:
         env.close()

@@ -18,6 +18,7 @@ from .errors import (
     UnknownNameError,
     VideoUnsupportedError,
 )
+from .encoders import EncoderEntry, EncoderRegistrationError, EncoderRegistry
 from .hookspecs import API_VERSION, Build, CountsGradientSteps, ExportsReplay, Trainer, hookimpl
 from .losses import LossEntry, LossRegistry
 from .pipeline import Session
@@ -36,6 +37,9 @@ __all__ = [
     "BackendSpec",
     "Build",
     "CountsGradientSteps",
+    "EncoderEntry",
+    "EncoderRegistrationError",
+    "EncoderRegistry",
     "ExportsReplay",
     "Interval",
     "LossEntry",

@@ -263,6 +263,12 @@ def _trained_run(session: Any, recipe: str, backend: str, steps: int, seed: int,
     if (run_dir / "summary.json").is_file():
         return run_dir
     if run_dir.exists():
+        from .errors import RunDirBusyError
+        from .runs.lock import busy_message, holder
+
+        pid = holder(run_dir)
+        if pid is not None:  # another `dataset build` is training it right now
+            raise RunDirBusyError(busy_message(run_dir, pid))
         shutil.rmtree(run_dir)  # an interrupted earlier build
     overrides = [f"seed={seed}"] + ([f"steps={steps}"] if steps else [])
     build = session.build(recipe, backend, overrides)

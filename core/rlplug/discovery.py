@@ -17,6 +17,8 @@ from typing import Any
 
 import pluggy
 
+from .encoders import BUILTIN as BUILTIN_ENCODERS
+from .encoders import EncoderRegistry
 from .errors import PluginError, RlplugError, UnknownNameError
 from .hookspecs import API_VERSION, RlplugSpec
 from .losses import LossRegistry
@@ -79,6 +81,9 @@ class PluginHost:
         self.owners: dict[str, PluginRecord] = {}
         self.conflicts: dict[str, list[PluginRecord]] = {}
         self.losses = LossRegistry()
+        self.encoders = EncoderRegistry()
+        # the core's encoders come through the same hook as everyone's, registered before any plugin
+        self.pm.register(BUILTIN_ENCODERS, name="rlplug:encoders")
         for record in self.records:
             self._load_record(record)
         for value in extra_modules:  # ``module`` or ``module:attribute``, like an entry point's value
@@ -92,6 +97,7 @@ class PluginHost:
         for obj in objects:
             self.register(obj)
         self.pm.hook.rlplug_register_losses.call_historic(kwargs={"losses": self.losses})
+        self.pm.hook.rlplug_register_encoders.call_historic(kwargs={"encoders": self.encoders})
 
     def _load_record(self, record: PluginRecord) -> None:
         try:

@@ -3,13 +3,23 @@ steps on exactly where the checkpointed one was: mid-episode, same RNG draws.
 
 Gymnasium has no state API. What works for environments whose state is plain Python data (the
 classic-control family, most pure-Python envs): walk each wrapper's and the base env's attributes
-and keep the plain ones (numbers, strings, ``None``, numpy arrays, torch tensors) and numpy
-``Generator`` states. Environments that keep state in C (MuJoCo, Box2D) are not covered; their run
-resumes with the environment as this module leaves it, which is stated by ``covers``.
+and keep the plain ones (numbers, strings, ``None``, numpy arrays, torch tensors, deques of arrays such
+as a frame stack's), numpy ``Generator`` and legacy ``RandomState`` states, and the running statistics
+of ``NormalizeReward``. Base envs whose state lives elsewhere get their own capture (``native_state``):
+
+* MuJoCo: the physics (``mj_getState`` with ``mjSTATE_INTEGRATION``: time, qpos, qvel, act, history,
+  warm start, control, applied forces, mocap, user data, plugin state) plus every array of ``MjData``
+  whose size the model fixes (positions, inertias, forces computed in the last step, which some envs
+  read before stepping again), so the next ``mj_step`` and the env's reward are bit for bit those of an
+  uninterrupted run; the env's RNG and step counters are plain attributes;
+* MinAtar: the game object (plain Python data and a ``RandomState``), deep-copied;
+* Box2D and the ALE keep their state in C objects that cannot be read back: a resumed run starts new
+  episodes there (``load_vector_env_state`` says so by returning ``True``), and the run layer prints a note.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Any
 
 import numpy as np
@@ -23,6 +33,16 @@ def _encode(value: Any) -> Any:
 
     if isinstance(value, np.random.Generator):
         return {"__generator__": value.bit_generator.state}
+    if isinstance(value, np.random.RandomState):
+        name, keys, position, has_gauss, cached = value.get_state()
+        return {"__randomstate__": [name, torch.from_numpy(keys.astype(np.int64)), int(position), int(has_gauss), float(cached)]}
+    if isinstance(value, deque):
+        items = [_encode(item) for item in value]
+        if any(item is _SKIP for item in items):
+            return _SKIP
+        return {"__deque__": items, "maxlen": value.maxlen}
+    if type(value).__name__ == "RunningMeanStd" and type(value).__module__.startswith("gymnasium."):
+        return {"__running__": snapshot(value)}
     if isinstance(value, np.generic):  # before the scalars: np.float64 is a float subclass
         return value.item()
     if isinstance(value, _SCALARS):
@@ -47,6 +67,26 @@ def _decode(current: Any, saved: Any) -> Any:
         generator = current if isinstance(current, np.random.Generator) else np.random.Generator(np.random.PCG64())
         generator.bit_generator.state = saved["__generator__"]
         return generator
+    if isinstance(saved, dict) and "__randomstate__" in saved:
+        name, keys, position, has_gauss, cached = saved["__randomstate__"]
+        state = (name, keys.numpy().astype(np.uint32), position, has_gauss, cached)
+        if isinstance(current, np.random.RandomState):  # in place: MinAtar's game and its env share one
+            current.set_state(state)
+            return current
+        generator = np.random.RandomState()
+        generator.set_state(state)
+        return generator
+    if isinstance(saved, dict) and "__deque__" in saved:
+        items = [_decode(None, item) for item in saved["__deque__"]]
+        if isinstance(current, deque) and current.maxlen == saved["maxlen"]:
+            current.clear()
+            current.extend(items)
+            return current
+        return deque(items, maxlen=saved["maxlen"])
+    if isinstance(saved, dict) and "__running__" in saved:
+        if current is not None:
+            restore(current, saved["__running__"])
+        return current
     if isinstance(saved, dict) and "__ndarray__" in saved:
         array = saved["__ndarray__"].numpy()
         if isinstance(current, np.ndarray) and current.shape == array.shape and current.dtype == array.dtype and current.flags.writeable:
@@ -94,24 +134,125 @@ def _chain(env: Any) -> list[Any]:
 def vector_env_state(vector_env: Any) -> dict[str, Any]:
     """The state of a gymnasium vector env (its wrappers, then each sub-env's wrappers and base env)."""
     chain = _chain(vector_env)
+    envs = getattr(chain[-1], "envs", [])
     return {
         "chain": [snapshot(layer) for layer in chain],
-        "envs": [[snapshot(layer) for layer in _chain(env)] for env in getattr(chain[-1], "envs", [])],
+        "envs": [[snapshot(layer) for layer in _chain(env)] for env in envs],
+        "native": [native_state(_chain(env)[-1]) for env in envs],
     }
 
 
-def load_vector_env_state(vector_env: Any, state: dict[str, Any]) -> None:
+def load_vector_env_state(vector_env: Any, state: dict[str, Any]) -> bool:
+    """Undo ``vector_env_state``. Returns whether the sub-envs must start new episodes: their base env
+    keeps state in C that the checkpoint could not hold (Box2D, ALE); the caller resets the vector env."""
     chain = _chain(vector_env)
     if len(chain) != len(state["chain"]) or len(getattr(chain[-1], "envs", [])) != len(state["envs"]):
         raise ValueError("the checkpoint's environment state does not fit this environment (other wrappers or env count)")
     for layer, saved in zip(chain, state["chain"]):
         restore(layer, saved)
-    for env, saved_chain in zip(chain[-1].envs, state["envs"]):
+    restart = False
+    natives = state.get("native") or [None] * len(state["envs"])  # checkpoints written before native states
+    for env, saved_chain, native in zip(chain[-1].envs, state["envs"], natives):
         layers = _chain(env)
         if len(layers) != len(saved_chain):
             raise ValueError("the checkpoint's environment state does not fit this environment (other wrappers)")
         for layer, saved in zip(layers, saved_chain):
             restore(layer, saved)
+        if native is not None:
+            load_native_state(layers[-1], native)
+        restart = restart or not resumes_mid_episode(layers[-1])
+    return restart
+
+
+# ---- base envs whose state is not (only) their attributes ----------------------------------------
+
+
+def _suite_of_env(env: Any) -> str:
+    """``mujoco``, ``minatar``, ``box2d``, ``ale`` or ``""`` (plain Python state), from the base env's class."""
+    module = type(env).__module__
+    for prefix, suite in (("gymnasium.envs.mujoco", "mujoco"), ("gymnasium.envs.box2d", "box2d"), ("ale_py", "ale"),
+                          ("minatar", "minatar")):
+        if module == prefix or module.startswith(prefix + "."):
+            return suite
+    if hasattr(env, "model") and type(getattr(env, "data", None)).__name__ == "MjData":  # a user's MujocoEnv
+        return "mujoco"
+    return ""
+
+
+def resumes_mid_episode(env: Any) -> bool:
+    """Whether a checkpoint of this base env captures a running episode (``False`` for Box2D and the ALE)."""
+    return _suite_of_env(env) not in ("box2d", "ale")
+
+
+def native_state(env: Any) -> dict[str, Any] | None:
+    """What ``snapshot`` misses of a base env: MuJoCo physics, a MinAtar game; ``None`` for the rest."""
+    suite = _suite_of_env(env)
+    if suite == "mujoco":
+        return {"mujoco": mujoco_state(env.model, env.data)}
+    if suite == "minatar" and hasattr(env, "game"):
+        return {"minatar": deep_snapshot(env.game)}
+    return None
+
+
+def load_native_state(env: Any, state: dict[str, Any]) -> None:
+    if "mujoco" in state:
+        load_mujoco_state(env.model, env.data, state["mujoco"])
+    if "minatar" in state:
+        deep_restore(env.game, state["minatar"])
+
+
+_MUJOCO_SKIP = ("plugin", "plugin_data")
+"""MjData arrays that hold addresses (plugin instances), never copied between processes."""
+
+
+def _mujoco_fixed_fields(model: Any, data: Any) -> list[str]:
+    """The ``MjData`` arrays whose shape the model fixes (a fresh ``MjData`` has them at the same shape), by
+    name; the others live in the arena (contacts, constraint rows) and are rebuilt by the next ``mj_step``."""
+    import mujoco
+
+    fresh = mujoco.MjData(model)
+    names = []
+    for name in dir(fresh):
+        if name.startswith("_") or name in _MUJOCO_SKIP:
+            continue
+        value = getattr(fresh, name, None)
+        if isinstance(value, np.ndarray) and getattr(data, name).shape == value.shape:
+            names.append(name)
+    return names
+
+
+def mujoco_state(model: Any, data: Any) -> dict[str, Any]:
+    """A MuJoCo simulation's state: ``mj_getState(mjSTATE_INTEGRATION)`` and the model-sized arrays."""
+    import mujoco
+    import torch
+
+    spec = int(mujoco.mjtState.mjSTATE_INTEGRATION)
+    integration = np.empty(mujoco.mj_stateSize(model, spec), dtype=np.float64)
+    mujoco.mj_getState(model, data, integration, spec)
+    fields = {}
+    for name in _mujoco_fixed_fields(model, data):
+        value = getattr(data, name)
+        if value.dtype.kind in "biuf":
+            fields[name] = torch.from_numpy(np.array(value, copy=True))
+    return {"spec": spec, "integration": torch.from_numpy(integration), "fields": fields}
+
+
+def load_mujoco_state(model: Any, data: Any, state: dict[str, Any]) -> None:
+    """Undo ``mujoco_state`` on a simulation of the same model: the arrays first, then the integration
+    state over them, so that state is authoritative."""
+    import mujoco
+
+    fixed = _mujoco_fixed_fields(model, data)
+    for name, saved in state["fields"].items():
+        if name in fixed:
+            target = getattr(data, name)
+            array = saved.numpy()
+            if target.shape == array.shape:
+                target[...] = array
+    integration = state["integration"].numpy()
+    if integration.shape[0] != mujoco.mj_stateSize(model, int(state["spec"])):
+        raise ValueError("the checkpoint's MuJoCo state does not fit this environment's model")
+    mujoco.mj_setState(model, data, np.ascontiguousarray(integration, dtype=np.float64), int(state["spec"]))
 
 
 # ---- deep snapshots: environments whose state lives in nested objects (MPE worlds, VMAS scenarios) ----

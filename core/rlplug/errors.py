@@ -29,6 +29,14 @@ class SpaceError(RlplugError):
     """An environment's spaces do not fit the algorithm or backend."""
 
 
+class EnvModuleError(RlplugError):
+    """A module named to register environments (``module:Env-v0``, ``env_module``) cannot be imported."""
+
+
+class SuiteMissingError(BackendMissingError):
+    """An environment needs an optional suite (MuJoCo, Box2D, Atari, MinAtar) whose extra is not installed."""
+
+
 class RunDirError(RlplugError):
     """A run directory does not exist, holds no checkpoint, or its checkpoint is unusable."""
 

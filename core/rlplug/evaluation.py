@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from .envs import EnvSpec
 
 EVAL_SEED_OFFSET = 10_000
 """Evaluation environments are seeded ``seed + EVAL_SEED_OFFSET + episode`` so they never replay training resets."""
 
 
 def evaluate_policy(
-    env_id: str,
-    env_kwargs: dict[str, Any],
-    act: Callable[[np.ndarray], np.ndarray],
+    env: str | EnvSpec,
+    env_kwargs: Mapping[str, Any] | None,
+    act: Callable[[Any], np.ndarray],
     episodes: int,
     seed: int,
     max_steps: int = 100_000,
@@ -22,36 +25,52 @@ def evaluate_policy(
 ) -> list[float]:
     """Run ``episodes`` episodes with ``act(observation[None]) -> action[None]`` and return their returns.
 
-    ``act`` receives a batch of one observation and must return a batch of one action chosen
-    deterministically (argmax / distribution mean); no exploration noise. ``video_dir`` records every
-    episode there with gymnasium's ``RecordVideo`` (which needs ``moviepy``).
+    ``env``: an id or a build's ``env_spec``; the environment is ``rlplug.envs.make_gym_env``'s evaluation
+    chain: the recipe's wrappers without reward clipping or normalisation and without life-loss episode
+    ends, so a return is the game's own score. ``act`` receives a batch of one observation (float
+    observations as float32, images and other integer observations in their own dtype, a ``Dict`` as a
+    mapping of batches) and must return a batch of one action chosen deterministically (argmax /
+    distribution mean); no exploration noise. ``video_dir`` records every episode there with gymnasium's
+    ``RecordVideo`` (which needs ``moviepy``).
     """
     import gymnasium as gym
 
-    from .envs import env_errors
+    from .envs import EnvSpec, env_errors, make_gym_env
 
-    with env_errors(env_id, env_kwargs, "evaluation"):
+    spec = EnvSpec.of(env, env_kwargs)
+    with env_errors(spec.id, dict(spec.kwargs), "evaluation"):
         if video_dir is None:
-            env = gym.make(env_id, **env_kwargs)
+            made = make_gym_env(spec, training=False)
         else:
-            env = gym.wrappers.RecordVideo(
-                gym.make(env_id, render_mode="rgb_array", **env_kwargs), video_dir, episode_trigger=lambda _: True,
+            made = gym.wrappers.RecordVideo(
+                make_gym_env(spec, training=False, render_mode="rgb_array"), video_dir, episode_trigger=lambda _: True,
                 name_prefix="eval", disable_logger=True,
             )
     returns: list[float] = []
     try:
         for episode in range(episodes):
-            obs, _ = env.reset(seed=seed + EVAL_SEED_OFFSET + episode)
+            obs, _ = made.reset(seed=seed + EVAL_SEED_OFFSET + episode)
             total, done, steps = 0.0, False, 0
             while not done and steps < max_steps:
-                action = act(np.asarray(obs, dtype=np.float32)[None])[0]
-                if isinstance(env.action_space, gym.spaces.Discrete):
+                action = act(batch_of_one(obs))[0]
+                if isinstance(made.action_space, gym.spaces.Discrete):
                     action = int(np.asarray(action).reshape(-1)[0])
-                obs, reward, terminated, truncated, _ = env.step(action)
+                obs, reward, terminated, truncated, _ = made.step(action)
                 total += float(reward)
                 done = terminated or truncated
                 steps += 1
             returns.append(total)
     finally:
-        env.close()
+        made.close()
     return returns
+
+
+def batch_of_one(observation: Any) -> Any:
+    """One observation as a batch of one: floats as float32 (as before images existed), integer and boolean
+    observations (uint8 frames, MinAtar's grids) in their own dtype, ``Dict`` observations key by key."""
+    if isinstance(observation, Mapping):
+        return {key: batch_of_one(value) for key, value in observation.items()}
+    array = np.asarray(observation)
+    if array.dtype.kind == "f" or array.dtype == object:
+        array = array.astype(np.float32)
+    return array[None]

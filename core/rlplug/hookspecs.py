@@ -6,7 +6,8 @@ Call order for one run (``rlplug.build``):
 1. discovery registers every plugin on ``PluginManager("rlplug")`` (first-party, then third-party
    entry points, then ``--plugin`` modules, then ``rlplug.register(obj)`` objects);
 2. ``rlplug_algorithms`` and ``rlplug_recipes`` are read to list and validate;
-3. ``rlplug_register_losses`` (historic) fills the loss registry;
+3. ``rlplug_register_losses`` and ``rlplug_register_encoders`` (historic) fill the loss and
+   encoder registries;
 4. the five ``firstresult`` construction hooks run in order on one ``Build``:
    models -> memory -> loss -> target updater -> trainer.
    Each sees what the earlier stages stored on the ``Build``. An implementation returns ``None``
@@ -38,6 +39,8 @@ __all__ = [  # the contract's names are re-exported from here, where plugin auth
 ]
 
 if TYPE_CHECKING:
+    from .encoders import EncoderRegistry
+    from .envs import EnvSpec
     from .losses import LossEntry, LossRegistry
     from .recipes import Recipe
     from .schema import AlgorithmSpec
@@ -79,6 +82,11 @@ class Build:
     plugin_modules: tuple[str, ...] = ()
     """User plugin modules (``--plugin MODULE[:OBJ]``) the session imported; a run directory records
     them so ``eval`` and ``resume`` import them again."""
+    encoder: str = ""
+    """The observation encoder every model of the cell reads through (the recipe's ``encoder``, or the
+    default for ``observation_space``); empty on a hand-made build: flat-vector MLPs."""
+    encoders: EncoderRegistry | None = None
+    """The session's encoder registry (``observation_encoder(build)`` builds ``encoder`` from it)."""
 
     @property
     def cell(self) -> tuple[str, str]:
@@ -86,6 +94,14 @@ class Build:
 
     def is_cell(self, algorithm: str, backend: str) -> bool:
         return self.algorithm.name == algorithm and self.backend == backend
+
+    @property
+    def env_spec(self) -> EnvSpec:
+        """The single-agent environment to make: ``env_id``, ``env_kwargs`` and the recipe's wrapper fields
+        (``rlplug.envs``); what the backends' ``make_vector_env`` / ``make_env`` and the evaluation take."""
+        from .envs import EnvSpec
+
+        return EnvSpec.from_recipe(self.recipe, self.env_id, self.env_kwargs, gamma=self.hp.get("gamma", 0.99))
 
 
 class RlplugSpec:
@@ -115,6 +131,15 @@ class RlplugSpec:
 
         Historic: a plugin registered later still receives the call. Built-in default losses are
         registered through this same hook. Registering a taken name raises unless ``override=True``.
+        """
+
+    @hookspec(historic=True)
+    def rlplug_register_encoders(self, encoders: EncoderRegistry) -> None:
+        """Register observation encoders with ``encoders.register(name, factory, accepts=..., ...)``.
+
+        Historic, like ``rlplug_register_losses``; the core's built-ins (``mlp``, ``nature_cnn``,
+        ``minatar_cnn``, ``multi_input``) are registered through this same hook. An encoder whose
+        ``accepts`` is true for a space makes that space trainable.
         """
 
     @hookspec(firstresult=True)

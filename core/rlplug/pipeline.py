@@ -9,7 +9,8 @@ from typing import Any
 from .contract import contract_problems
 from .discovery import FIRST_PARTY, PluginHost
 from .distributed import world
-from .envs import action_space_kind, check_observation_space, env_errors, probe_spaces
+from .encoders import resolve_encoder
+from .envs import EnvSpec, action_space_kind, check_wrapper_fields, env_errors, probe_spaces
 from .errors import BackendMissingError, PluginError, RecipeError, SpaceError, UnknownNameError
 from .hookspecs import Build
 from .multiagent import check_env_kind, is_multiagent_env, probe_multiagent_spaces
@@ -91,14 +92,19 @@ class Session:
         hp = {**spec.defaults(), **recipe.hyperparameters}
         check_env_kind(spec.name, spec.kind, recipe.name, recipe.env)
         extras: dict[str, Any] = {}
+        check_wrapper_fields(recipe, is_multiagent_env(recipe.env))
         with env_errors(recipe.env, recipe.env_kwargs, f"recipe '{recipe.name}'"):
             if is_multiagent_env(recipe.env):  # per-agent spaces; agents and global state go to extras
                 extras["multiagent"] = probe_multiagent_spaces(recipe.env, recipe.env_kwargs)
                 observation_space, action_space = extras["multiagent"].observation_space, extras["multiagent"].action_space
-            else:
-                observation_space, action_space = probe_spaces(recipe.env, recipe.env_kwargs)
+            else:  # the wrapped env (rlplug.envs): the spaces the models see
+                observation_space, action_space = probe_spaces(EnvSpec.from_recipe(recipe, gamma=hp.get("gamma")))
         check_action_space(spec, backend, action_space, recipe, self.host.algorithms.values())
-        check_observation_space(observation_space, recipe.env)
+        # the encoders decide which observation spaces are trainable: a registered encoder makes one so
+        encoder = resolve_encoder(
+            self.host.encoders, observation_space, recipe.encoder, recipe.encoder_kwargs, recipe.env,
+            f"recipe '{recipe.name}'", multiagent="multiagent" in extras,
+        )
         dataset = check_dataset(spec, recipe, observation_space, action_space, self.book.datasets)
         if dataset is not None:
             extras["dataset"] = dataset  # a DatasetInfo; the cell's memory stage loads the transitions
@@ -121,6 +127,8 @@ class Session:
             loss_entry=loss_entry,
             extras=extras,
             plugin_modules=self.plugins,
+            encoder=encoder.name,
+            encoders=self.host.encoders,
         )
 
     def construct(self, build: Build, check_stage: Callable[[str, str, Any], None] | None = None) -> Build:

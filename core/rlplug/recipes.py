@@ -29,9 +29,19 @@ def _non_empty(value: str) -> str | None:
     return None if value.strip() else "must not be empty"
 
 
+def _encoder_name(value: str) -> str | None:
+    return None if not value or value.isidentifier() else "must be a registered encoder's name (an identifier) or empty"
+
+
 def _string_keys(value: dict[str, Any]) -> str | None:
     bad = [k for k in value if not isinstance(k, str) or not k.isidentifier()]
     return f"has key {bad[0]!r}, which is not a keyword-argument name" if bad else None
+
+
+def _module_name(value: str) -> str | None:
+    if value == "" or all(part.isidentifier() for part in value.split(".")):
+        return None
+    return "is not a module name (dotted Python identifiers, e.g. 'my_envs')"
 
 
 # A recipe's fields and their domains; ``None`` default means required. Hyperparameters are checked
@@ -46,12 +56,31 @@ FIELD_PARAMS: dict[str, Param] = {p.name: p for p in (
     Param("dataset", "", "offline recipes: the dataset trained from (a name under the data directory or a path)"),
     Param("env_kwargs", {}, "keyword arguments for the environment constructor", check=_string_keys,
           domain="keyword-argument names"),
+    Param("env_module", "", "a module imported before the environment is made (its gymnasium.register calls add "
+          "ids); recorded in the run directory, imported again by eval and resume", check=_module_name,
+          domain="a dotted module name, or empty"),
+    Param("frame_stack", 0, "stack the last N observations on a new leading axis (gymnasium "
+          "FrameStackObservation); 0 or 1: off", bounds="[0, 1024]"),
+    Param("atari", False, "ALE preprocessing (gymnasium AtariPreprocessing): no-op resets, frame skip 4, 84x84 "
+          "grey; rewards clipped to [-1, 1] in training, never in evaluation"),
+    Param("terminal_on_life_loss", False, "with atari: a lost life ends a training episode (evaluation plays whole games)"),
+    Param("normalize_reward", False, "scale training rewards by a running estimate of the discounted return's "
+          "std (gymnasium NormalizeReward; evaluation returns stay raw)"),
+    Param("clip_actions", True, "clip Box actions to the action space's bounds before they reach the environment"),
+    Param("time_limit", 0, "episode length cap in agent steps (gymnasium TimeLimit); 0: the environment's "
+          "registered limit", bounds="[0, 2**31 - 1]"),
     Param("backend", None, "default backend", type=str, check=_non_empty),
     Param("steps", None, "environment-step budget (transitions, summed over environments); offline: gradient updates",
           type=int, bounds=f"[1, {MAX_STEPS}]"),
     Param("seed", 0, "random seed", bounds="[0, 2**32 - 1]"),
     Param("num_envs", 1, "vectorised environments", bounds="[1, 65536]"),
     Param("loss", "", "registered loss name; empty means the algorithm's default"),
+    Param("encoder", "", "registered observation encoder (`mlp`, `nature_cnn`, `minatar_cnn`, `multi_input`, a "
+          "plugin's); empty means the first one that accepts the observation space", check=_encoder_name,
+          domain="an encoder name"),
+    Param("encoder_kwargs", {}, "options of the encoder (nature_cnn: channels, kernels, strides, features, "
+          "channels_last; multi_input: by_key and its keys' encoders' options)", check=_string_keys,
+          domain="option names"),
     Param("hyperparameters", {}, "backend-neutral hyperparameters"),
     Param("target", None, "what `rlplug bench` requires of the evaluation (see target_metric)", type=float),
     Param("target_metric", "return", "what `target` is compared with: 'return' (mean evaluation return) or "
@@ -93,7 +122,16 @@ class Recipe:
     seed: int = 0
     num_envs: int = 1
     env_kwargs: dict[str, Any] = field(default_factory=dict)
+    env_module: str = ""
+    frame_stack: int = 0
+    atari: bool = False
+    terminal_on_life_loss: bool = False
+    normalize_reward: bool = False
+    clip_actions: bool = True
+    time_limit: int = 0
     loss: str = ""
+    encoder: str = ""
+    encoder_kwargs: dict[str, Any] = field(default_factory=dict)
     hyperparameters: dict[str, Any] = field(default_factory=dict)
     backend_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     eval_episodes: int = 10
@@ -117,6 +155,13 @@ class Recipe:
             "env": self.env,
             "dataset": self.dataset,
             "env_kwargs": dict(self.env_kwargs),
+            "env_module": self.env_module,
+            "frame_stack": self.frame_stack,
+            "atari": self.atari,
+            "terminal_on_life_loss": self.terminal_on_life_loss,
+            "normalize_reward": self.normalize_reward,
+            "clip_actions": self.clip_actions,
+            "time_limit": self.time_limit,
             "backend": self.backend,
             "steps": self.steps,
             "seed": self.seed,
@@ -128,6 +173,9 @@ class Recipe:
             "eval_episodes": self.eval_episodes,
             "hyperparameters": copy.deepcopy(self.hyperparameters),
         }
+        if self.encoder or self.encoder_kwargs:  # likewise: recipes that name no encoder print as before
+            table["encoder"] = self.encoder
+            table["encoder_kwargs"] = copy.deepcopy(self.encoder_kwargs)
         if self.search:  # only recipes with a search table carry one; others print as they always did
             table["search"] = copy.deepcopy(self.search)
         for backend, settings in self.backend_settings.items():
@@ -239,11 +287,11 @@ def _check_fields(table: Mapping[str, Any], where: str) -> None:
 
 
 def _deep_merge(base: dict[str, Any], top: Mapping[str, Any], atomic: bool = False) -> dict[str, Any]:
-    """``top`` over ``base``, table by table; ``env_kwargs`` is replaced whole, and so is each entry of a
+    """``top`` over ``base``, table by table; ``env_kwargs`` and ``encoder_kwargs`` are replaced whole, and so is each entry of a
     ``search`` table (a child's range replaces its parent's, ``log`` included)."""
     merged = copy.deepcopy(base)
     for key, value in top.items():
-        if not atomic and isinstance(value, dict) and isinstance(merged.get(key), dict) and key != "env_kwargs":
+        if not atomic and isinstance(value, dict) and isinstance(merged.get(key), dict) and key not in ("env_kwargs", "encoder_kwargs"):
             merged[key] = _deep_merge(merged[key], value, atomic=key == "search")
         else:
             merged[key] = copy.deepcopy(value)
@@ -352,6 +400,8 @@ class RecipeBook:
                     raise RecipeError(f"{where}: {err}") from None
         if (table["target_metric"] == "normalised_score" or table["beat_dataset"]) and not table["dataset"]:
             raise RecipeError(f"{where}: target_metric 'normalised_score' and beat_dataset need a 'dataset'")
+        if table["terminal_on_life_loss"] and not table["atari"]:
+            raise RecipeError(f"{where}: terminal_on_life_loss is an option of atari preprocessing; set atari = true too")
         return Recipe.from_table({"name": entry.name, **table}, source=entry.source)
 
 
@@ -408,10 +458,10 @@ def apply_override(table: dict[str, Any], item: str, hp_names: set[str]) -> None
             + did_you_mean(key, [*FIELDS, *hp_names])
         )
     head = path[0]
-    if head not in ("hyperparameters", "env_kwargs", "search", *BACKEND_TABLES):
+    if head not in ("hyperparameters", "env_kwargs", "encoder_kwargs", "search", *BACKEND_TABLES):
         raise RecipeError(
             f"--set {key}: '{head}' is not a table"
-            + did_you_mean(head, ["hyperparameters", "env_kwargs", "search", *BACKEND_TABLES])
+            + did_you_mean(head, ["hyperparameters", "env_kwargs", "encoder_kwargs", "search", *BACKEND_TABLES])
         )
     node = table
     for part in path[:-1]:

@@ -214,14 +214,14 @@ class Search:
             return Search(choices=choices)
         kind = param.value_type
         if kind not in (int, float) or param.choices is not None or isinstance(param, AutoOrFloat):
-            raise ValueError(f"{where}: '{param.name}' takes a list of choices, not a range")
+            raise ValueError(f"{where} must be a list of choices, not a range: '{param.name}' is not a number")
         if self.low is None or self.high is None:
             raise ValueError(f"{where} needs both 'low' and 'high'")
         for end in (self.low, self.high):
             if isinstance(end, bool) or not isinstance(end, (int, float)):
                 raise ValueError(f"{where}: the ends must be numbers, got {end!r}")
             if kind is int and not float(end).is_integer():
-                raise ValueError(f"{where}: '{param.name}' is an int, so the ends must be whole numbers, got {end!r}")
+                raise ValueError(f"{where}: the ends must be whole numbers ('{param.name}' is an int), got {end!r}")
         try:
             low, high = (param.validate(end, f"{where} {label}") for end, label in ((self.low, "low"), (self.high, "high")))
         except TypeError as err:

@@ -45,7 +45,7 @@ def recipe_space(spec: AlgorithmSpec, recipe: Any, pinned: Iterable[str] = ()) -
     for name in table:
         if name not in params:
             raise UnknownNameError(
-                f"{where}: the search table names '{name}', which is not a hyperparameter of {spec.name}"
+                f"{where}: 'search' names '{name}', which is not a hyperparameter of {spec.name}"
                 + did_you_mean(name, params)
             )
     space = SearchSpace()
@@ -54,7 +54,7 @@ def recipe_space(spec: AlgorithmSpec, recipe: Any, pinned: Iterable[str] = ()) -
         if param.name in table:
             entry = table[param.name]
             try:
-                kind, value = _entry(param, entry, f"search '{param.name}'")
+                kind, value = _entry(param, entry, f"'search.{param.name}'")
             except (TypeError, ValueError) as err:
                 raise RecipeError(f"{where}: {err}") from None
             if kind == "fixed":

@@ -176,7 +176,9 @@ def check_same_actions(build: Build, fresh: Build, state: dict[str, Any]) -> Non
     fresh.trainer.load_state_dict(state)
     space = build.observation_space
     space.seed(build.seed)
-    observations = np.stack([space.sample() for _ in range(16)]).astype(np.float32)
+    from .encoders import stack_observations
+
+    observations = stack_observations([space.sample() for _ in range(16)])  # a Dict space: a dict of batches
     multiagent = build.extras.get("multiagent")
     if multiagent is not None:  # multi-agent cells act on [B, n_agents, obs_dim]
         observations = np.stack([observations] * multiagent.n_agents, axis=1)

@@ -95,7 +95,7 @@ class TrainerBase:
 
     def evaluate(self, episodes: int, video_dir: str | None = None) -> list[float]:
         return evaluate_policy(
-            self.build.env_id, self.build.env_kwargs, self.act_deterministic, episodes, self.build.seed, video_dir=video_dir
+            self.build.env_spec, None, self.act_deterministic, episodes, self.build.seed, video_dir=video_dir
         )
 
     def replay_transitions(self) -> dict[str, Any]:

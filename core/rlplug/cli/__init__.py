@@ -72,7 +72,7 @@ def unexpected(err: BaseException, args: object, debug: bool) -> int:
         message = message[:197] + "..."
     named = f"{type(err).__name__}: {message}" if message else type(err).__name__
     told = f"the full traceback is in {where}" if where else "the traceback could not be written to a file"
-    print(f"rlplug: error: unexpected {named}; {told} (--debug prints it); this is a bug, please report it", file=sys.stderr)
+    print(f"rlplug: error: unexpected {named}; {told} (--debug prints it); this is a bug in rlplug or a plugin, please report it", file=sys.stderr)
     return 1
 
 

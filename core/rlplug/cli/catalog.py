@@ -4,6 +4,7 @@ declarations and recipes only; no torch, numpy or backend module is imported (te
 from __future__ import annotations
 
 import argparse
+import importlib.util
 from typing import Any
 
 from ..tables import format_table, to_toml
@@ -120,6 +121,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     print("versions:")
     for name, ver in versions().items():
         print(f"  {name:<11} {ver}")
+    print("environment suites:")
+    for line in suite_lines():
+        print(f"  {line}")
     print("plugins:")
     for record in session.host.records:
         algos = ", ".join(s.name for s in record.algorithms) or "-"
@@ -130,6 +134,20 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     for name, records in session.host.conflicts.items():
         print(f"  conflict: algorithm '{name}' is claimed by " + " and ".join(r.label for r in records))
     return 0
+
+
+def suite_lines() -> list[str]:
+    """One line per optional environment suite: installed or the extra that installs it (nothing imported)."""
+    from ..envs import ATARI_PREPROCESSING_NEEDS, SUITES, suite_available
+
+    lines = []
+    for suite in SUITES.values():
+        resume = "resumes mid-episode" if suite.resumes_mid_episode else "resume restarts episodes"
+        status = f"available ({resume})" if suite_available(suite) else f"not installed: pip install 'rlplug[{suite.extra}]'"
+        if suite.name == "atari" and suite_available(suite) and importlib.util.find_spec(ATARI_PREPROCESSING_NEEDS[0]) is None:
+            status = f"available without atari preprocessing (no OpenCV): pip install 'rlplug[{suite.extra}]'"
+        lines.append(f"{suite.name:<11} {status}")
+    return lines
 
 
 def cmd_guide(args: argparse.Namespace) -> int:

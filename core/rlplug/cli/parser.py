@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 from typing import NoReturn
 
 from ..recipes import parse_value
@@ -47,8 +46,6 @@ def option_value(text: str) -> object:
     return parse_value(text)
 
 
-option_value.__name__ = "value"  # what argparse would name in its own messages
-
 
 def build_parser() -> argparse.ArgumentParser:
     common = Parser(add_help=False)
@@ -84,6 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a recipe field or hyperparameter")
     train.add_argument("--steps", type=option_value, metavar="N", help="step budget (the recipe's steps)")
     train.add_argument("--seed", type=option_value, metavar="S", help="random seed (the recipe's seed)")
+    train.add_argument("--env-module", metavar="MODULE", help="import a module that registers the environment (the recipe's "
+                       "env_module; recorded in the run directory for eval and resume)")
     train.add_argument("--run-dir")
     train.add_argument("--no-write", action="store_true", help="write nothing at all")
     train.add_argument("--checkpoint-every", type=option_value, metavar="N", help="steps between checkpoints (default: a tenth of the budget)")

@@ -24,6 +24,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         overrides.append(option_override("steps", args.steps))
     if args.seed is not None:
         overrides.append(option_override("seed", args.seed))
+    if args.env_module is not None:  # the recipe field, so `show`, the run directory and resume see it
+        overrides.append(option_override("env_module", args.env_module))
     every = optional("checkpoint_every", args.checkpoint_every, "--checkpoint-every")
     device = args.device if launching(args) else worker_device(args)
     here = world()
@@ -109,7 +111,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     with its recorded recipe when it stopped before its first one). The directory's lock is taken after
     the run is read and checked, so a refused resume leaves the directory exactly as it was."""
     from ..distributed import world
-    from ..runs import check_unchanged, lock_run_dir, open_run, resume_note, saved_run, session_for_run, train
+    from ..runs import check_unchanged, check_writable, lock_run_dir, open_run, resume_note, saved_run, session_for_run, train
 
     run_dir = Path(args.run_dir)
     steps = optional("steps", args.steps, "--steps")
@@ -123,6 +125,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         check_budget(run_dir, int(header.get("updates", header.get("env_steps", 0))), steps or saved.recipe.steps)
         session = session_for_run(open_session(args), run_dir)
         check_distributed(session.host.algorithm(saved.recipe.algorithm), saved.backend, session.host.algorithms.values())
+        check_writable(run_dir)
         if hold_for_workers(args, run_dir, new=False) is not None:
             check_unchanged(saved)
         return launch(worker_argv(args.argv, None), args.nproc, args.nnodes, args.rdzv_endpoint)
@@ -130,15 +133,21 @@ def cmd_resume(args: argparse.Namespace) -> int:
     build = open_run(open_session(args), run_dir, worker_device(args), need_checkpoint=False)
     try:
         saved = build.extras["saved_run"]
-        if here.is_main:  # stderr: --json output stays one document
+        steps = steps or build.recipe.steps
+        check_budget(run_dir, build.trainer.progress, steps)
+        if here.is_main:
+            check_writable(run_dir)
+            if lock_run_dir(run_dir):
+                check_unchanged(saved)
+            # once the resume goes ahead (a refusal stays one line); stderr: --json output stays one document
             note(saved.note)
             if saved.payload is None:
                 note(f"run {run_dir} stopped before its first checkpoint; training it from step 0 with its recorded recipe")
             note(resume_note(build.extras.get("saved_world_size", 1), here.size))
-        steps = steps or build.recipe.steps
-        check_budget(run_dir, build.trainer.progress, steps)
-        if here.is_main and lock_run_dir(run_dir):
-            check_unchanged(saved)
+            if saved.payload is not None and "multiagent" not in build.extras:
+                from ..envs import resume_restart_note
+
+                note(resume_restart_note(build.env_id))
         summary = train(build, steps=steps, run_dir=run_dir, progress=not (args.json or args.no_progress), resume=True,
                         checkpoint_every=every)
     finally:
@@ -188,6 +197,8 @@ def launching(args: argparse.Namespace) -> bool:
     """Whether this process is the launcher of a multi-process run (workers never see --nproc)."""
     if args.nproc is None and (args.nnodes != 1 or args.rdzv_endpoint):
         args.nproc = 1
+    if args.nproc is not None and (args.nproc < 1 or args.nnodes < 1):  # before a run directory is locked
+        raise RlplugError(f"--nproc and --nnodes must be at least 1 (got {args.nproc} and {args.nnodes})")
     return args.nproc is not None
 
 

@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import shlex
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -97,8 +99,41 @@ def cmd_tune(args: argparse.Namespace) -> int:
         ensure_dataset(session, context.recipe, quiet=quiet)
     study = context.study(create=not args.export)
     if not args.export:
-        _search(context, study, args, quiet)
+        try:
+            with _signals_stop_trials():
+                _search(context, study, args, quiet)
+        except KeyboardInterrupt:
+            print(f"rlplug: interrupted; study '{context.study_name}' keeps its trials (the running ones are recorded as "
+                  "failed): run the same command again to continue it", file=sys.stderr)  # fmt: skip
+            return 130
     return _export(context, study, args, quiet)
+
+
+@contextlib.contextmanager
+def _signals_stop_trials() -> Iterator[None]:
+    """Ctrl-C and SIGTERM stop the running trial as an interrupt, which Optuna records as a failed trial; a
+    second signal while that is written is ignored, so the study never keeps a trial that runs nowhere."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
+        yield
+        return
+
+    def ignore(signum: int, frame: Any) -> None:  # not SIG_IGN: a signal already pending would raise OSError
+        pass
+
+    def stop(signum: int, frame: Any) -> None:
+        signal.signal(signal.SIGINT, ignore)
+        signal.signal(signal.SIGTERM, ignore)
+        raise KeyboardInterrupt
+
+    before = signal.signal(signal.SIGINT, stop), signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before[0])
+        signal.signal(signal.SIGTERM, before[1])
 
 
 def _check_options(args: argparse.Namespace) -> None:
@@ -206,21 +241,29 @@ def _work(context: _Context, args: argparse.Namespace) -> int:
 
     _single_threaded()
     study = context.study(create=False, worker=args.worker)
-    run_trials(study, context.objective(), args.trials, args.timeout)
+    try:
+        with _signals_stop_trials():
+            run_trials(study, context.objective(), args.trials, args.timeout)
+    except KeyboardInterrupt:  # the process that started it says so, once
+        return 130
     return 0
 
 
 def _search(context: _Context, study: Any, args: argparse.Namespace, quiet: bool) -> None:
-    from ..tuning.loop import Monitor, counted, run_trials, run_workers
+    from ..tuning.loop import Monitor, finished, run_trials, run_workers
     from ..tuning.objective import enqueue_values
 
+    from optuna.trial import TrialState
+
     held = len(study.trials)
-    if not held:  # a new study tries the recipe as written first
+    kept = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING, TrialState.WAITING)
+    if not any(t.user_attrs.get("baseline") and t.state in kept for t in study.trials):
+        # the first trial of a study is the recipe as written (again, when an interrupt failed it)
         values = {**context.spec.defaults(), **context.recipe.hyperparameters}
         study.enqueue_trial(enqueue_values(context.space, values), user_attrs={"baseline": True})
     if not quiet:
-        missing = max(0, args.trials - counted(study)) + (1 if not held else 0)  # the queued trial is still to run
-        print(f"study '{context.study_name}' in {context.storage_url}: {held} trials so far, {missing} to run"
+        missing = max(0, args.trials - finished(study))
+        print(f"study '{context.study_name}' in {context.storage_url}: {held} trial{'s' if held != 1 else ''} so far, {missing} to run"
               f"{f' on {args.jobs} processes' if args.jobs > 1 and missing else ''}", file=sys.stderr)  # fmt: skip
     monitor = Monitor(study, args.trials, progress=not quiet, lines=not quiet)
     try:
@@ -259,7 +302,8 @@ def _export(context: _Context, study: Any, args: argparse.Namespace, quiet: bool
     original = copy.deepcopy(context.original)
     tuned = tuned_recipe(context.plan, best_hp)
     fields, hp, tables = changes(context.spec, original, tuned)
-    _single_threaded()
+    if args.eval_seeds:
+        _single_threaded()
     reeval = reevaluate(study, context.plan, original, best_hp, best.number, args.eval_seeds, bool(fields or hp or tables), log)
     name, version = export_ref(context.session.book, original, args.as_ref)
     comments = summary_comments(study, context.config, best, context.space, reeval, original.ref, context.storage_url)

@@ -27,6 +27,8 @@ HELD_VARIABLE = "RLPLUG_RUN_LOCK"
 
 _held: dict[str, int] = {}
 """This process's locks: resolved run directory -> the open file descriptor that holds the lock."""
+_launchers: dict[str, int] = {}
+"""Run directories a launcher locked for this worker -> the launcher's PID (this worker's parent)."""
 
 
 def _key(run_dir: Path) -> str:
@@ -50,7 +52,21 @@ def held_run_dirs() -> list[Path]:
 
 def _inherited(run_dir: Path) -> bool:
     pid, _, where = os.environ.get(HELD_VARIABLE, "").partition(":")
-    return where == _key(run_dir) and pid.isdigit() and holder(run_dir) == int(pid)
+    if where != _key(run_dir) or not pid.isdigit() or holder(run_dir) != int(pid):
+        return False
+    if os.getppid() == int(pid):
+        _launchers[where] = int(pid)
+    return True
+
+
+def check_still_held(run_dir: Path) -> None:
+    """In a worker writing under its launcher's lock: stop when the launcher is gone (killed; the workers run
+    in a session of their own and live on), since its lock went with it and another process may now write."""
+    pid = _launchers.get(_key(run_dir))
+    if pid is not None and os.getppid() != pid:
+        raise RunDirError(
+            f"the launcher (process {pid}) that held the lock of run directory {run_dir} is gone; this worker stops writing it"
+        )
 
 
 def lock_run_dir(run_dir: Path) -> bool:

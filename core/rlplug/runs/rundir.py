@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..checkpoint import PREVIOUS, load_checkpoint
+from ..envs import env_modules
 from ..distributed import COMMAND_VARIABLE
 from ..errors import CheckpointMismatchError, CorruptCheckpointError, RunDirBusyError, RunDirError
 from ..hookspecs import Build
@@ -142,12 +143,26 @@ def create_run_dir(run_dir: Path, build: Build, checkpoint_every: int | None = N
         "backend": build.backend,
         "recipe": build.recipe.to_table(),
         "plugins": list(build.plugin_modules),  # imported again by eval and resume
+        "env_modules": env_modules(build.recipe),  # likewise: modules that register the run's environment
         "checkpoint_every": checkpoint_every,  # resume keeps the period
     })
     with file_errors(run_dir / "command.txt", "write"):
         (run_dir / "command.txt").write_text(os.environ.get(COMMAND_VARIABLE, shlex.join(sys.argv)) + "\n")
     write_json(run_dir / "versions.json", versions(build))
     return claim
+
+
+def check_writable(run_dir: Path) -> None:
+    """Before a resume takes the lock: the files it appends to and writes into can be written (one line if
+    not, and the directory stays as it was)."""
+    metrics = run_dir / "metrics.csv"
+    if metrics.exists():
+        with file_errors(metrics, "write metrics file"):
+            with metrics.open("a"):
+                pass
+    for folder in (run_dir / CHECKPOINT.parent, run_dir / "tb"):
+        if folder.exists() and not folder.is_dir():
+            raise RunDirError(f"cannot write {folder}: it is a file, not a directory")
 
 
 def record_checkpoint_every(run_dir: Path, every: int) -> None:
@@ -255,8 +270,7 @@ def _load_usable_checkpoint(saved: SavedRun, latest: Path, previous: Path) -> No
         raise
     saved.payload, saved.checkpoint, saved.stamp = payload, previous, _stamp(previous)
     header = payload["rlplug"]
-    unit = "updates" if "updates" in header else "env_steps"
-    at = f"{unit.replace('_', ' ')} {header.get(unit, '?')}"
+    at = f"update {header['updates']}" if "updates" in header else f"env step {header.get('env_steps', '?')}"
     why = str(problem) if problem is not None else f"checkpoint {latest} is missing"
     saved.note = f"{why}; using {previous} ({at}) instead"
 
@@ -311,6 +325,15 @@ def recorded_plugins(run_dir: Path) -> list[str]:
     if not isinstance(plugins, list) or not all(isinstance(p, str) for p in plugins):
         raise RunDirError(f"{recipe_file} is unreadable: 'plugins' is {plugins!r}, not a list of module names")
     return plugins
+
+
+def recorded_env_modules(run_dir: Path) -> list[str]:
+    """The modules that register the run's environment (``env_module``, a ``module:`` id prefix)."""
+    recipe_file = _recipe_file(run_dir)
+    modules = _read_recipe_file(recipe_file).get("env_modules", [])
+    if not isinstance(modules, list) or not all(isinstance(m, str) for m in modules):
+        raise RunDirError(f"{recipe_file} is unreadable: 'env_modules' is {modules!r}, not a list of module names")
+    return modules
 
 
 def _recipe_file(run_dir: Path) -> Path:

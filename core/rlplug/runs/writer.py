@@ -11,7 +11,7 @@ from .checkpoints import checkpoint_payload
 from .curve import curve_lines, plot_learning_curve
 from .divergence import check_finite_state
 from .metrics import MetricsLog
-from .lock import lock_run_dir, unlock_run_dir
+from .lock import check_still_held, lock_run_dir, unlock_run_dir
 from .rundir import (
     CHECKPOINT,
     clear_interrupted_writes,
@@ -56,6 +56,7 @@ class RunWriter:
             self.locked_now = False
 
     def log(self, progress: int, wall: float, metrics: dict[str, float]) -> None:
+        check_still_held(self.dir)
         self.metrics.log(progress, wall, metrics)
         if any(key.startswith("eval/") for key in metrics):
             self.plot()  # the curve is refreshed at each evaluation
@@ -69,6 +70,7 @@ class RunWriter:
 
         A distributed run passes every rank's state, rank 0's first.
         """
+        check_still_held(self.dir)
         rank_states = rank_states or [self.build.trainer.state_dict()]
         check_finite_state(rank_states[0], self.build.trainer, self.dir / CHECKPOINT.parent)
         with file_errors(self.dir / CHECKPOINT, "write checkpoint"):

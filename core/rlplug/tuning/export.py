@@ -153,7 +153,7 @@ def summary_comments(study: Any, config: dict[str, Any], best: Any, space: Searc
     lines = [
         f"Tuned by rlplug tune (rlplug {__version__}, Optuna {_optuna_version()}): the best trial of study "
         f"'{study.study_name}' in {storage_url}",
-        f"command: {config.get('command', '?')}",
+        f"study started by: {config.get('command', '?')}",
         f"trials: {len(trials)} ({counts}); each trained {config['steps']} steps on {config['backend']} per seed, "
         f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}",
         f"objective: mean final {metric} over the seeds (TPE sampler, median pruner on {config['evaluations']} "

@@ -2,13 +2,14 @@
 through its storage; and the progress bar over trials with the best value so far.
 
 ``--trials N`` is what the study should hold: complete and pruned trials count, and so do trials running
-in another process or waiting in the queue; failed ones are recorded but do not count, so a rerun after a
+in another process (a queued trial, the recipe as written, is the next one run); failed ones are recorded but do not count, so a rerun after a
 crash or Ctrl-C runs what is missing. A process tries at most N trials per command, so a study whose
 trials all fail still ends.
 """
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import time
@@ -22,7 +23,7 @@ def counted(study: Any) -> int:
     """Trials that count towards ``--trials``."""
     from optuna.trial import TrialState
 
-    states = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING, TrialState.WAITING)
+    states = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING)
     return len(study.get_trials(deepcopy=False, states=states))
 
 
@@ -60,10 +61,13 @@ def run_workers(commands: list[list[str]], monitor: Monitor, poll: float = 1.0) 
             monitor.update()
             time.sleep(poll)
     except KeyboardInterrupt:
+        for p in processes:  # Ctrl-C in a terminal reached them already (they ignore a second signal); SIGTERM did not
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
         for p in processes:
             try:
-                p.wait(timeout=30)
-            except (subprocess.TimeoutExpired, KeyboardInterrupt):
+                p.wait(timeout=60)
+            except subprocess.TimeoutExpired:
                 p.kill()
         raise
     monitor.update()

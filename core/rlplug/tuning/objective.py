@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import copy
 import math
+import os
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -126,8 +128,8 @@ def _train_and_score(build: Any, plan: TrialPlan, offset: int, report: Report | 
                 raise TrainingDivergedError(f"{name[5:]} became {value} by {tr.progress_unit.replace('_', ' ')} {tr.progress}")
         if report is None:
             return
-        if not own_evaluations:
-            if metric in metrics and math.isfinite(metrics[metric]):
+        if not own_evaluations:  # the final evaluation below stands for one at the last step
+            if metric in metrics and math.isfinite(metrics[metric]) and tr.progress < plan.steps:
                 report(float(metrics[metric]), offset + tr.progress)
         elif due and tr.progress >= due[0] and tr.progress < plan.steps:
             while due and tr.progress >= due[0]:
@@ -170,8 +172,14 @@ class Objective:
         import optuna
 
         hp = {name: suggest(trial, self.params[name], search) for name, search in self.space.searched.items()}
+        trial.set_user_attr("process", f"{socket.gethostname()}:{os.getpid()}")  # which machine and worker ran it
+
+        reported: set[int] = set()
 
         def report(value: float, step: int) -> None:
+            if step in reported:  # Optuna keeps the first value of a step and warns about the second
+                return
+            reported.add(step)
             trial.report(value, step)
             if trial.should_prune():
                 trial.set_user_attr("outcome", f"pruned at step {step} ({value:.4g})")

@@ -32,7 +32,15 @@ def open_storage(url: str) -> Any:
     try:
         return optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs, heartbeat_interval=30, grace_period=120)
     except Exception as err:  # noqa: BLE001 - SQLAlchemy, a missing driver, a bad URL: all one line
-        raise StudyError(f"cannot open the study storage '{url}': {one_line(err)}") from None
+        hint = next((h for scheme, h in DRIVER_HINTS.items() if url.startswith(scheme)), "")
+        missing_driver = "DB access module" in str(err) or isinstance(err, ImportError)
+        raise StudyError(f"cannot open the study storage '{url}': {one_line(err)}{hint if missing_driver else ''}") from None
+
+
+DRIVER_HINTS = {
+    "postgresql": " (PostgreSQL needs a driver: pip install psycopg2-binary)",
+    "mysql": " (MySQL needs a driver: pip install pymysql, and a mysql+pymysql:// URL)",
+}
 
 
 def sampler(seed: int, startup_trials: int) -> Any:

@@ -34,6 +34,7 @@ import torch.nn.functional as F
 from packaging import version
 from rlplug import Build
 from rlplug.backends.skrl import (
+    EncodedModel,
     ModuleTargetUpdate,
     SkrlOfflineTrainer,
     StagedLossAgent,
@@ -43,6 +44,7 @@ from rlplug.backends.skrl import (
     hard_copy,
     mlp,
     module_target_update,
+    observation_encoder,
     q_model,
     register_action_bounds,
     seed_skrl,
@@ -67,21 +69,24 @@ SCALE_FLOOR = 1e-4
 TANH_LIMIT = 1.0 - torch.finfo(torch.float32).resolution  # TorchRL's SafeTanh keeps samples off +-1
 
 
-class TanhGaussianPolicy(Model):
+class TanhGaussianPolicy(EncodedModel):
     """A squashed Gaussian over Box actions, TorchRL's ``tanh_normal_actor`` on skrl: the MLP outputs
     a mean ``m`` and a raw scale per action dimension; ``u ~ N(m, s)``, the action is
     ``center + half_range * tanh(u)`` and its log-probability carries the change of variables.
     ``act`` returns ``(actions, {"log_prob", "mean_actions"})``; the deterministic action is the
     squashed mean."""
 
-    def __init__(self, observation_space: gym.Space, action_space: gym.spaces.Box, device: str, hidden_sizes: list[int], activation: str) -> None:
+    def __init__(
+        self, observation_space: gym.Space, action_space: gym.spaces.Box, device: str, hidden_sizes: list[int], activation: str,
+        encoder: torch.nn.Module | None = None,
+    ) -> None:
         Model.__init__(self, observation_space=observation_space, action_space=action_space, device=device)
-        self.net = mlp(self.num_observations, hidden_sizes, 2 * self.num_actions, activation)
+        self.net = mlp(self.attach_encoder(encoder, observation_space), hidden_sizes, 2 * self.num_actions, activation)
         register_action_bounds(self, action_space)
         self.to(self.device)
 
     def compute(self, inputs: dict[str, Any], role: str = "") -> tuple[torch.Tensor, dict[str, Any]]:
-        mean, raw_scale = self.net(inputs["observations"]).chunk(2, dim=-1)
+        mean, raw_scale = self.net(self.encode(inputs["observations"])).chunk(2, dim=-1)
         scale = (F.softplus(raw_scale + SCALE_BIAS) + SCALE_MIN).clamp_min(SCALE_FLOOR)
         return mean, {"scale": scale}
 
@@ -106,14 +111,15 @@ def build_models(build: Build) -> dict[str, Any]:
     seed_skrl(build.seed)
     s = build.settings
     args = (build.observation_space, build.action_space, build.device, s["hidden_sizes"], s["activation"])
+    encoder = lambda: observation_encoder(build)  # noqa: E731 - each network gets its own copy
     if is_discrete(build):
-        return {"q_network": q_model(*args), "target_q_network": q_model(*args)}
+        return {"q_network": q_model(*args, encoder=encoder()), "target_q_network": q_model(*args, encoder=encoder())}
     return {
-        "policy": TanhGaussianPolicy(*args),
-        "critic_1": q_model(*args),
-        "critic_2": q_model(*args),
-        "target_critic_1": q_model(*args),
-        "target_critic_2": q_model(*args),
+        "policy": TanhGaussianPolicy(*args, encoder=encoder()),
+        "critic_1": q_model(*args, encoder=encoder()),
+        "critic_2": q_model(*args, encoder=encoder()),
+        "target_critic_1": q_model(*args, encoder=encoder()),
+        "target_critic_2": q_model(*args, encoder=encoder()),
     }
 
 

@@ -38,7 +38,8 @@ from rlplug.backends.torchrl import (
     dataset_buffer,
     describe_loss,
     loss_target_update,
-    mlp,
+    observation_keys,
+    observation_net,
     q_value_actor,
     q_value_operator,
     seed_everything,
@@ -64,13 +65,15 @@ def build_models(build: Build) -> dict[str, Any]:
     configure_threads()
     seed_everything(build.seed)
     s = build.settings
-    observation_size = int(np.prod(build.observation_space.shape))
+    keys = observation_keys(build)
     if is_discrete(build):
-        net = mlp(observation_size, s["hidden_sizes"], int(build.action_space.n), s["activation"])
-        return {"q_network": q_value_actor(net, build.action_space).to(build.device)}
+        net = observation_net(build, int(build.action_space.n), s["hidden_sizes"], s["activation"])
+        return {"q_network": q_value_actor(net, build.action_space, keys).to(build.device)}
     action_size = int(np.prod(build.action_space.shape))
-    actor = tanh_normal_actor(mlp(observation_size, s["hidden_sizes"], 2 * action_size, s["activation"]), build.action_space)
-    critics = [q_value_operator(mlp(observation_size + action_size, s["hidden_sizes"], 1, s["activation"])) for _ in range(2)]
+    actor = tanh_normal_actor(observation_net(build, 2 * action_size, s["hidden_sizes"], s["activation"]), build.action_space, keys)
+    critics = [
+        q_value_operator(observation_net(build, 1, s["hidden_sizes"], s["activation"], action_size), keys) for _ in range(2)
+    ]
     return {"actor": actor.to(build.device), "critics": [c.to(build.device) for c in critics]}
 
 

@@ -22,7 +22,9 @@ from rlplug.backends.skrl import (
     StagedLossAgent,
     agent_arguments,
     configure_threads,
+    flat_observations,
     module_target_update,
+    observation_encoder,
     q_model,
     replay_memory,
     resolve_class,
@@ -37,7 +39,8 @@ from skrl.memories.torch import RandomMemory
 
 
 def build_models(build: Build) -> dict[str, Any]:
-    """Online and target Q(s, .) MLPs, one output per action, initialised from ``build.seed``.
+    """Online and target Q(s, .) networks (the cell's encoder, an MLP head with one output per action),
+    initialised from ``build.seed``.
 
     skrl's DQN copies the online weights into the target and freezes it when it is constructed.
     """
@@ -45,7 +48,10 @@ def build_models(build: Build) -> dict[str, Any]:
     seed_skrl(build.seed)
     s = build.settings
     args = (build.observation_space, build.action_space, build.device, s["hidden_sizes"], s["activation"])
-    return {"q_network": q_model(*args), "target_q_network": q_model(*args)}
+    return {
+        "q_network": q_model(*args, encoder=observation_encoder(build)),
+        "target_q_network": q_model(*args, encoder=observation_encoder(build)),
+    }
 
 
 # ---- memory -------------------------------------------------------------------------------------
@@ -215,8 +221,7 @@ class SkrlDQNTrainer(SkrlOffPolicyTrainer):
         """Argmax of Q; ``compute`` rather than ``act``, so evaluating draws nothing from torch's RNG."""
         agent = self.agent
         with torch.no_grad():
-            x = torch.as_tensor(observations, dtype=torch.float32, device=self.build.device)
-            x = x.reshape(len(observations), -1)
+            x = flat_observations(observations, self.build.device)
             q_values, _ = agent.q_network.compute({"observations": agent._observation_preprocessor(x), "states": None})
             return q_values.argmax(dim=-1).cpu().numpy()
 

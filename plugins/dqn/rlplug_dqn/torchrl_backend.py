@@ -22,8 +22,9 @@ from rlplug.backends.torchrl import (
     configure_threads,
     describe_loss,
     loss_target_update,
-    mlp,
     observation_batch,
+    observation_keys,
+    observation_net,
     q_value_actor,
     replay_buffer,
     seed_everything,
@@ -43,16 +44,16 @@ from torchrl.objectives import DQNLoss
 
 
 def build_models(build: Build) -> dict[str, Any]:
-    """Q(s, .): an MLP with one output per action inside a ``QValueActor`` ("action" = argmax index).
+    """Q(s, .): the cell's encoder and an MLP head with one output per action inside a ``QValueActor``
+    ("action" = argmax index), reading the observation keys of the space.
 
     The target network is not a model of its own: ``DQNLoss`` keeps target parameters.
     """
     configure_threads()
     seed_everything(build.seed)
     s = build.settings
-    observation_size = int(np.prod(build.observation_space.shape))
-    net = mlp(observation_size, s["hidden_sizes"], int(build.action_space.n), s["activation"])
-    return {"q_network": q_value_actor(net, build.action_space).to(build.device)}
+    net = observation_net(build, int(build.action_space.n), s["hidden_sizes"], s["activation"])
+    return {"q_network": q_value_actor(net, build.action_space, observation_keys(build)).to(build.device)}
 
 
 # ---- memory -------------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from rlplug.backends.skrl import (
     dataset_memory,
     hard_copy,
     module_target_update,
+    observation_encoder,
     q_model,
     register_action_bounds,
     seed_skrl,
@@ -57,7 +58,7 @@ class BoundedMeanGaussianPolicy(GaussianPolicy):
         register_action_bounds(self, self.action_space, self.device)
 
     def compute(self, inputs: dict[str, Any], role: str = "") -> tuple[torch.Tensor, dict[str, Any]]:
-        mean = self.action_center + self.action_half_range * torch.tanh(self.net(inputs["observations"]))
+        mean = self.action_center + self.action_half_range * torch.tanh(self.net(self.encode(inputs["observations"])))
         return mean, {"log_std": self.log_std_parameter}
 
 
@@ -68,13 +69,14 @@ def build_models(build: Build) -> dict[str, Any]:
     seed_skrl(build.seed)
     s = build.settings
     args = (build.observation_space, build.action_space, build.device, s["hidden_sizes"], s["activation"])
+    encoder = lambda: observation_encoder(build)  # noqa: E731 - each network gets its own copy
     models = {
-        "policy": BoundedMeanGaussianPolicy(*args),
-        "value": value_model(*args),
-        "critic_1": q_model(*args),
-        "critic_2": q_model(*args),
-        "target_critic_1": q_model(*args),
-        "target_critic_2": q_model(*args),
+        "policy": BoundedMeanGaussianPolicy(*args, encoder=encoder()),
+        "value": value_model(*args, encoder=encoder()),
+        "critic_1": q_model(*args, encoder=encoder()),
+        "critic_2": q_model(*args, encoder=encoder()),
+        "target_critic_1": q_model(*args, encoder=encoder()),
+        "target_critic_2": q_model(*args, encoder=encoder()),
     }
     hard_copy(models["target_critic_1"], models["critic_1"])
     hard_copy(models["target_critic_2"], models["critic_2"])

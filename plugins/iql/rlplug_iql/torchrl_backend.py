@@ -25,7 +25,8 @@ from rlplug.backends.torchrl import (
     dataset_buffer,
     describe_loss,
     loss_target_update,
-    mlp,
+    observation_keys,
+    observation_net,
     q_value_operator,
     seed_everything,
     set_value_estimator,
@@ -40,18 +41,19 @@ from torchrl.objectives import IQLLoss
 
 
 def build_models(build: Build) -> dict[str, Any]:
-    """A ``TanhNormal`` actor over the action bounds, two independently initialised Q(s, a) MLPs and V(s)."""
+    """A ``TanhNormal`` actor over the action bounds, two independently initialised Q(s, a) networks and
+    V(s), each reading the observation through its own copy of the cell's encoder."""
     configure_threads()
     seed_everything(build.seed)
     s = build.settings
-    observation_size = int(np.prod(build.observation_space.shape))
+    keys = observation_keys(build)
     action_size = int(np.prod(build.action_space.shape))
-    actor = tanh_normal_actor(mlp(observation_size, s["hidden_sizes"], 2 * action_size, s["activation"]), build.action_space)
+    actor = tanh_normal_actor(observation_net(build, 2 * action_size, s["hidden_sizes"], s["activation"]), build.action_space, keys)
     critics = [
-        q_value_operator(mlp(observation_size + action_size, s["hidden_sizes"], 1, s["activation"]))
+        q_value_operator(observation_net(build, 1, s["hidden_sizes"], s["activation"], action_size), keys)
         for _ in range(s["num_qvalue_nets"])
     ]
-    value = value_operator(mlp(observation_size, s["hidden_sizes"], 1, s["activation"]))
+    value = value_operator(observation_net(build, 1, s["hidden_sizes"], s["activation"]), keys)
     return {"actor": actor.to(build.device), "critics": [c.to(build.device) for c in critics], "value": value.to(build.device)}
 
 

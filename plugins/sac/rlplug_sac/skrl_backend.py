@@ -25,7 +25,9 @@ from rlplug.backends.skrl import (
     StagedLossAgent,
     agent_arguments,
     configure_threads,
+    flat_observations,
     module_target_update,
+    observation_encoder,
     policy_mean_or_argmax,
     q_model,
     register_action_bounds,
@@ -76,12 +78,12 @@ def build_models(build: Build) -> dict[str, Any]:
     s = build.settings
     args = (build.observation_space, build.action_space, build.device, s["hidden_sizes"], s["activation"])
     policy_class = SquashedGaussianPolicy if s["squash_actions"] else GaussianPolicy
-    return {
-        "policy": policy_class(*args),
-        "critic_1": q_model(*args),
-        "critic_2": q_model(*args),
-        "target_critic_1": q_model(*args),
-        "target_critic_2": q_model(*args),
+    return {  # each network reads through its own copy of the cell's encoder
+        "policy": policy_class(*args, encoder=observation_encoder(build)),
+        "critic_1": q_model(*args, encoder=observation_encoder(build)),
+        "critic_2": q_model(*args, encoder=observation_encoder(build)),
+        "target_critic_1": q_model(*args, encoder=observation_encoder(build)),
+        "target_critic_2": q_model(*args, encoder=observation_encoder(build)),
     }
 
 
@@ -252,9 +254,7 @@ class SkrlSACTrainer(SkrlOffPolicyTrainer):
 
     def act_deterministic(self, observations: np.ndarray) -> np.ndarray:
         with torch.no_grad():
-            x = self.agent._observation_preprocessor(
-                torch.as_tensor(observations, dtype=torch.float32, device=self.build.device).reshape(len(observations), -1)
-            )
+            x = self.agent._observation_preprocessor(flat_observations(observations, self.build.device))
             policy = self.agent.policy
             if isinstance(policy, SquashedGaussianPolicy):
                 mean, _ = policy.compute({"observations": x, "states": None}, role="policy")

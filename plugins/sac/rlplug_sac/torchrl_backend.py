@@ -24,7 +24,8 @@ from rlplug.backends.torchrl import (
     describe_loss,
     deterministic_actions,
     loss_target_update,
-    mlp,
+    observation_keys,
+    observation_net,
     ou_noise,
     q_value_operator,
     replay_buffer,
@@ -43,15 +44,17 @@ from torchrl.objectives import SACLoss
 
 
 def build_models(build: Build) -> dict[str, Any]:
-    """A ``TanhNormal`` actor over the action bounds and two independently initialised Q(s, a) MLPs."""
+    """A ``TanhNormal`` actor over the action bounds and two independently initialised Q(s, a) networks,
+    each reading the observation through its own copy of the cell's encoder."""
     configure_threads()
     seed_everything(build.seed)
     s = build.settings
-    observation_size = int(np.prod(build.observation_space.shape))
+    keys = observation_keys(build)
     action_size = int(np.prod(build.action_space.shape))
-    actor = tanh_normal_actor(mlp(observation_size, s["hidden_sizes"], 2 * action_size, s["activation"]), build.action_space)
+    actor_net = observation_net(build, 2 * action_size, s["hidden_sizes"], s["activation"])
+    actor = tanh_normal_actor(actor_net, build.action_space, keys)
     critics = [
-        q_value_operator(mlp(observation_size + action_size, s["hidden_sizes"], 1, s["activation"]))
+        q_value_operator(observation_net(build, 1, s["hidden_sizes"], s["activation"], action_size), keys)
         for _ in range(s["num_qvalue_nets"])
     ]
     return {"actor": actor.to(build.device), "critics": [c.to(build.device) for c in critics]}

@@ -23,8 +23,10 @@ from rlplug.backends.skrl import (
     StagedLossAgent,
     agent_arguments,
     configure_threads,
+    flat_observations,
     hard_copy,
     module_target_update,
+    observation_encoder,
     q_model,
     replay_memory,
     resolve_class,
@@ -46,13 +48,13 @@ def build_models(build: Build) -> dict[str, Model]:
     seed_skrl(build.seed)
     s = build.settings
     args = (build.observation_space, build.action_space, build.device, s["hidden_sizes"], s["activation"])
-    models = {
-        "policy": DeterministicPolicy(*args),
-        "target_policy": DeterministicPolicy(*args),
-        "critic_1": q_model(*args),
-        "critic_2": q_model(*args),
-        "target_critic_1": q_model(*args),
-        "target_critic_2": q_model(*args),
+    models = {  # each network reads through its own copy of the cell's encoder
+        "policy": DeterministicPolicy(*args, encoder=observation_encoder(build)),
+        "target_policy": DeterministicPolicy(*args, encoder=observation_encoder(build)),
+        "critic_1": q_model(*args, encoder=observation_encoder(build)),
+        "critic_2": q_model(*args, encoder=observation_encoder(build)),
+        "target_critic_1": q_model(*args, encoder=observation_encoder(build)),
+        "target_critic_2": q_model(*args, encoder=observation_encoder(build)),
     }
     for name in ("policy", "critic_1", "critic_2"):
         hard_copy(models[f"target_{name}"], models[name])
@@ -231,7 +233,7 @@ class SkrlTD3Trainer(SkrlOffPolicyTrainer):
 
     def act_deterministic(self, observations: np.ndarray) -> np.ndarray:
         """The policy's action without exploration noise (skrl's ``act`` adds noise even in eval, §14.5)."""
-        obs = torch.as_tensor(np.asarray(observations), dtype=torch.float32, device=self.build.device)
+        obs = flat_observations(observations, self.build.device)
         with torch.no_grad():
             actions, _ = self.agent.policy.compute({"observations": self.agent._observation_preprocessor(obs)}, role="policy")
         return actions.cpu().numpy()

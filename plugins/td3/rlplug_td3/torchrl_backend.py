@@ -24,8 +24,9 @@ from rlplug.backends.torchrl import (
     describe_loss,
     deterministic_actor,
     loss_target_update,
-    mlp,
     observation_batch,
+    observation_keys,
+    observation_net,
     q_value_operator,
     replay_buffer,
     seed_everything,
@@ -45,14 +46,15 @@ from torchrl.objectives import TD3Loss
 
 
 def build_models(build: Build) -> dict[str, TensorDictModule]:
-    """The actor ``tanh(mlp(obs))`` scaled into the action bounds, and one Q(s, a) network."""
+    """The actor ``tanh(net(obs))`` scaled into the action bounds, and one Q(s, a) network; each reads
+    the observation through its own copy of the cell's encoder (``mlp``: the observation vector)."""
     configure_threads()
     seed_everything(build.seed)
     s = build.settings
-    observation_size = int(np.prod(build.observation_space.shape))
+    keys = observation_keys(build)
     action_size = int(np.prod(build.action_space.shape))
-    actor = deterministic_actor(mlp(observation_size, s["hidden_sizes"], action_size, s["activation"]), build.action_space)
-    qvalue = q_value_operator(mlp(observation_size + action_size, s["hidden_sizes"], 1, s["activation"]))
+    actor = deterministic_actor(observation_net(build, action_size, s["hidden_sizes"], s["activation"]), build.action_space, keys)
+    qvalue = q_value_operator(observation_net(build, 1, s["hidden_sizes"], s["activation"], action_size), keys)
     return {"actor": actor.to(build.device), "qvalue": qvalue.to(build.device)}
 
 

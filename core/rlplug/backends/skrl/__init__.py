@@ -10,18 +10,29 @@ from ...multiagent_training import MultiAgentTrainerBase
 from ...envstate import deep_restore, deep_snapshot
 from ...rng import capture_rng_state, restore_rng_state
 from ...trainer import EpisodeTracker, TrainerBase
+from ..common.encoders import (
+    ConvEncoder,
+    FlatEncoder,
+    MultiInputEncoder,
+    compact_dtype,
+    observation_encoder,
+    standardised_observations,
+    unflatten_observations,
+)
 from ..common.nets import ACTIVATIONS, mlp
 from ..common.optim import adam, use_adam_impl
 from ..common.parallel import mean_over_ranks, sync_gradients
 from ..common.seeding import configure_threads
 from ..common.terms import TermMeans
 from .env import env_state, load_env_state, make_vector_env, seed_skrl, true_next_observations
-from .memory import SKRL_NAMES, load_memory_state, memory_state, replay_memory
+from .memory import SKRL_NAMES, CompactMemory, load_memory_state, memory_state, observation_memory, replay_memory
 from .models import (
     CategoricalPolicy,
     DeterministicModel,
     DeterministicPolicy,
+    EncodedModel,
     GaussianPolicy,
+    flat_observations,
     policy_mean_or_argmax,
     q_model,
     register_action_bounds,
@@ -71,6 +82,14 @@ __all__ = [
     "mlp",
     "restore_rng_state",
     "sync_gradients",
+    # observation encoders (the same objects in both packages)
+    "ConvEncoder",
+    "FlatEncoder",
+    "MultiInputEncoder",
+    "compact_dtype",
+    "observation_encoder",
+    "standardised_observations",
+    "unflatten_observations",
     # env
     "env_state",
     "load_env_state",
@@ -79,14 +98,18 @@ __all__ = [
     "true_next_observations",
     # memory
     "SKRL_NAMES",
+    "CompactMemory",
     "load_memory_state",
     "memory_state",
+    "observation_memory",
     "replay_memory",
     # models
     "CategoricalPolicy",
     "DeterministicModel",
     "DeterministicPolicy",
+    "EncodedModel",
     "GaussianPolicy",
+    "flat_observations",
     "policy_mean_or_argmax",
     "q_model",
     "register_action_bounds",

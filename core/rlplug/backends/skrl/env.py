@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from functools import partial
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 import skrl
 import torch
 from skrl.envs.wrappers.torch import Wrapper, wrap_env
 from skrl.utils import set_seed
 
-from ...envs import env_errors
+from ...envs import EnvSpec, env_errors, make_gym_vector_env
 
 # ---- seeding ------------------------------------------------------------------------------------
 
@@ -35,8 +33,11 @@ def seed_skrl(seed: int) -> None:
 # ---- environments -------------------------------------------------------------------------------
 
 
-def make_vector_env(env_id: str, env_kwargs: Mapping[str, Any], num_envs: int, seed: int, device: str) -> Wrapper:
+def make_vector_env(env: str | EnvSpec, env_kwargs: Mapping[str, Any] | None, num_envs: int, seed: int, device: str) -> Wrapper:
     """A sync gymnasium vector env wrapped by skrl, seeded with ``seed`` (sub-env ``i`` gets ``seed + i``).
+
+    ``env``: an id or the build's ``build.env_spec`` (the recipe's wrappers, ``rlplug.envs``); each sub-env is
+    ``rlplug.envs.make_gym_env``'s chain, the same one the TorchRL backend and the evaluation make.
 
     Autoreset: gymnasium's default NEXT_STEP mode makes the step after an episode's end a no-op
     reset that skrl stores as a real transition (an ignored action, reward 0, not done): one junk
@@ -45,41 +46,40 @@ def make_vector_env(env_id: str, env_kwargs: Mapping[str, Any], num_envs: int, s
     observation and the true last observation in ``infos["final_obs"]``, which
     ``true_next_observations`` puts back wherever truncation bootstrapping needs it.
 
-    Box actions are clipped to the space's bounds before they reach the env; the agent still stores the
-    unclipped sample, so log-probabilities stay those of the Gaussian it drew from.
+    Box actions are clipped to the space's bounds inside each sub-env (``clip_actions``, on by default);
+    the agent still stores the unclipped sample, so log-probabilities stay those of the Gaussian it drew from.
     """
-    with env_errors(env_id, dict(env_kwargs), "training environment"):
-        vector_env = gym.make_vec(
-            env_id,
-            num_envs=num_envs,
-            vectorization_mode="sync",
-            vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP},
-            **env_kwargs,
-        )
-    space = vector_env.single_action_space
-    if isinstance(space, gym.spaces.Box):
-        # one np.clip over the whole batch per step
-        vector_env = gym.wrappers.vector.TransformAction(vector_env, func=partial(np.clip, a_min=space.low, a_max=space.high))
+    spec = EnvSpec.of(env, env_kwargs)
+    with env_errors(spec.id, dict(spec.kwargs), "training environment"):
+        vector_env = make_gym_vector_env(spec, None, num_envs)
     # the wrapper seeds the first reset with skrl's key, captured when it is constructed
     skrl.config.torch.key = seed
-    env = wrap_env(vector_env, wrapper="gymnasium", verbose=False)
+    wrapped = wrap_env(vector_env, wrapper="gymnasium", verbose=False)
     # skrl picks cuda whenever it is available; keep env tensors on the device the models live on
-    env._device = torch.device(device)
-    return env
+    wrapped._device = torch.device(device)
+    return wrapped
 
 
 def env_state(env: Wrapper) -> dict[str, Any]:
-    """The vector env's state (sub-envs mid-episode, their RNGs) and skrl's wrapper's, for checkpoints."""
+    """The vector env's state (sub-envs mid-episode, their RNGs, MuJoCo physics) and skrl's wrapper's, for checkpoints."""
     from ...envstate import snapshot, vector_env_state
 
     return {"vector": vector_env_state(env._env), "wrapper": snapshot(env)}
 
 
-def load_env_state(env: Wrapper, state: dict[str, Any]) -> None:
+def load_env_state(env: Wrapper, state: dict[str, Any]) -> torch.Tensor | None:
+    """Restore ``env_state``. Returns ``None`` when the sub-envs resume mid-episode, or the observations of
+    freshly reset episodes when their state could not be captured (Box2D, ALE: ``rlplug.envstate``); the
+    trainer steps on from those instead of the checkpoint's."""
     from ...envstate import load_vector_env_state, restore
 
-    load_vector_env_state(env._env, state["vector"])
+    restarted = load_vector_env_state(env._env, state["vector"])
     restore(env, state["wrapper"])
+    if not restarted:
+        return None
+    env._reset_once, env._seed = True, None  # skrl resets a vector env once; this is a second first reset
+    observations, _ = env.reset()
+    return observations
 
 
 def true_next_observations(next_observations: torch.Tensor, infos: Mapping[str, Any]) -> torch.Tensor:
@@ -91,7 +91,14 @@ def true_next_observations(next_observations: torch.Tensor, infos: Mapping[str, 
     if "_final_obs" not in infos:
         return next_observations
     mask = np.asarray(infos["_final_obs"], dtype=bool)
-    finals = np.stack([np.asarray(o, dtype=np.float32).reshape(-1) for o in infos["final_obs"][mask]])
+    finals = np.stack([_flat(o) for o in infos["final_obs"][mask]])
     patched = next_observations.clone()
     patched[torch.as_tensor(mask, device=patched.device)] = torch.as_tensor(finals, device=patched.device)
     return patched
+
+
+def _flat(observation: Any) -> np.ndarray:
+    """One observation as skrl flattens it: float32, a Dict's keys concatenated in sorted order."""
+    if isinstance(observation, Mapping):
+        return np.concatenate([np.asarray(observation[k], dtype=np.float32).reshape(-1) for k in sorted(observation)])
+    return np.asarray(observation, dtype=np.float32).reshape(-1)

@@ -1,12 +1,16 @@
-"""skrl replay memory: the names of its tensors, the replay ``RandomMemory``, and its checkpoint state."""
+"""skrl replay memory: the names of its tensors, the replay ``RandomMemory`` (uint8 images stored as
+uint8), and its checkpoint state."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+import torch
 from skrl.memories.torch import RandomMemory
 
 from ...hookspecs import Build
+from ..common.encoders import compact_dtype
 
 # skrl's memory tensor names for the dataset's keys, as its own off-policy agents name them
 SKRL_NAMES = {
@@ -21,6 +25,37 @@ SKRL_NAMES = {
 
 # ---- memory -------------------------------------------------------------------------------------
 
+OBSERVATION_TENSORS = ("observations", "next_observations")
+
+
+class CompactMemory(RandomMemory):
+    """skrl's ``RandomMemory`` whose named tensors are stored in a dtype of their own.
+
+    skrl's agents create their observation tensors as float32 in ``init()``; for uint8 images that is
+    4 bytes a pixel. Here ``stored_dtypes`` (``{"observations": torch.uint8, ...}``) wins over the dtype
+    the agent asks for: ``add_samples`` copies the env's float32 pixels (whole numbers) into uint8 rows,
+    sampled batches come back as uint8, and the models' encoders scale them.
+    """
+
+    def __init__(self, *, stored_dtypes: Mapping[str, torch.dtype] | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.stored_dtypes = dict(stored_dtypes or {})
+
+    def create_tensor(self, name: str, *, size: Any, dtype: torch.dtype | None = None, keep_dimensions: bool = False) -> bool:
+        return super().create_tensor(name, size=size, dtype=self.stored_dtypes.get(name, dtype), keep_dimensions=keep_dimensions)
+
+
+def observation_memory(build: Build, memory_size: int, num_envs: int, **kwargs: Any) -> RandomMemory:
+    """A ``RandomMemory`` of ``memory_size`` rows per env; a ``CompactMemory`` keeping observations of a
+    uint8 or bool space as uint8 (an 84x84x4 frame: 28 KB instead of 113 KB)."""
+    dtype = compact_dtype(build.observation_space)
+    if dtype is None:
+        return RandomMemory(memory_size=memory_size, num_envs=num_envs, device=build.device, **kwargs)
+    return CompactMemory(
+        memory_size=memory_size, num_envs=num_envs, device=build.device,
+        stored_dtypes=dict.fromkeys(OBSERVATION_TENSORS, dtype), **kwargs,
+    )
+
 
 def replay_memory(build: Build) -> RandomMemory:
     """A replay ``RandomMemory`` of ``buffer_size`` transitions spread over the vector env's columns.
@@ -29,7 +64,7 @@ def replay_memory(build: Build) -> RandomMemory:
     gradient step (what skrl does without replacement), as Stable-Baselines3 and TorchRL sample.
     """
     per_env = max(1, build.settings["buffer_size"] // build.num_envs)
-    return RandomMemory(memory_size=per_env, num_envs=build.num_envs, device=build.device, replacement=True)
+    return observation_memory(build, per_env, build.num_envs, replacement=True)
 
 
 def memory_state(memory: RandomMemory) -> dict[str, Any]:

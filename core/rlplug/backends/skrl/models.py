@@ -1,5 +1,6 @@
-"""skrl models: MLP policies (Gaussian, categorical, deterministic), value and Q models, action
-bounds, and the deterministic action of a stochastic policy."""
+"""skrl models: MLP policies (Gaussian, categorical, deterministic), value and Q models, each reading
+its observations through the cell's encoder (``observation_encoder(build)``; ``None``: the flat vector
+as it is), action bounds, and the deterministic action of a stochastic policy."""
 
 from __future__ import annotations
 
@@ -8,17 +9,48 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 import torch
 from skrl.models.torch import CategoricalMixin, DeterministicMixin, GaussianMixin, Model
 from torch import nn
 
+from ..common.encoders import unflatten_observations
 from ..common.nets import mlp
 
 # ---- networks and models ------------------------------------------------------------------------
 
 
+class EncodedModel(Model):
+    """A skrl ``Model`` whose observations go through an encoder before its MLP head.
 
-class GaussianPolicy(GaussianMixin, Model):
+    skrl hands models flat ``[B, size]`` observations (a Dict's keys concatenated in sorted order);
+    ``encode`` puts them back in the space's shape for the encoder. Without an encoder (``None``, the
+    ``mlp`` encoder) the head reads the observation vector itself, exactly as before encoders existed.
+    """
+
+    def attach_encoder(self, encoder: nn.Module | None, observation_space: gym.Space) -> int:
+        """Keep ``encoder``; returns the size of what the head reads (its ``features``, or the vector's size)."""
+        self.encoder = encoder
+        self.encoded_space = observation_space
+        return self.num_observations if encoder is None else int(encoder.features)
+
+    def encode(self, observations: torch.Tensor) -> torch.Tensor:
+        if self.encoder is None:
+            return observations
+        return self.encoder(unflatten_observations(self.encoded_space, observations))
+
+
+def flat_observations(observations: Any, device: Any) -> torch.Tensor:
+    """Raw observations (``[B, *shape]``, or a dict of those for a Dict space) as skrl's models read
+    them: float32 ``[B, size]``, a Dict's keys concatenated in sorted order as skrl flattens them."""
+    if isinstance(observations, Mapping):
+        parts = [torch.as_tensor(np.asarray(observations[k]), dtype=torch.float32, device=device) for k in sorted(observations)]
+        return torch.cat([p.reshape(len(p), -1) for p in parts], dim=-1)
+    x = torch.as_tensor(np.asarray(observations), dtype=torch.float32, device=device)
+    return x.reshape(len(x), -1)
+
+
+class GaussianPolicy(GaussianMixin, EncodedModel):
     """Diagonal Gaussian over Box actions: an MLP mean and a state-independent learned ``log_std``."""
 
     def __init__(
@@ -32,17 +64,18 @@ class GaussianPolicy(GaussianMixin, Model):
         clip_actions: bool = False,
         min_log_std: float = -20.0,
         max_log_std: float = 2.0,
+        encoder: nn.Module | None = None,
     ) -> None:
         Model.__init__(self, observation_space=observation_space, action_space=action_space, device=device)
         GaussianMixin.__init__(self, clip_actions=clip_actions, min_log_std=min_log_std, max_log_std=max_log_std)
-        self.net = mlp(self.num_observations, hidden_sizes, self.num_actions, activation)
+        self.net = mlp(self.attach_encoder(encoder, observation_space), hidden_sizes, self.num_actions, activation)
         self.log_std_parameter = nn.Parameter(torch.full((self.num_actions,), float(initial_log_std)))
 
     def compute(self, inputs: Mapping[str, Any], role: str = "") -> tuple[torch.Tensor, dict[str, Any]]:
-        return self.net(inputs["observations"]), {"log_std": self.log_std_parameter}
+        return self.net(self.encode(inputs["observations"])), {"log_std": self.log_std_parameter}
 
 
-class CategoricalPolicy(CategoricalMixin, Model):
+class CategoricalPolicy(CategoricalMixin, EncodedModel):
     """Categorical over Discrete actions from MLP logits."""
 
     def __init__(
@@ -52,16 +85,17 @@ class CategoricalPolicy(CategoricalMixin, Model):
         device: str,
         hidden_sizes: Sequence[int],
         activation: str = "tanh",
+        encoder: nn.Module | None = None,
     ) -> None:
         Model.__init__(self, observation_space=observation_space, action_space=action_space, device=device)
         CategoricalMixin.__init__(self, unnormalized_log_prob=True)
-        self.net = mlp(self.num_observations, hidden_sizes, self.num_actions, activation)
+        self.net = mlp(self.attach_encoder(encoder, observation_space), hidden_sizes, self.num_actions, activation)
 
     def compute(self, inputs: Mapping[str, Any], role: str = "") -> tuple[torch.Tensor, dict[str, Any]]:
-        return self.net(inputs["observations"]), {}
+        return self.net(self.encode(inputs["observations"])), {}
 
 
-class DeterministicModel(DeterministicMixin, Model):
+class DeterministicModel(DeterministicMixin, EncodedModel):
     """An MLP with a deterministic output: a state value V(s) or, with ``with_actions``, Q(s, a).
 
     ``input_key`` picks what it reads: ``"observations"``, or ``"states"`` for a centralised critic
@@ -79,6 +113,7 @@ class DeterministicModel(DeterministicMixin, Model):
         with_actions: bool = False,
         input_key: str = "observations",
         state_space: gym.Space | None = None,
+        encoder: nn.Module | None = None,
     ) -> None:
         Model.__init__(
             self, observation_space=observation_space, state_space=state_space, action_space=action_space, device=device
@@ -86,19 +121,23 @@ class DeterministicModel(DeterministicMixin, Model):
         DeterministicMixin.__init__(self, clip_actions=False)
         self.input_key = input_key
         self.with_actions = with_actions
-        input_size = self.num_states if input_key == "states" else self.num_observations
+        if input_key == "states":  # a centralised critic reads the global state vector, never encoded
+            self.attach_encoder(None, observation_space)
+            input_size = self.num_states
+        else:
+            input_size = self.attach_encoder(encoder, observation_space)
         if with_actions:
             input_size += self.num_actions
         self.net = mlp(input_size, hidden_sizes, output_size, activation)
 
     def compute(self, inputs: Mapping[str, Any], role: str = "") -> tuple[torch.Tensor, dict[str, Any]]:
-        x = inputs[self.input_key]
+        x = self.encode(inputs[self.input_key])
         if self.with_actions:
             x = torch.cat([x, inputs["taken_actions"]], dim=-1)
         return self.net(x), {}
 
 
-class DeterministicPolicy(DeterministicMixin, Model):
+class DeterministicPolicy(DeterministicMixin, EncodedModel):
     """A deterministic policy for Box actions (TD3, DDPG): ``tanh(mlp(obs))`` scaled into the bounds."""
 
     def __init__(
@@ -108,17 +147,18 @@ class DeterministicPolicy(DeterministicMixin, Model):
         device: str,
         hidden_sizes: Sequence[int],
         activation: str = "relu",
+        encoder: nn.Module | None = None,
     ) -> None:
         Model.__init__(self, observation_space=observation_space, action_space=action_space, device=device)
         DeterministicMixin.__init__(self, clip_actions=False)
-        self.net = mlp(self.num_observations, hidden_sizes, self.num_actions, activation)
+        self.net = mlp(self.attach_encoder(encoder, observation_space), hidden_sizes, self.num_actions, activation)
         low = torch.as_tensor(action_space.low, dtype=torch.float32)
         high = torch.as_tensor(action_space.high, dtype=torch.float32)
         self.register_buffer("center", (high + low) / 2)
         self.register_buffer("half_range", (high - low) / 2)
 
     def compute(self, inputs: Mapping[str, Any], role: str = "") -> tuple[torch.Tensor, dict[str, Any]]:
-        return self.center + self.half_range * torch.tanh(self.net(inputs["observations"])), {}
+        return self.center + self.half_range * torch.tanh(self.net(self.encode(inputs["observations"]))), {}
 
 
 def stochastic_policy(
@@ -128,31 +168,42 @@ def stochastic_policy(
     hidden_sizes: Sequence[int],
     activation: str = "tanh",
     initial_log_std: float = 0.0,
+    encoder: nn.Module | None = None,
 ) -> Model:
     """A Categorical policy for Discrete actions, a Gaussian one for Box actions."""
     if isinstance(action_space, gym.spaces.Discrete):
-        return CategoricalPolicy(observation_space, action_space, device, hidden_sizes, activation)
+        return CategoricalPolicy(observation_space, action_space, device, hidden_sizes, activation, encoder=encoder)
     if isinstance(action_space, gym.spaces.Box):
-        return GaussianPolicy(observation_space, action_space, device, hidden_sizes, activation, initial_log_std)
+        return GaussianPolicy(observation_space, action_space, device, hidden_sizes, activation, initial_log_std, encoder=encoder)
     raise TypeError(f"no default stochastic policy for action space {action_space}")
 
 
 def value_model(
-    observation_space: gym.Space, action_space: gym.Space, device: str, hidden_sizes: Sequence[int], activation: str = "tanh"
+    observation_space: gym.Space,
+    action_space: gym.Space,
+    device: str,
+    hidden_sizes: Sequence[int],
+    activation: str = "tanh",
+    encoder: nn.Module | None = None,
 ) -> DeterministicModel:
     """V(s): one output from the observations."""
-    return DeterministicModel(observation_space, action_space, device, hidden_sizes, activation)
+    return DeterministicModel(observation_space, action_space, device, hidden_sizes, activation, encoder=encoder)
 
 
 def q_model(
-    observation_space: gym.Space, action_space: gym.Space, device: str, hidden_sizes: Sequence[int], activation: str = "relu"
+    observation_space: gym.Space,
+    action_space: gym.Space,
+    device: str,
+    hidden_sizes: Sequence[int],
+    activation: str = "relu",
+    encoder: nn.Module | None = None,
 ) -> DeterministicModel:
-    """Q(s, a) for Box actions (observations and actions concatenated), or Q(s, ·) for Discrete actions."""
+    """Q(s, a) for Box actions (encoded observations and actions concatenated), or Q(s, ·) for Discrete actions."""
     if isinstance(action_space, gym.spaces.Discrete):
         return DeterministicModel(
-            observation_space, action_space, device, hidden_sizes, activation, output_size=int(action_space.n)
+            observation_space, action_space, device, hidden_sizes, activation, output_size=int(action_space.n), encoder=encoder
         )
-    return DeterministicModel(observation_space, action_space, device, hidden_sizes, activation, with_actions=True)
+    return DeterministicModel(observation_space, action_space, device, hidden_sizes, activation, with_actions=True, encoder=encoder)
 
 
 def register_action_bounds(model: nn.Module, space: gym.spaces.Box, device: Any = None) -> None:

@@ -19,7 +19,9 @@ from ...hookspecs import Build
 from ..common.offline import OfflineTrainerBase, dataset_transitions
 from ..common.seeding import configure_threads
 from .env import seed_skrl
-from .memory import SKRL_NAMES
+from ..common.encoders import compact_dtype
+from .memory import OBSERVATION_TENSORS, SKRL_NAMES
+from .models import flat_observations
 
 def dataset_memory(build: Build) -> RandomMemory:
     """The recipe's dataset as a full ``RandomMemory(memory_size=N, num_envs=1)``, sampled with replacement.
@@ -30,9 +32,11 @@ def dataset_memory(build: Build) -> RandomMemory:
     _, data = dataset_transitions(build)
     count = len(data["reward"])
     memory = RandomMemory(memory_size=count, num_envs=1, device=build.device, replacement=True)
+    compact = compact_dtype(build.observation_space)  # uint8 pixels: 1 byte each in memory, scaled by the encoder
     for key, name in SKRL_NAMES.items():
         value = data[key].reshape(count, 1, -1).to(build.device)
-        memory.create_tensor(name, size=value.shape[-1], dtype=value.dtype)
+        stored = compact if compact is not None and name in OBSERVATION_TENSORS else value.dtype
+        memory.create_tensor(name, size=value.shape[-1], dtype=stored)
         memory.tensors[name].copy_(value)
     memory.filled, memory.memory_index, memory.env_index = True, 0, 0
     return memory
@@ -62,8 +66,7 @@ class SkrlOfflineTrainer(OfflineTrainerBase):
         return self.agent.gradient_step()
 
     def observations(self, observations: np.ndarray) -> torch.Tensor:
-        x = torch.as_tensor(np.asarray(observations), dtype=torch.float32, device=self.build.device)
-        return x.reshape(len(x), -1)
+        return flat_observations(observations, self.build.device)
 
     def module_state(self) -> dict[str, Any]:
         modules = {name: module.state_dict() for name, module in self.agent.checkpoint_modules.items()}

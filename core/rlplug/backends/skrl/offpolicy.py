@@ -192,7 +192,7 @@ class SkrlOffPolicyTrainer(TrainerBase):
         configure_threads()
         seed_skrl(build.seed)
         s = build.settings
-        self.env = make_vector_env(build.env_id, build.env_kwargs, build.num_envs, build.seed, build.device)
+        self.env = make_vector_env(build.env_spec, None, build.num_envs, build.seed, build.device)
         self.agent = self.make_agent(build)
         self.agent.init()
         self.agent.enable_training_mode(True)
@@ -308,8 +308,8 @@ class SkrlOffPolicyTrainer(TrainerBase):
             module.load_state_dict(state["modules"][name])
         agent.load_extra_state(state["agent"])
         load_memory_state(agent.memory, state["memory"])
-        load_env_state(self.env, state["env"])
-        self._observations = state["observations"].to(self.build.device)
+        restarted = load_env_state(self.env, state["env"])  # new episodes where the env could not be resumed
+        self._observations = (state["observations"] if restarted is None else restarted).to(self.build.device)
         self.random_actions.np_random.bit_generator.state = state["random_actions"]
         self.gradient_steps = int(state["gradient_steps"])
         self.load_counters(state["counters"])

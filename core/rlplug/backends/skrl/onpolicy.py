@@ -29,7 +29,9 @@ from ...trainer import TrainerBase
 from ..common.parallel import mean_over_ranks
 from ..common.seeding import configure_threads
 from .env import env_state, load_env_state, make_vector_env, seed_skrl, true_next_observations
-from .models import policy_mean_or_argmax, stochastic_policy, value_model
+from ..common.encoders import observation_encoder, standardised_observations
+from .memory import observation_memory
+from .models import flat_observations, policy_mean_or_argmax, stochastic_policy, value_model
 from .offpolicy import optimise
 from .settings import preprocessor, resolve_class
 
@@ -39,18 +41,23 @@ from .settings import preprocessor, resolve_class
 def actor_critic_models(build: Build) -> dict[str, Model]:
     """Separate policy (Categorical or Gaussian) and value MLPs, initialised from ``build.seed``.
 
-    Reads the on-policy family's network settings: ``hidden_sizes``, ``activation``, ``initial_log_std``.
+    Reads the on-policy family's network settings: ``hidden_sizes``, ``activation``, ``initial_log_std``;
+    each network reads its observations through its own copy of the cell's encoder.
     """
     configure_threads()
     seed_skrl(build.seed)
     s = build.settings
     args = (build.observation_space, build.action_space, build.device, s["hidden_sizes"], s["activation"])
-    return {"policy": stochastic_policy(*args, initial_log_std=s["initial_log_std"]), "value": value_model(*args)}
+    return {
+        "policy": stochastic_policy(*args, initial_log_std=s["initial_log_std"], encoder=observation_encoder(build)),
+        "value": value_model(*args, encoder=observation_encoder(build)),
+    }
 
 
 def rollout_memory(build: Build) -> RandomMemory:
-    """One rollout: skrl's on-policy agents need ``memory_size == rollouts`` (unfilled rows are NaN)."""
-    return RandomMemory(memory_size=build.settings["rollouts"], num_envs=build.num_envs, device=build.device)
+    """One rollout: skrl's on-policy agents need ``memory_size == rollouts`` (unfilled float rows are NaN);
+    uint8 images are stored as uint8."""
+    return observation_memory(build, build.settings["rollouts"], build.num_envs)
 
 
 # ---- the PPO family's loss -----------------------------------------------------------------------
@@ -307,6 +314,8 @@ def rollout_config(build: Build, cfg_class: type, **overrides: Any) -> Any:
     if "learning_rate_scheduler" in kwargs:
         kwargs["learning_rate_scheduler"] = resolve_class("scheduler", s["learning_rate_scheduler"])
         kwargs["learning_rate_scheduler_kwargs"] = dict(s["learning_rate_scheduler_kwargs"])
+    if not standardised_observations(build):  # an image or Dict encoder scales its own input
+        kwargs.pop("observation_preprocessor", None)
     for name, size in (("observation", build.observation_space), ("value", 1)):
         if f"{name}_preprocessor" in kwargs:
             kwargs[f"{name}_preprocessor"], kwargs[f"{name}_preprocessor_kwargs"] = preprocessor(s[f"{name}_preprocessor"], size, build.device)
@@ -369,7 +378,7 @@ class SkrlRolloutTrainer(TrainerBase):
         self._has_states = self._states is not None
 
     def make_env(self, build: Build) -> Any:
-        return make_vector_env(build.env_id, build.env_kwargs, build.num_envs, build.seed, build.device)
+        return make_vector_env(build.env_spec, None, build.num_envs, build.seed, build.device)
 
     def make_agent(self, build: Build) -> Agent:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -444,7 +453,7 @@ class SkrlRolloutTrainer(TrainerBase):
 
     def act_deterministic(self, observations: np.ndarray) -> np.ndarray:
         with torch.no_grad():
-            x = torch.as_tensor(observations, dtype=torch.float32, device=self.build.device).reshape(len(observations), -1)
+            x = flat_observations(observations, self.build.device)
             return policy_mean_or_argmax(self.agent.policy, self.agent._observation_preprocessor(x)).cpu().numpy()
 
     # -- checkpoints ------------------------------------------------------------------------------
@@ -453,8 +462,9 @@ class SkrlRolloutTrainer(TrainerBase):
         """Mid-episode sub-envs: a resumed run steps on where this one was."""
         return env_state(self.env)
 
-    def restore_env(self, state: Any) -> None:
-        load_env_state(self.env, state)
+    def restore_env(self, state: Any) -> Any:
+        """``None``, or the observations of new episodes when the env could not be resumed mid-episode."""
+        return load_env_state(self.env, state)
 
     def state_dict(self) -> dict[str, Any]:
         agent = self.agent
@@ -472,8 +482,8 @@ class SkrlRolloutTrainer(TrainerBase):
         if getattr(agent, "scheduler", None):
             agent.scheduler.load_state_dict(state["scheduler"])
         agent._rollout = int(state["rollout"])
-        self.restore_env(state["env"])
-        self._observations = _on_device(state["observations"], self.build.device)
+        restarted = self.restore_env(state["env"])
+        self._observations = _on_device(state["observations"] if restarted is None else restarted, self.build.device)
         if self._has_states:
             self._states = _on_device(state["states"], self.build.device)
         self.load_counters(state["counters"])

@@ -11,6 +11,15 @@ from ...multiagent_training import MultiAgentTrainerBase
 from ...envstate import deep_restore, deep_snapshot
 from ...rng import capture_rng_state, restore_rng_state
 from ...trainer import EpisodeTracker, TrainerBase
+from ..common.encoders import (
+    ConvEncoder,
+    FlatEncoder,
+    MultiInputEncoder,
+    compact_dtype,
+    observation_encoder,
+    standardised_observations,
+    unflatten_observations,
+)
 from ..common.nets import ACTIVATIONS, mlp
 from ..common.optim import adam
 from ..common.parallel import mean_over_ranks, sync_gradients
@@ -20,6 +29,7 @@ from .buffers import extend_quietly
 from .env import ClampAction, collector_state, load_collector_state, make_collector, make_env, quiet_torchrl_info
 from .losses import describe_loss
 from .modules import (
+    EncodedNet,
     RunningNormalizer,
     categorical_actor,
     deterministic_actions,
@@ -27,6 +37,8 @@ from .modules import (
     find_module,
     gaussian_actor,
     observation_batch,
+    observation_keys,
+    observation_net,
     q_value_actor,
     q_value_operator,
     stochastic_actor,
@@ -54,6 +66,7 @@ from .offpolicy import (
     ou_noise,
     replay_buffer,
     set_value_estimator,
+    transition_keys,
 )
 from .onpolicy import (
     LR_SCHEDULES,
@@ -79,6 +92,14 @@ __all__ = [
     "mlp",
     "restore_rng_state",
     "sync_gradients",
+    # observation encoders (the same objects in both packages)
+    "ConvEncoder",
+    "FlatEncoder",
+    "MultiInputEncoder",
+    "compact_dtype",
+    "observation_encoder",
+    "standardised_observations",
+    "unflatten_observations",
     # env
     "ClampAction",
     "collector_state",
@@ -88,6 +109,7 @@ __all__ = [
     "quiet_torchrl_info",
     "seed_everything",
     # modules
+    "EncodedNet",
     "RunningNormalizer",
     "categorical_actor",
     "deterministic_actions",
@@ -95,6 +117,8 @@ __all__ = [
     "find_module",
     "gaussian_actor",
     "observation_batch",
+    "observation_keys",
+    "observation_net",
     "q_value_actor",
     "q_value_operator",
     "stochastic_actor",
@@ -119,6 +143,7 @@ __all__ = [
     "ou_noise",
     "replay_buffer",
     "set_value_estimator",
+    "transition_keys",
     # multi-agent
     "AGENT_GROUPS",
     "agent_group",

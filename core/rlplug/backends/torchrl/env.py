@@ -7,7 +7,6 @@ import logging
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 import torch
 from tensordict import TensorDict
@@ -15,7 +14,7 @@ from torch import nn
 from torchrl.collectors import Collector
 from torchrl.envs import DoubleToFloat, EnvBase, GymWrapper, Transform, TransformedEnv
 
-from ...envs import env_errors
+from ...envs import EnvSpec, env_errors, make_gym_vector_env
 
 # ---- environments -------------------------------------------------------------------------------
 
@@ -48,8 +47,11 @@ def quiet_torchrl_info() -> Iterator[None]:
         logger.setLevel(level)
 
 
-def make_env(env_id: str, env_kwargs: Mapping[str, Any], num_envs: int, seed: int, device: str = "cpu") -> EnvBase:
+def make_env(env: str | EnvSpec, env_kwargs: Mapping[str, Any] | None, num_envs: int, seed: int, device: str = "cpu") -> EnvBase:
     """``num_envs`` copies of a gymnasium env stepped in this process, batch size ``[num_envs]``, seeded.
+
+    ``env``: an id or the build's ``build.env_spec`` (the recipe's wrappers, ``rlplug.envs``); each copy is
+    ``rlplug.envs.make_gym_env``'s chain, the same one the skrl backend and the evaluation make.
 
     A gymnasium ``SyncVectorEnv`` wrapped once by TorchRL: TorchRL's per-step overhead is then paid
     once per vector step instead of once per sub-env. Measured on the 2-core box (CartPole, 8 envs,
@@ -59,31 +61,24 @@ def make_env(env_id: str, env_kwargs: Mapping[str, Any], num_envs: int, seed: in
     SAME_STEP autoreset is what TorchRL's wrapper accepts: it writes the true last observation of an
     ended episode to ``("next", "observation")`` and the reset observation to the next root, so
     ``("next", "truncated")`` steps can be bootstrapped. Sub-env ``i`` is seeded with ``seed + i``.
-    Box actions are clamped to their bounds; float64 observations become float32.
+    Box actions are clipped to their bounds inside each sub-env (``clip_actions``; the collected batch keeps
+    the unclipped sample); float64 observations become float32.
     """
-    with env_errors(env_id, dict(env_kwargs), "training environment"):
-        vector_env = gym.make_vec(
-            env_id,
-            num_envs=num_envs,
-            vectorization_mode="sync",
-            vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP},
-            **env_kwargs,
-        )
+    spec = EnvSpec.of(env, env_kwargs)
+    with env_errors(spec.id, dict(spec.kwargs), "training environment"):
+        vector_env = make_gym_vector_env(spec, None, num_envs)
     # an explicit CPU device makes every tensordict write check and cast devices: ~15-20 % fewer
     # frames/s when collecting CartPole; without one, tensors are created on the CPU anyway
     placement = {} if torch.device(device).type == "cpu" else {"device": device}
     with quiet_torchrl_info():  # it logs the spec probe (one dummy step) it runs
-        env = GymWrapper(vector_env, categorical_action_encoding=True, **placement)
-    if not isinstance(env, TransformedEnv):
-        env = TransformedEnv(env)
+        wrapped = GymWrapper(vector_env, categorical_action_encoding=True, **placement)
+    if not isinstance(wrapped, TransformedEnv):
+        wrapped = TransformedEnv(wrapped)
     observation_space = vector_env.single_observation_space
     if getattr(observation_space, "dtype", None) == np.float64:
-        env.append_transform(DoubleToFloat())
-    action_space = vector_env.single_action_space
-    if isinstance(action_space, gym.spaces.Box):
-        env.append_transform(ClampAction(action_space.low, action_space.high))
-    env.set_seed(seed)
-    return env
+        wrapped.append_transform(DoubleToFloat())
+    wrapped.set_seed(seed)
+    return wrapped
 
 
 def make_collector(env: EnvBase, policy: nn.Module, frames_per_batch: int, total_frames: int = -1) -> Collector:
@@ -124,10 +119,13 @@ def collector_state(collector: Collector, raw_envs: Sequence[Any] | None = None)
 
 
 def load_collector_state(collector: Collector, state: dict[str, Any], raw_envs: Sequence[Any] | None = None) -> None:
+    """Restore ``collector_state``. Sub-envs whose state a checkpoint cannot capture (Box2D, ALE:
+    ``rlplug.envstate``) start new episodes instead, and the carrier steps on from their reset."""
     from ...envstate import deep_restore, load_vector_env_state
 
+    restarted = False
     if raw_envs is None:
-        load_vector_env_state(collector.env.base_env._env, state["vector"])
+        restarted = load_vector_env_state(collector.env.base_env._env, state["vector"])
     else:
         if len(raw_envs) != len(state["raw"]):
             raise ValueError(f"the checkpoint holds {len(state['raw'])} environments, this run has {len(raw_envs)}")
@@ -135,6 +133,8 @@ def load_collector_state(collector: Collector, state: dict[str, Any], raw_envs: 
             deep_restore(env, saved)
     carrier = TensorDict.from_dict(state["carrier"], batch_size=collector._carrier.batch_size)
     collector._carrier.update(carrier)
+    if restarted:
+        collector._carrier.update(collector.env.reset())
     collector._frames = state["frames"]
     collector._iter = state["iter"]
     if "traj_pool" in state:

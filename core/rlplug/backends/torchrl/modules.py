@@ -1,9 +1,10 @@
-"""TorchRL modules: a running normaliser, policies (categorical, Gaussian, tanh-normal, Q-value,
-deterministic) and value / Q operators over MLPs, and the deterministic action of a policy."""
+"""TorchRL modules: a running normaliser, the observation keys and the encoded networks of a cell,
+policies (categorical, Gaussian, tanh-normal, Q-value, deterministic) and value / Q operators over
+them, and the deterministic action of a policy."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -17,9 +18,74 @@ from torchrl.data import Categorical as CategoricalSpec
 from torchrl.envs import ExplorationType, set_exploration_type
 from torchrl.modules import IndependentNormal, ProbabilisticActor, QValueActor, TanhNormal, ValueOperator
 
+from ..common.encoders import observation_encoder
+from ..common.nets import mlp
 from ..common.parallel import pooled_moments
 
 # ---- networks -----------------------------------------------------------------------------------
+
+
+def observation_keys(build_or_space: Any) -> list[str]:
+    """Where a step's tensordict holds the observation: ``("observation",)`` for a Box; a Dict space's
+    keys, sorted, which ``GymWrapper`` puts at the root of the tensordict (``"image"``, ``"vector"``)."""
+    space = getattr(build_or_space, "observation_space", build_or_space)
+    if isinstance(space, gym.spaces.Dict):
+        return sorted(space.spaces)
+    return ["observation"]
+
+
+class EncodedNet(nn.Module):
+    """``head(cat(encoder(observation), *extra))``: an encoder, then an MLP head, as a TorchRL module
+    reads it: one positional input per observation key (a Dict's keys in sorted order), then any extra
+    inputs (Q(s, a)'s action), which are concatenated to the features."""
+
+    def __init__(self, encoder: nn.Module, head: nn.Module, keys: Sequence[str]) -> None:
+        super().__init__()
+        self.encoder = encoder
+        self.head = head
+        self.keys = tuple(keys)
+        self.dict_input = self.keys != ("observation",)
+
+    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+        n = len(self.keys)
+        observation = dict(zip(self.keys, inputs[:n])) if self.dict_input else inputs[0]
+        features = self.encoder(observation)
+        if len(inputs) > n:
+            features = torch.cat([features, *inputs[n:]], dim=-1)
+        return self.head(features)
+
+
+def observation_net(
+    build: Any, output_size: int, hidden_sizes: Sequence[int], activation: str, action_size: int = 0
+) -> nn.Module:
+    """The network one model of a cell computes with: its own copy of the cell's encoder, then an MLP
+    head of ``hidden_sizes`` (reading ``action_size`` more inputs for Q(s, a)). With the ``mlp`` encoder
+    it is the plain MLP over the observation vector it always was."""
+    encoder = observation_encoder(build)
+    if encoder is None:
+        size = int(np.prod(build.observation_space.shape))
+        return mlp(size + action_size, hidden_sizes, output_size, activation)
+    head = mlp(int(encoder.features) + action_size, hidden_sizes, output_size, activation)
+    return EncodedNet(encoder, head, observation_keys(build))
+
+
+class _Then(nn.Module):
+    """``last(net(*inputs))``: ``nn.Sequential`` for a first module that takes several inputs."""
+
+    def __init__(self, net: nn.Module, last: nn.Module) -> None:
+        super().__init__()
+        self.net, self.last = net, last
+
+    def forward(self, *inputs: torch.Tensor) -> Any:
+        return self.last(self.net(*inputs))
+
+
+def _then(net: nn.Module, last: nn.Module) -> nn.Module:
+    return _Then(net, last) if isinstance(net, EncodedNet) else nn.Sequential(net, last)
+
+
+def _keys(observation_key: str | Sequence[str]) -> list[Any]:
+    return [observation_key] if isinstance(observation_key, (str, tuple)) else list(observation_key)
 
 
 
@@ -78,14 +144,14 @@ def find_module(root: nn.Module, module_type: type[nn.Module]) -> nn.Module | No
 # or "state_action_value".
 
 
-def categorical_actor(net: nn.Module, observation_key: str = "observation") -> ProbabilisticActor:
+def categorical_actor(net: nn.Module, observation_key: Any = "observation") -> ProbabilisticActor:
     """A policy over Discrete actions from the logits ``net`` computes; "action" is an index (int64).
 
     Index actions match ``GymWrapper(categorical_action_encoding=True)`` and what the evaluation loop
     passes to gymnasium. Deterministic mode takes the argmax.
     """
     return ProbabilisticActor(
-        TensorDictModule(net, in_keys=[observation_key], out_keys=["logits"]),
+        TensorDictModule(net, in_keys=_keys(observation_key), out_keys=["logits"]),
         in_keys=["logits"],
         out_keys=["action"],
         distribution_class=Categorical,
@@ -94,7 +160,7 @@ def categorical_actor(net: nn.Module, observation_key: str = "observation") -> P
 
 
 def gaussian_actor(
-    net: nn.Module, action_size: int, initial_log_std: float = 0.0, observation_key: str = "observation"
+    net: nn.Module, action_size: int, initial_log_std: float = 0.0, observation_key: Any = "observation"
 ) -> ProbabilisticActor:
     """A diagonal Gaussian over Box actions: ``net`` computes the mean, the log std is one learned
     state-independent parameter per action dimension, initialised to ``initial_log_std``.
@@ -102,9 +168,9 @@ def gaussian_actor(
     Samples are unbounded; ``make_env`` clamps them to the action space on the way into the env.
     Deterministic mode returns the mean.
     """
-    head = nn.Sequential(net, AddStateIndependentNormalScale(action_size, scale_mapping="exp", init_value=initial_log_std))
+    head = _then(net, AddStateIndependentNormalScale(action_size, scale_mapping="exp", init_value=initial_log_std))
     return ProbabilisticActor(
-        TensorDictModule(head, in_keys=[observation_key], out_keys=["loc", "scale"]),
+        TensorDictModule(head, in_keys=_keys(observation_key), out_keys=["loc", "scale"]),
         in_keys=["loc", "scale"],
         out_keys=["action"],
         distribution_class=IndependentNormal,
@@ -112,25 +178,27 @@ def gaussian_actor(
     )
 
 
-def stochastic_actor(net_factory: Any, action_space: gym.Space, initial_log_std: float = 0.0) -> ProbabilisticActor:
+def stochastic_actor(
+    net_factory: Any, action_space: gym.Space, initial_log_std: float = 0.0, observation_key: Any = "observation"
+) -> ProbabilisticActor:
     """Categorical actor for Discrete, Gaussian actor for Box; ``net_factory(output_size)`` builds the net."""
     if isinstance(action_space, gym.spaces.Discrete):
-        return categorical_actor(net_factory(int(action_space.n)))
+        return categorical_actor(net_factory(int(action_space.n)), observation_key)
     if isinstance(action_space, gym.spaces.Box):
         size = int(np.prod(action_space.shape))
-        return gaussian_actor(net_factory(size), size, initial_log_std)
+        return gaussian_actor(net_factory(size), size, initial_log_std, observation_key)
     raise TypeError(f"no default stochastic actor for action space {action_space}")
 
 
-def tanh_normal_actor(net: nn.Module, action_space: gym.spaces.Box, observation_key: str = "observation") -> ProbabilisticActor:
+def tanh_normal_actor(net: nn.Module, action_space: gym.spaces.Box, observation_key: Any = "observation") -> ProbabilisticActor:
     """A squashed Gaussian over Box actions (SAC): ``net`` outputs ``2 * action_size`` numbers, split
     into the mean and a softplus-positive scale of a ``TanhNormal`` bounded by the space.
 
     Deterministic mode returns the squashed mean; samples never leave the bounds.
     """
-    head = nn.Sequential(net, NormalParamExtractor())
+    head = _then(net, NormalParamExtractor())
     return ProbabilisticActor(
-        TensorDictModule(head, in_keys=[observation_key], out_keys=["loc", "scale"]),
+        TensorDictModule(head, in_keys=_keys(observation_key), out_keys=["loc", "scale"]),
         in_keys=["loc", "scale"],
         out_keys=["action"],
         distribution_class=TanhNormal,
@@ -142,11 +210,11 @@ def tanh_normal_actor(net: nn.Module, action_space: gym.spaces.Box, observation_
     )
 
 
-def q_value_actor(net: nn.Module, action_space: gym.spaces.Discrete, observation_key: str = "observation") -> QValueActor:
+def q_value_actor(net: nn.Module, action_space: gym.spaces.Discrete, observation_key: Any = "observation") -> QValueActor:
     """Q(s, .) over Discrete actions (DQN): ``net`` outputs one value per action; "action" is the argmax
     index (int64), as ``GymWrapper(categorical_action_encoding=True)`` and the evaluation loop expect."""
     spec = CategoricalSpec(int(action_space.n))
-    return QValueActor(net, in_keys=[observation_key], spec=spec, action_space="categorical")
+    return QValueActor(net, in_keys=_keys(observation_key), spec=spec, action_space="categorical")
 
 
 class _ScaleToBounds(nn.Module):
@@ -161,16 +229,16 @@ class _ScaleToBounds(nn.Module):
 
 
 def deterministic_actor(
-    net: nn.Module, action_space: gym.spaces.Box, observation_key: str = "observation"
+    net: nn.Module, action_space: gym.spaces.Box, observation_key: Any = "observation"
 ) -> TensorDictModule:
     """A deterministic policy for Box actions (TD3, DDPG): ``tanh(net(obs))`` scaled into the bounds."""
-    scaled = nn.Sequential(net, _ScaleToBounds(action_space.low, action_space.high))
-    return TensorDictModule(scaled, in_keys=[observation_key], out_keys=["action"])
+    scaled = _then(net, _ScaleToBounds(action_space.low, action_space.high))
+    return TensorDictModule(scaled, in_keys=_keys(observation_key), out_keys=["action"])
 
 
-def value_operator(net: nn.Module, observation_key: str = "observation") -> ValueOperator:
+def value_operator(net: nn.Module, observation_key: Any = "observation") -> ValueOperator:
     """V(s): ``net`` maps observations to one value, written to "state_value"."""
-    return ValueOperator(net, in_keys=[observation_key])
+    return ValueOperator(net, in_keys=_keys(observation_key))
 
 
 class _Concat(nn.Module):
@@ -182,20 +250,28 @@ class _Concat(nn.Module):
         return self.net(torch.cat(inputs, dim=-1))
 
 
-def q_value_operator(net: nn.Module, observation_key: str = "observation") -> ValueOperator:
-    """Q(s, a) for Box actions: ``net`` reads observation and action concatenated ("state_action_value")."""
-    return ValueOperator(_Concat(net), in_keys=[observation_key, "action"])
+def q_value_operator(net: nn.Module, observation_key: Any = "observation") -> ValueOperator:
+    """Q(s, a) for Box actions: ``net`` reads observation and action concatenated ("state_action_value");
+    an ``EncodedNet`` concatenates the action to its encoded features itself."""
+    module = net if isinstance(net, EncodedNet) else _Concat(net)
+    return ValueOperator(module, in_keys=[*_keys(observation_key), "action"])
 
 
-def deterministic_actions(policy: nn.Module, observations: np.ndarray, device: str = "cpu") -> np.ndarray:
+def deterministic_actions(policy: nn.Module, observations: Any, device: str = "cpu") -> np.ndarray:
     """``policy``'s ``"action"`` for a batch of observations in DETERMINISTIC exploration mode (a
     distribution's mode or mean, a Q-actor's argmax): what evaluation and dataset collection use."""
     with torch.no_grad(), set_exploration_type(ExplorationType.DETERMINISTIC):
         return policy(observation_batch(observations, device))["action"].cpu().numpy()
 
 
-def observation_batch(observations: np.ndarray, device: str = "cpu") -> TensorDict:
-    """A ``[B]`` tensordict holding ``observations`` (``[B, obs_dim]``) as float32 under "observation"."""
+def observation_batch(observations: Any, device: str = "cpu") -> TensorDict:
+    """A ``[B]`` tensordict of raw observations as float32: ``[B, *shape]`` under "observation", or a
+    Dict space's observations (a dict of ``[B, *shape]`` arrays) under their own keys."""
+    if isinstance(observations, Mapping):
+        parts = {k: torch.as_tensor(np.asarray(v), dtype=torch.float32, device=device) for k, v in observations.items()}
+        size = len(next(iter(parts.values())))
+        return TensorDict(parts, batch_size=[size], device=device)
     obs = torch.as_tensor(np.asarray(observations), dtype=torch.float32, device=device)
-    obs = obs.reshape(obs.shape[0], -1)
+    if obs.ndim < 2:
+        obs = obs.reshape(obs.shape[0], -1)
     return TensorDict({"observation": obs}, batch_size=[obs.shape[0]], device=device)

@@ -28,6 +28,7 @@ from ..common.seeding import configure_threads, seed_everything
 from ..common.terms import TermMeans
 from .buffers import extend_quietly
 from .env import collector_state, load_collector_state, make_collector, make_env
+from .modules import observation_keys
 
 # What the buffer keeps of a collected step: the policy's extra outputs (logits, loc/scale, log-probs)
 # would only cost memory.
@@ -40,6 +41,12 @@ TRANSITION_KEYS = (
     ("next", "terminated"),
     ("next", "truncated"),
 )
+
+
+def transition_keys(build: Build) -> tuple[Any, ...]:
+    """``TRANSITION_KEYS`` with the cell's observation keys (a Dict space's keys for "observation")."""
+    keys = observation_keys(build)
+    return (*keys, "action", *(("next", key) for key in keys), *TRANSITION_KEYS[3:])
 
 # ---- memory -------------------------------------------------------------------------------------
 
@@ -170,12 +177,13 @@ class TorchRLOffPolicyTrainer(TrainerBase):
         seed_everything(build.seed)
         s = build.settings
         self.memory = build.memory
+        self.transition_keys = transition_keys(build)
         self.learning_starts, self.utd_ratio = s["learning_starts"], s["utd_ratio"]
         self.frames_per_batch = build.num_envs * s["train_every"]
         self.steps_per_iteration = self.frames_per_batch
         self.log_every = max(s["log_every"], self.frames_per_batch)
         self.gradient_steps = 0
-        self.env = make_env(build.env_id, build.env_kwargs, build.num_envs, build.seed, build.device)
+        self.env = make_env(build.env_spec, None, build.num_envs, build.seed, build.device)
         self.collector = make_collector(self.env, self.exploration_policy, self.frames_per_batch)
         # the collector's random warm-up counts in batches; round learning_starts up to whole batches
         self.collector.init_random_frames = self.learning_starts
@@ -201,7 +209,7 @@ class TorchRLOffPolicyTrainer(TrainerBase):
         while self.env_steps + self.frames_per_batch <= stop:
             batch = next(self._batches)
             self._track_episodes(batch)
-            extend_quietly(self.memory, batch.select(*TRANSITION_KEYS).reshape(-1))
+            extend_quietly(self.memory, batch.select(*self.transition_keys).reshape(-1))
             self.env_steps += batch.numel()
             self.after_batch(batch.numel())
             due = gradient_steps_due(self.env_steps, self.learning_starts, self.utd_ratio, self.gradient_steps)

@@ -27,12 +27,20 @@ from ...hookspecs import Build
 from ...rng import capture_rng_state, restore_rng_state
 from ...suggest import did_you_mean
 from ...trainer import TrainerBase
-from ..common.nets import mlp
+from ..common.encoders import standardised_observations
 from ..common.parallel import mean_over_ranks, sync_gradients
 from ..common.seeding import configure_threads, seed_everything
 from .buffers import extend_quietly
 from .env import collector_state, load_collector_state, make_collector, make_env
-from .modules import RunningNormalizer, find_module, observation_batch, stochastic_actor, value_operator
+from .modules import (
+    RunningNormalizer,
+    find_module,
+    observation_batch,
+    observation_keys,
+    observation_net,
+    stochastic_actor,
+    value_operator,
+)
 
 # ---- models and memory --------------------------------------------------------------------------
 
@@ -48,15 +56,17 @@ def actor_critic_modules(build: Build) -> dict[str, nn.Module]:
     configure_threads()
     seed_everything(build.seed)
     s = build.settings
-    observation_size = int(np.prod(build.observation_space.shape))
-    normalizer = RunningNormalizer(observation_size) if s.get("normalize_observations") else None
+    # an image or Dict encoder scales its own input; standardising applies to observation vectors
+    standardise = s.get("normalize_observations") and standardised_observations(build)
+    normalizer = RunningNormalizer(int(np.prod(build.observation_space.shape))) if standardise else None
+    keys = observation_keys(build)
 
     def net(output_size: int) -> nn.Module:
-        body = mlp(observation_size, s["hidden_sizes"], output_size, s["activation"])
+        body = observation_net(build, output_size, s["hidden_sizes"], s["activation"])
         return body if normalizer is None else nn.Sequential(normalizer, body)
 
-    actor = stochastic_actor(net, build.action_space, s["initial_log_std"])
-    return {"actor": actor.to(build.device), "critic": value_operator(net(1)).to(build.device)}
+    actor = stochastic_actor(net, build.action_space, s["initial_log_std"], keys)
+    return {"actor": actor.to(build.device), "critic": value_operator(net(1), keys).to(build.device)}
 
 
 def rollout_buffer(build: Build) -> ReplayBuffer:
@@ -168,6 +178,9 @@ class TorchRLRolloutTrainer(TrainerBase):
         configure_threads()
         seed_everything(build.seed)
         s = build.settings
+        # a single-agent cell reads its keys from the observation space (a Dict's keys); a multi-agent
+        # cell has set its group's observation_key
+        self.observation_keys = observation_keys(build) if self.observation_key == "observation" else [self.observation_key]
         if s["frames_per_batch"] % build.num_envs:
             raise ValueError(f"frames_per_batch {s['frames_per_batch']} is not a multiple of num_envs {build.num_envs}")
         self.actor, self.critic = build.models["actor"], build.models["critic"]
@@ -205,7 +218,7 @@ class TorchRLRolloutTrainer(TrainerBase):
         self._closed = False
 
     def make_env(self, build: Build) -> EnvBase:
-        return make_env(build.env_id, build.env_kwargs, build.num_envs, build.seed, build.device)
+        return make_env(build.env_spec, None, build.num_envs, build.seed, build.device)
 
     # -- one iteration ----------------------------------------------------------------------------
 
@@ -239,8 +252,8 @@ class TorchRLRolloutTrainer(TrainerBase):
 
     def _compute_advantages(self, batch: TensorDict) -> None:
         """Values of every observation and next observation in one critic call, then the loss's estimator."""
-        observations = torch.stack([batch[self.observation_key], batch["next", self.observation_key]])
-        values = self.critic(TensorDict({self.observation_key: observations}, batch_size=[2, *batch.shape]))[self.value_key]
+        observations = {key: torch.stack([batch[key], batch["next", key]]) for key in self.observation_keys}
+        values = self.critic(TensorDict(observations, batch_size=[2, *batch.shape]))[self.value_key]
         if self.value_normalizer is not None:
             values = self.value_normalizer.denormalize(values)
         batch[self.value_key], batch["next", self.value_key] = values[0], values[1]
