@@ -7,8 +7,10 @@ Sections (each run in its own process; each writes ``benchmarks/results/<section
   startup         ``startup.py``: cold start of the listing commands, `train` ready to step
   floor           ``sac_updates.py``, ``td3_updates.py``, ``iql_updates.py``, ``cql_updates.py``: updates/s ÷ a plain PyTorch loop
   optimizer       ``optimizer_impl.py``: Adam loop / foreach / fused (and torch.compile) on the update cells
+  compile         ``compile_gains.py``: compile = true ÷ eager updates/s per cell, compile time cold and warm (~1 h)
   time_to_target  ``sb3_time_to_target.py``: seconds to the target ÷ Stable-Baselines3 (needs the bench extra)
   scaling         ``scaling.py``: steps/s of one process against ``rlplug train --nproc 2``
+  vector_modes    ``vector_modes.py``: steps/s with vector_mode sync vs async (ppo-pendulum on HalfCheetah-v5, 2 and 4 envs)
 
 BENCHMARKS.md (and BENCHMARKS.json) at the repository root are then rendered from all stored results,
 including the TorchRL ÷ skrl backend ratios computed from the bench rows (``render.py``).
@@ -95,6 +97,14 @@ def run_section(section: str, scratch: Path) -> None:
     elif section == "optimizer":
         out = scratch / "optimizer.json"
         command = [PY, str(HERE / "optimizer_impl.py"), "--updates", "200", "--rounds", "3", "--compile", "--json", str(out)]
+        store(section, shown(command[:-2]), run_json(command, out))
+    elif section == "compile":
+        out = scratch / "compile.json"
+        command = [PY, str(HERE / "compile_gains.py"), "--updates", "60", "--rounds", "3", "--json", str(out)]
+        store(section, shown(command[:-2]), run_json(command, out))
+    elif section == "vector_modes":
+        out = scratch / "vector_modes.json"
+        command = [PY, str(HERE / "vector_modes.py"), "--steps", "8192", "--repeats", "2", "--json", str(out)]
         store(section, shown(command[:-2]), run_json(command, out))
     elif section == "time_to_target":
         out = scratch / "time_to_target.json"

@@ -26,25 +26,33 @@ def random_replay(size: int, obs_dim: int, act_dim: int) -> dict[str, torch.Tens
     }
 
 
-def rate(step: Callable[[], object], updates: int) -> float:
+def rates(step: Callable[[], object], updates: int) -> tuple[float, float]:
+    """Updates per second of wall time and of this process's CPU time (one torch thread: the CPU time is
+    what the loop costs, much less disturbed by other jobs on a shared machine than the wall clock)."""
     for _ in range(10):  # warm-up: allocator, autograd graph caches
         step()
-    started = time.perf_counter()
+    wall, cpu = time.perf_counter(), time.process_time()
     for _ in range(updates):
         step()
-    return updates / (time.perf_counter() - started)
+    return updates / (time.perf_counter() - wall), updates / max(time.process_time() - cpu, 1e-9)
+
+
+def rate(step: Callable[[], object], updates: int) -> float:
+    return rates(step, updates)[0]
 
 
 def interleaved(plain: Callable[[], object], cells: dict[str, Callable[[], object]], rounds: int, updates: int) -> dict[str, dict[str, list[float]]]:
-    """Per cell: the plain loop's and the cell's rates, and their ratio, for each round."""
-    results: dict[str, dict[str, list[float]]] = {name: {"plain": [], "rlplug": [], "ratio": []} for name in cells}
+    """Per cell: the plain loop's and the cell's rates, and their ratio, for each round (wall clock;
+    ``*_cpu``: by process CPU time)."""
+    keys = ("plain", "rlplug", "ratio", "plain_cpu", "rlplug_cpu", "ratio_cpu")
+    results: dict[str, dict[str, list[float]]] = {name: {k: [] for k in keys} for name in cells}
     for _ in range(rounds):
         for name, step in cells.items():
-            plain_rate = rate(plain, updates)
-            cell_rate = rate(step, updates)
-            results[name]["plain"].append(plain_rate)
-            results[name]["rlplug"].append(cell_rate)
-            results[name]["ratio"].append(cell_rate / plain_rate)
+            plain_wall, plain_cpu = rates(plain, updates)
+            cell_wall, cell_cpu = rates(step, updates)
+            r = results[name]
+            r["plain"].append(plain_wall), r["rlplug"].append(cell_wall), r["ratio"].append(cell_wall / plain_wall)
+            r["plain_cpu"].append(plain_cpu), r["rlplug_cpu"].append(cell_cpu), r["ratio_cpu"].append(cell_cpu / plain_cpu)
     return results
 
 
@@ -58,6 +66,7 @@ def report(title: str, results: dict[str, dict[str, list[float]]], as_json: bool
         print(
             f"  {name:20s} plain {statistics.mean(r['plain']):6.1f}/s  cell {statistics.mean(r['rlplug']):6.1f}/s  "
             f"ratio {statistics.mean(ratios):.3f} (min {min(ratios):.3f}, max {max(ratios):.3f})"
+            + (f"  CPU-time ratio {statistics.mean(r['ratio_cpu']):.3f}" if r.get("ratio_cpu") else "")
         )
     if "torchrl" in results and HAND_WRITTEN in results:
         ours, theirs = statistics.mean(results["torchrl"]["rlplug"]), statistics.mean(results[HAND_WRITTEN]["rlplug"])

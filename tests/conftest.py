@@ -72,7 +72,7 @@ def make_build(plugin_module, backend, env_id, num_envs=4, steps=2048, seed=0, r
     build = Build(recipe=recipe, algorithm=spec, backend=backend, hp=hp, settings=spec.backends[backend].settings(hp, recipe),
                   env_id=env_id, env_kwargs={}, num_envs=num_envs, observation_space=observation_space,
                   action_space=action_space, seed=seed, device="cpu",
-                  loss_entry=registry.get(spec.name, backend, loss or spec.default_loss))  # fmt: skip
+                  loss_entry=registry.get(spec.name, backend, loss or spec.loss_for(backend)))  # fmt: skip
     if dataset is not None:
         from rlplug.datasets import read_info
 

@@ -89,7 +89,7 @@ def test_bench_prints_a_table_and_writes_a_report(tmp_path):
     assert rows[0]["recipe"] == "ppo-cartpole@1" and rows[0]["backend"] == "skrl" and rows[0]["steps"] == 256
     assert rows[0]["passed"] is (rows[0]["eval_return_mean"] >= 475)
     text = report.read_text()
-    assert "| ppo-cartpole@1 | skrl | 256 |" in text and "torch threads 1" in text and "skrl 2.1.1" in text
+    assert "| ppo-cartpole@1 | skrl | quick | 42 | 256 |" in text and "torch threads 1" in text and "skrl 2.1.1" in text
     saved = json.loads(report.with_suffix(".json").read_text())
     assert saved["rows"] == rows and saved["machine"]["cpu_count"] >= 1
     assert_one_line_error(run_cli("bench", "ppo-cartpole", "--all"), "give recipe names or --all, not both")

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from rlplug import NoReplayMemoryError, Trainer, VideoUnsupportedError
+from rlplug import ExportUnsupportedError, NoReplayMemoryError, Trainer, VideoUnsupportedError
 from rlplug.contract import contract_members, contract_problems
 from rlplug.multiagent_training import MultiAgentTrainerBase
 from rlplug.trainer import TrainerBase
@@ -31,7 +31,8 @@ class Minimal(TrainerBase):
 def test_every_member_the_core_calls_is_declared():
     members = set(contract_members())
     assert members == {"env_steps", "iterations", "progress", "progress_unit", "gradient_steps", "step", "train",
-                       "evaluate", "act_deterministic", "replay_transitions", "state_dict", "load_state_dict", "close"}
+                       "evaluate", "act_deterministic", "replay_transitions", "export_policy", "compile_seconds", "state_dict",
+                       "load_state_dict", "close"}
 
 
 def test_a_trainer_base_subclass_conforms_with_not_capable_defaults():
@@ -40,6 +41,8 @@ def test_a_trainer_base_subclass_conforms_with_not_capable_defaults():
     assert trainer.gradient_steps is None
     with pytest.raises(NoReplayMemoryError, match="Minimal keeps no replay memory"):
         trainer.replay_transitions()
+    with pytest.raises(ExportUnsupportedError, match="Minimal cannot export its policy: Minimal implements no export_policy"):
+        trainer.export_policy()
 
 
 def test_contract_problems_name_what_is_missing_or_wrong():

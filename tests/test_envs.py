@@ -292,3 +292,11 @@ def test_box2d_resume_starts_new_episodes(backend):
         "the resumed run starts new episodes (networks, optimisers, memory and counters carry on)"
     )
     assert resume_restart_note("Hopper-v5") is None and resume_restart_note("CartPole-v1") is None
+
+
+def test_multiagent_ids_name_a_family_not_a_module():
+    from rlplug.envs import split_env_id
+
+    assert split_env_id("mpe:simple_spread") == ("", "mpe:simple_spread")
+    assert split_env_id("vmas:navigation") == ("", "vmas:navigation")
+    assert split_env_id("tiny_envs:Tiny-v0") == ("tiny_envs", "Tiny-v0")

@@ -116,7 +116,7 @@ EXAMPLES = [
     (["show", "ppo-cartpole", "--set", "lr=-1"], "(did you mean 'learning_rate'?)"),
     (["train"], "train: the following arguments are required: name (see `rlplug train --help`)"),
     (["trian", "ppo-cartpole"], "argument COMMAND: invalid choice 'trian' (did you mean 'train'?)"),
-    (["train", "ppo-cartpole", "--stpes", "5"], "train: unrecognized arguments: --stpes 5"),
+    (["train", "ppo-cartpole", "--stpes", "5"], "train: unrecognized arguments: --stpes 5 (did you mean '--steps'?)"),
     (["train", "ppo-cartpole", "--steps"], "train: argument --steps: expected one argument"),
     (["eval"], "eval: the following arguments are required: run_dir"),
     (["dataset", "collect", "x", "--random"], "dataset collect: the following arguments are required: --env"),

@@ -23,7 +23,7 @@ def _steps(net: torch.nn.Module, optimizer: torch.optim.Optimizer, n: int = 3) -
 
 
 def test_declaration_defaults_to_fused_and_refuses_unknown_paths():
-    (param,) = OPTIMIZER_PARAMS
+    param = next(p for p in OPTIMIZER_PARAMS if p.name == "optimizer_impl")
     assert param.name == "optimizer_impl" and param.default == "fused"
     assert adam_flags("fused") == {"fused": True} and adam_flags("loop") == {"foreach": False}
     with pytest.raises(ValueError, match="optimizer_impl must be one of fused, loop"):

@@ -8,6 +8,7 @@ from __future__ import annotations
 from .api import build, load, register, resolve, save, session, train
 from .errors import (
     BackendMissingError,
+    ExportUnsupportedError,
     LossRegistrationError,
     NoReplayMemoryError,
     PluginError,
@@ -19,7 +20,7 @@ from .errors import (
     VideoUnsupportedError,
 )
 from .encoders import EncoderEntry, EncoderRegistrationError, EncoderRegistry
-from .hookspecs import API_VERSION, Build, CountsGradientSteps, ExportsReplay, Trainer, hookimpl
+from .hookspecs import API_VERSION, Build, CountsGradientSteps, ExportsPolicy, ExportsReplay, Trainer, hookimpl
 from .losses import LossEntry, LossRegistry
 from .pipeline import Session
 from .plugin import AlgorithmPlugin
@@ -40,6 +41,8 @@ __all__ = [
     "EncoderEntry",
     "EncoderRegistrationError",
     "EncoderRegistry",
+    "ExportUnsupportedError",
+    "ExportsPolicy",
     "ExportsReplay",
     "Interval",
     "LossEntry",

@@ -3,7 +3,7 @@
 The run layer (``rlplug.runs``), dataset collection (``rlplug.collect``), ``rlplug eval`` /
 ``resume`` and the conformance kit (``rlplug.testing``) talk to a trainer through ``Trainer`` only.
 The optional capabilities are small protocols of their own, each with a "not capable" answer
-(``gradient_steps = None``, ``NoReplayMemoryError``, ``VideoUnsupportedError``) that
+(``gradient_steps = None``, ``NoReplayMemoryError``, ``VideoUnsupportedError``, ``ExportUnsupportedError``) that
 ``rlplug.trainer.TrainerBase`` gives by default: the core asks a trainer, it never probes one with
 ``hasattr``. ``contract_problems`` is the check ``rlplug.testing.check_cell`` runs on a built trainer.
 
@@ -66,6 +66,10 @@ class CountsGradientSteps(Protocol):
     gradient_steps: int | None
     """Gradient steps taken so far, or ``None`` when the trainer does not count them apart from ``progress``."""
 
+    @property
+    def compile_seconds(self) -> float | None:
+        """Seconds spent compiling the gradient step (``compile = true``), or ``None`` when it is not compiled."""
+
 
 @runtime_checkable
 class ExportsReplay(Protocol):
@@ -75,11 +79,21 @@ class ExportsReplay(Protocol):
         """The replay memory as dataset columns (numpy, oldest first); raises ``NoReplayMemoryError`` when there is none."""
 
 
+@runtime_checkable
+class ExportsPolicy(Protocol):
+    """The deterministic policy as one ``torch.nn.Module`` that ``rlplug export`` saves as TorchScript or ONNX."""
+
+    def export_policy(self) -> Any:
+        """A ``torch.nn.Module`` mapping raw observation batches to the actions ``act_deterministic`` returns
+        (normalisation, encoder and action clipping inside; a Dict's keys as inputs in sorted order;
+        multi-agent: ``[B, n_agents, obs_dim]``); raises ``ExportUnsupportedError`` when the cell cannot."""
+
+
 # ---- the whole contract ---------------------------------------------------------------------------
 
 
 @runtime_checkable
-class Trainer(Progress, Acts, Evaluates, CountsGradientSteps, ExportsReplay, Protocol):
+class Trainer(Progress, Acts, Evaluates, CountsGradientSteps, ExportsReplay, ExportsPolicy, Protocol):
     """What every cell's ``rlplug_build_trainer`` returns; the core talks to nothing else.
 
     ``rlplug.trainer.TrainerBase`` implements ``train`` on top of ``step`` and gives every optional

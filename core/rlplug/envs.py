@@ -25,6 +25,8 @@ life: its return is the game's score.
 
 from __future__ import annotations
 
+from functools import partial
+
 import importlib
 import importlib.util
 import logging
@@ -71,9 +73,12 @@ def suite_available(suite: Suite) -> bool:
 
 
 def split_env_id(env_id: str) -> tuple[str, str]:
-    """``"my_envs:Tiny-v0"`` -> ``("my_envs", "Tiny-v0")``; ``"CartPole-v1"`` -> ``("", "CartPole-v1")``."""
+    """``"my_envs:Tiny-v0"`` -> ``("my_envs", "Tiny-v0")``; ``"CartPole-v1"`` -> ``("", "CartPole-v1")``.
+    Multi-agent ids (``mpe:NAME``, ``vmas:NAME``) name a family, not a module: ``("", env_id)``."""
+    from .multiagent import is_multiagent_env
+
     module, colon, name = env_id.rpartition(":")
-    return (module, name) if colon else ("", env_id)
+    return (module, name) if colon and not is_multiagent_env(env_id) else ("", env_id)
 
 
 def suite_of(env_id: str) -> Suite | None:
@@ -162,6 +167,8 @@ class EnvSpec:
     time_limit: int = 0
     gamma: float = 0.99
     """The discount ``NormalizeReward`` scales returns with (the algorithm's ``gamma`` when it has one)."""
+    vector_mode: str = "sync"
+    """``sync``: the training copies stepped in this process; ``async``: one worker process each."""
 
     @classmethod
     def of(cls, env: str | EnvSpec, env_kwargs: Mapping[str, Any] | None = None) -> EnvSpec:
@@ -186,6 +193,7 @@ class EnvSpec:
             clip_actions=getattr(recipe, "clip_actions", True),
             time_limit=getattr(recipe, "time_limit", 0),
             gamma=float(gamma if gamma is not None else hyperparameters.get("gamma", 0.99)),
+            vector_mode=getattr(recipe, "vector_mode", "sync"),
         )
 
     @property
@@ -288,17 +296,22 @@ def make_gym_env(env: str | EnvSpec, env_kwargs: Mapping[str, Any] | None = None
 
 
 def make_gym_vector_env(env: str | EnvSpec, env_kwargs: Mapping[str, Any] | None, num_envs: int, *, training: bool = True) -> Any:
-    """``num_envs`` wrapped copies stepped in this process with SAME_STEP autoreset (both backends' training
-    envs; ``gym.make_vec``'s sync mode, with rlplug's wrapper chain around each copy)."""
+    """``num_envs`` wrapped copies with SAME_STEP autoreset (both backends' training envs; ``gym.make_vec``'s
+    modes, with rlplug's wrapper chain around each copy): stepped in this process (``vector_mode = "sync"``),
+    or each in its own worker process (``"async"``: ``AsyncVectorEnv``, which steps them in parallel; the
+    workers import the env's module themselves, so ``env_module`` registrations reach them)."""
     import gymnasium as gym
 
     spec = EnvSpec.of(env, env_kwargs)
     resolve_env_id(spec)  # refusals raised here, once, not from inside the vector env's constructor
+    mode = gym.vector.AutoresetMode.SAME_STEP
+    if spec.vector_mode == "async":
+        return gym.vector.AsyncVectorEnv([partial(make_gym_env, spec, training=training)] * num_envs, autoreset_mode=mode)
 
     def one() -> Any:
         return make_gym_env(spec, training=training)
 
-    return gym.vector.SyncVectorEnv([one] * num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+    return gym.vector.SyncVectorEnv([one] * num_envs, autoreset_mode=mode)
 
 
 # ---- probing -------------------------------------------------------------------------------------------

@@ -131,14 +131,26 @@ def _chain(env: Any) -> list[Any]:
     return chain
 
 
+def _in_workers(vector_env: Any) -> bool:
+    """Whether the sub-envs live in worker processes (``vector_mode = "async"``: ``AsyncVectorEnv``)."""
+    import gymnasium as gym
+
+    return isinstance(vector_env, gym.vector.AsyncVectorEnv)
+
+
 def vector_env_state(vector_env: Any) -> dict[str, Any]:
-    """The state of a gymnasium vector env (its wrappers, then each sub-env's wrappers and base env)."""
+    """The state of a gymnasium vector env (its wrappers, then each sub-env's wrappers and base env).
+
+    An ``AsyncVectorEnv``'s sub-envs live in its worker processes, out of reach: only its wrappers are
+    saved, with ``"workers": True``, and a resume starts new episodes (``load_vector_env_state``)."""
     chain = _chain(vector_env)
-    envs = getattr(chain[-1], "envs", [])
+    workers = _in_workers(chain[-1])
+    envs = [] if workers else getattr(chain[-1], "envs", [])
     return {
-        "chain": [snapshot(layer) for layer in chain],
+        "chain": [snapshot(layer) for layer in (chain[:-1] if workers else chain)],
         "envs": [[snapshot(layer) for layer in _chain(env)] for env in envs],
         "native": [native_state(_chain(env)[-1]) for env in envs],
+        "workers": workers,
     }
 
 
@@ -146,6 +158,10 @@ def load_vector_env_state(vector_env: Any, state: dict[str, Any]) -> bool:
     """Undo ``vector_env_state``. Returns whether the sub-envs must start new episodes: their base env
     keeps state in C that the checkpoint could not hold (Box2D, ALE); the caller resets the vector env."""
     chain = _chain(vector_env)
+    if state.get("workers") or _in_workers(chain[-1]):
+        # vector_mode = "async" on either side: the sub-envs' state was (or would be) in worker processes;
+        # the resumed run starts new episodes, as for envs whose state lives in C (Box2D, ALE)
+        return True
     if len(chain) != len(state["chain"]) or len(getattr(chain[-1], "envs", [])) != len(state["envs"]):
         raise ValueError("the checkpoint's environment state does not fit this environment (other wrappers or env count)")
     for layer, saved in zip(chain, state["chain"]):

@@ -63,6 +63,18 @@ class VideoUnsupportedError(RlplugError):
     """A trainer's evaluation cannot record video (``Trainer.evaluate(video_dir=...)`` on a multi-agent env)."""
 
 
+class ExportUnsupportedError(RlplugError):
+    """A trainer cannot export its policy (``Trainer.export_policy``'s default answer), or an export format is unavailable."""
+
+
+class ExportedFileError(RlplugError):
+    """An exported policy file is missing, unreadable, not an rlplug export, or does not fit the run it is evaluated on."""
+
+
+class CompareError(RlplugError):
+    """Runs cannot be compared (``rlplug compare``): none given or found, or their progress is counted in different units."""
+
+
 class RunPluginMissingError(RunDirError):
     """A run was trained with a ``--plugin`` module that cannot be imported here."""
 

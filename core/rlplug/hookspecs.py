@@ -26,6 +26,7 @@ from .contract import (
     Acts,
     CountsGradientSteps,
     Evaluates,
+    ExportsPolicy,
     ExportsReplay,
     Progress,
     Trainer,
@@ -34,7 +35,7 @@ from .contract import (
 )
 
 __all__ = [  # the contract's names are re-exported from here, where plugin authors look first
-    "API_VERSION", "PROGRESS_UNITS", "Acts", "Build", "CountsGradientSteps", "Evaluates", "ExportsReplay",
+    "API_VERSION", "PROGRESS_UNITS", "Acts", "Build", "CountsGradientSteps", "Evaluates", "ExportsPolicy", "ExportsReplay",
     "Progress", "RlplugSpec", "Trainer", "contract_members", "contract_problems", "hookimpl", "hookspec",
 ]
 

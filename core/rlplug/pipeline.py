@@ -109,7 +109,7 @@ class Session:
         if dataset is not None:
             extras["dataset"] = dataset  # a DatasetInfo; the cell's memory stage loads the transitions
         settings = backend_settings(spec, backend, hp, recipe)
-        loss_name = recipe.loss or spec.default_loss
+        loss_name = recipe.loss or spec.loss_for(backend)
         loss_entry = self.host.losses.get(spec.name, backend, loss_name)
         return Build(
             recipe=recipe,

@@ -8,6 +8,7 @@ holds raw settings for that backend. Nothing in a recipe is evaluated or importe
 from __future__ import annotations
 
 import copy
+import math
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -20,6 +21,11 @@ from .schema import Param
 from .suggest import did_you_mean
 
 TARGET_METRICS = ("return", "normalised_score")
+TIERS = ("quick", "full")
+REFERENCE_KEYS = {"value": (int, float), "std": (int, float), "steps": (int,), "seeds": (int,), "source": (str,),
+                  "url": (str,), "note": (str,)}  # fmt: skip
+"""A recipe's ``reference``: a published result (``value`` ± ``std`` at ``steps`` over ``seeds``, in the unit of
+the recipe's target metric) and where it is published (``source``, required; ``url``, ``note``)."""
 MAX_STEPS = 10**12
 """The largest step budget a recipe may ask for: about a year of the fastest cell on one machine
 (~30k steps/s); a larger budget is a run that never ends."""
@@ -42,6 +48,43 @@ def _module_name(value: str) -> str | None:
     if value == "" or all(part.isidentifier() for part in value.split(".")):
         return None
     return "is not a module name (dotted Python identifiers, e.g. 'my_envs')"
+
+
+def _reference_problem(value: Any) -> str | None:
+    if isinstance(value, str):
+        return None if value.strip() else "must name a source"
+    unknown = [k for k in value if k not in REFERENCE_KEYS]
+    if unknown:
+        return f"has key {unknown[0]!r}" + did_you_mean(str(unknown[0]), REFERENCE_KEYS) + f" (keys: {', '.join(REFERENCE_KEYS)})"
+    for key, item in value.items():
+        types = REFERENCE_KEYS[key]
+        if isinstance(item, bool) or not isinstance(item, types):
+            return f"has {key} = {item!r}, which is not {'a string' if types == (str,) else 'a number' if float in types else 'a whole number'}"
+        if float in types and not math.isfinite(item):
+            return f"has {key} = {item!r}, which is not finite"
+        if key in ("steps", "seeds") and item < 1 or key == "std" and item < 0:
+            return f"has {key} = {item!r}, which is {'negative' if key == 'std' else 'below 1'}"
+    if not str(value.get("source", "")).strip():
+        return "needs a 'source' (where the result is published)"
+    return None
+
+
+@dataclass(frozen=True)
+class _ReferenceParam(Param):
+    """``reference``: a table (``REFERENCE_KEYS``) or a string, the source alone; stored as a table."""
+
+    @property
+    def value_type(self) -> type:
+        return dict
+
+    def coerce(self, value: Any, where: str) -> Any:
+        if isinstance(value, str):
+            return value
+        return super().coerce(value, where)
+
+    def validate(self, value: Any, where: str) -> Any:
+        value = super().validate(value, where)
+        return {"source": value.strip()} if isinstance(value, str) else dict(value)
 
 
 # A recipe's fields and their domains; ``None`` default means required. Hyperparameters are checked
@@ -69,6 +112,10 @@ FIELD_PARAMS: dict[str, Param] = {p.name: p for p in (
     Param("clip_actions", True, "clip Box actions to the action space's bounds before they reach the environment"),
     Param("time_limit", 0, "episode length cap in agent steps (gymnasium TimeLimit); 0: the environment's "
           "registered limit", bounds="[0, 2**31 - 1]"),
+    Param("vector_mode", "sync", "how the num_envs training copies are stepped: 'sync' (one after another in this "
+          "process) or 'async' (gymnasium AsyncVectorEnv, one worker process each; for envs slower than IPC: "
+          "MuJoCo, Atari). A resume of an async run starts new episodes (the env state lives in the workers)",
+          choices=("sync", "async")),
     Param("backend", None, "default backend", type=str, check=_non_empty),
     Param("steps", None, "environment-step budget (transitions, summed over environments); offline: gradient updates",
           type=int, bounds=f"[1, {MAX_STEPS}]"),
@@ -88,6 +135,12 @@ FIELD_PARAMS: dict[str, Param] = {p.name: p for p in (
           choices=TARGET_METRICS),
     Param("beat_dataset", False, "offline: also require an evaluation return above the dataset's mean return"),
     Param("eval_episodes", 10, "deterministic evaluation episodes", bounds="[1, 10**6]"),
+    Param("tier", "full", "what `rlplug bench --tier` runs: 'quick' (one seed trains in about 10 minutes on a 2-core "
+          "CPU) or 'full' (longer: a bigger machine or a GPU; recipes that do not say)", choices=TIERS),
+    _ReferenceParam("reference", {}, "the published result the target is set from: a table {value, std, steps, "
+                    "seeds, source, url, note} in the target metric's unit, or a string naming the source",
+                    check=lambda v: None if v == {} else _reference_problem(v),
+                    domain="{value, std, steps, seeds, source, url, note} or a string"),
     Param("search", {}, "`rlplug tune`: per hyperparameter a range {low, high, log}, a list of choices, or a fixed "
           "value, narrowing, widening or fixing the algorithm's declared search (`rlplug show NAME --space`)"),
 )}
@@ -129,6 +182,7 @@ class Recipe:
     normalize_reward: bool = False
     clip_actions: bool = True
     time_limit: int = 0
+    vector_mode: str = "sync"
     loss: str = ""
     encoder: str = ""
     encoder_kwargs: dict[str, Any] = field(default_factory=dict)
@@ -139,6 +193,8 @@ class Recipe:
     beat_dataset: bool = False
     description: str = ""
     search: dict[str, Any] = field(default_factory=dict)
+    tier: str = "full"
+    reference: dict[str, Any] = field(default_factory=dict)
     source: str = ""
 
     @property
@@ -162,6 +218,7 @@ class Recipe:
             "normalize_reward": self.normalize_reward,
             "clip_actions": self.clip_actions,
             "time_limit": self.time_limit,
+            "vector_mode": self.vector_mode,
             "backend": self.backend,
             "steps": self.steps,
             "seed": self.seed,
@@ -171,8 +228,11 @@ class Recipe:
             "target_metric": self.target_metric,
             "beat_dataset": self.beat_dataset,
             "eval_episodes": self.eval_episodes,
+            "tier": self.tier,
             "hyperparameters": copy.deepcopy(self.hyperparameters),
         }
+        if self.reference:  # only recipes that cite a published result carry one
+            table["reference"] = copy.deepcopy(self.reference)
         if self.encoder or self.encoder_kwargs:  # likewise: recipes that name no encoder print as before
             table["encoder"] = self.encoder
             table["encoder_kwargs"] = copy.deepcopy(self.encoder_kwargs)
@@ -287,11 +347,11 @@ def _check_fields(table: Mapping[str, Any], where: str) -> None:
 
 
 def _deep_merge(base: dict[str, Any], top: Mapping[str, Any], atomic: bool = False) -> dict[str, Any]:
-    """``top`` over ``base``, table by table; ``env_kwargs`` and ``encoder_kwargs`` are replaced whole, and so is each entry of a
+    """``top`` over ``base``, table by table; ``env_kwargs``, ``encoder_kwargs`` and ``reference`` are replaced whole, and so is each entry of a
     ``search`` table (a child's range replaces its parent's, ``log`` included)."""
     merged = copy.deepcopy(base)
     for key, value in top.items():
-        if not atomic and isinstance(value, dict) and isinstance(merged.get(key), dict) and key not in ("env_kwargs", "encoder_kwargs"):
+        if not atomic and isinstance(value, dict) and isinstance(merged.get(key), dict) and key not in ("env_kwargs", "encoder_kwargs", "reference"):
             merged[key] = _deep_merge(merged[key], value, atomic=key == "search")
         else:
             merged[key] = copy.deepcopy(value)

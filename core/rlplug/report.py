@@ -9,7 +9,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-COLUMNS = ("recipe", "backend", "steps", "wall s", "steps/s", "updates/s", "eval return", "target", "pass")
+COLUMNS = ("recipe", "backend", "tier", "seeds", "steps", "wall s / seed", "steps/s", "updates/s", "eval: mean ± std over seeds (min)",
+           "95% CI of the mean", "target", "reference", "pass")
 
 
 def machine() -> dict[str, Any]:
@@ -33,29 +34,42 @@ def machine() -> dict[str, Any]:
     }
 
 
-def _row(summary: dict[str, Any]) -> list[str]:
-    offline = summary.get("step_unit") == "updates"
-    updates = summary.get("updates_per_second")
-    result = f"{summary['eval_return_mean']:.1f} ± {summary['eval_return_std']:.1f}"
-    target = f"{summary['target']:g}"
-    if summary.get("target_metric") == "normalised_score":
-        result += f" (score {summary['normalised_score']:.1f})" if summary.get("normalised_score") is not None else ""
-        target = f"score ≥ {summary['target']:g}" + (f", > data {summary['dataset_return_mean']:.0f}" if summary.get("beat_dataset") else "")
+def _row(row: dict[str, Any]) -> list[str]:
+    """A bench row's cells; a row of an earlier, one-seed table (a run's summary) is read as a one-seed row."""
+    from .seeded import as_seeded, ci_text, reference_text, result_text, seeds_text, target_text, wall_text
+
+    row = as_seeded(row)
+    offline = row.get("step_unit") == "updates"
+    updates = row.get("updates_per_second")
     return [
-        summary["recipe"],
-        summary["backend"],
-        f"{summary['steps']:,}" + (" updates" if offline else ""),
-        f"{summary['wall_seconds']:.1f}",
-        "-" if offline else f"{summary['steps_per_second']:.0f}",
+        row["recipe"],
+        row["backend"],
+        row.get("tier") or "-",
+        seeds_text(row),
+        f"{row['steps']:,}" + (" updates" if offline else ""),
+        wall_text(row),
+        "-" if offline or not row.get("steps_per_second") else f"{row['steps_per_second']:.0f}",
         f"{updates:.0f}" if updates else "-",
-        result,
-        target,
-        "yes" if summary["passed"] else "**no**",
+        result_text(row),
+        ci_text(row),
+        target_text(row),
+        reference_text(row.get("reference")),
+        "yes" if row["passed"] else "**no**",
     ]
 
 
-def write_report(path: Path, summaries: list[dict[str, Any]], command: str) -> None:
-    """``path`` (Markdown) and ``path`` with ``.json`` (the summaries and the machine)."""
+NOTES = [
+    "Each row trains its recipe once per seed. A row passes when the mean over its seeds meets the target and at most "
+    "one seed misses it. ± is the sample standard deviation over seeds (n − 1); the 95 % confidence interval of the mean "
+    "is a percentile bootstrap (10,000 resamples, seeded); a one-seed row shows the spread over its evaluation episodes instead. "
+    "`reference` is the published result the recipe cites (registry.toml).",
+    "Offline rows count gradient updates; their score is 100 × (R − R_random) / (R_expert − R_random) with the reference "
+    "returns the dataset recorded.",
+]
+
+
+def write_report(path: Path, rows: list[dict[str, Any]], command: str) -> None:
+    """``path`` (Markdown) and ``path`` with ``.json`` (the rows, each with its per-seed summaries, and the machine)."""
     info = machine()
     lines = [
         "# rlplug benchmarks",
@@ -68,8 +82,9 @@ def write_report(path: Path, summaries: list[dict[str, Any]], command: str) -> N
         "| " + " | ".join(COLUMNS) + " |",
         "|" + "---|" * len(COLUMNS),
     ]
-    lines += ["| " + " | ".join(_row(s)) + " |" for s in summaries]
-    lines += ["", "Offline rows count gradient updates; their score is 100 × (R − R_random) / (R_expert − R_random) "
-              "with the reference returns the dataset recorded.", ""]
+    lines += ["| " + " | ".join(_row(r)) + " |" for r in rows]
+    for note in NOTES:
+        lines += ["", note]
+    lines += [""]
     path.write_text("\n".join(lines))
-    path.with_suffix(".json").write_text(json.dumps({"machine": info, "command": command, "rows": summaries}, indent=2) + "\n")
+    path.with_suffix(".json").write_text(json.dumps({"machine": info, "command": command, "rows": rows}, indent=2) + "\n")

@@ -28,7 +28,8 @@ def toml_value(value: Any) -> str:
     if isinstance(value, Mapping):
         if not value:
             return "{}"
-        return "{ " + ", ".join(f"{_key(k)} = {toml_value(v)}" for k, v in value.items()) + " }"
+        # TOML has no null: an inline table leaves ``None`` entries out (a top-level one is a comment line)
+        return "{ " + ", ".join(f"{_key(k)} = {toml_value(v)}" for k, v in value.items() if v is not None) + " }"
     raise TypeError(f"cannot write {type(value).__name__} as TOML")
 
 

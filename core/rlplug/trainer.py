@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import NoReplayMemoryError
+from .errors import ExportUnsupportedError, NoReplayMemoryError
 from .evaluation import evaluate_policy
 from .hookspecs import Build
 
@@ -75,6 +75,23 @@ class TrainerBase:
     gradient_steps: int | None = None
     """Not counted apart from ``progress`` unless a subclass keeps a count (off-policy trainers do)."""
 
+    def compiled(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """``fn`` (a gradient step: loss, backward, optimiser step) through ``torch.compile`` when the
+        cell's settings say ``compile`` (``rlplug.backends.common.compile``), else ``fn`` itself."""
+        from .backends.common.compile import compiled_step
+
+        step = compiled_step(fn, self.build.settings, self.build.device)
+        if step is not fn:
+            self.__dict__.setdefault("_compiled_steps", []).append(step)
+        return step
+
+    @property
+    def compile_seconds(self) -> float | None:
+        """Wall seconds the compiled gradient steps spent compiling so far (``None``: not compiled)."""
+        from .backends.common.compile import compile_seconds
+
+        return compile_seconds(*self.__dict__.get("_compiled_steps", ()))
+
     @property
     def progress(self) -> int:
         return int(getattr(self, self.progress_unit))
@@ -101,6 +118,12 @@ class TrainerBase:
     def replay_transitions(self) -> dict[str, Any]:
         """A trainer without a replay memory has nothing to export; off-policy trainers override this."""
         raise NoReplayMemoryError(f"{type(self).__name__} keeps no replay memory")
+
+    def export_policy(self) -> Any:
+        """A trainer that does not say how its policy exports cannot export it; the family bases and cells override this."""
+        algorithm = getattr(getattr(self.build, "algorithm", None), "name", None)
+        cell = f"{algorithm}/{getattr(self.build, 'backend', '?')}" if algorithm else type(self).__name__
+        raise ExportUnsupportedError(f"{cell} cannot export its policy: {type(self).__name__} implements no export_policy")
 
     def counters(self) -> dict[str, Any]:
         return {"env_steps": self.env_steps, "iterations": self.iterations, "episodes": self.episodes.state_dict()}

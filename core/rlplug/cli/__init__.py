@@ -2,7 +2,8 @@
 
 One module per command group, all cheap to import (each command imports what it needs when it runs):
 ``catalog`` (list, recipes, show, losses, doctor), ``training`` (train, eval, resume), ``bench``,
-``dataset``; ``parser`` wires them to their options, ``common`` holds what they share.
+``dataset``, ``export`` (export, eval --exported), ``compare``; ``parser`` wires them to their options,
+``common`` holds what they share.
 
 The last line of defence is ``main``: an unexpected exception (a bug, in rlplug or a plugin) is one line
 naming it and the file its full traceback was written to, exit code 1 (``--debug`` prints the traceback

@@ -1,75 +1,278 @@
-"""``bench``: train recipes on their backends and check each one's target; optionally a Markdown report."""
+"""``bench``: train recipes on their backends, once per seed, and check each row's target; optionally a
+Markdown report.
+
+A row is a (recipe, backend); a unit is a row on one seed. ``--jobs 1`` (the default) trains the units one
+after the other in this process; ``--jobs N`` runs them in N ``rlplug train --json`` processes at once (each
+with one torch thread), under one progress bar over the units. A row's verdict and figures come from
+``rlplug.seeded``.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import signal
+import subprocess
 import sys
+import tempfile
+import time
+from collections import deque
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import RlplugError
+from ..seeded import aggregate, check_jobs, ci_text, parse_seeds, reference_text, result_text, seeds_text, target_text, wall_text
 from ..tables import format_table
 from .common import open_session, print_json
 from .dataset import ensure_dataset
 from .training import option_override
 
+COLUMNS = ["recipe", "backend", "seeds", "steps", "wall s/seed", "eval (mean ± std over seeds)", "95% CI", "target", "reference", "result"]
+
+
+@dataclass
+class Row:
+    """One (recipe, backend) of the bench and its per-seed results as they arrive."""
+
+    ref: str
+    name: str
+    backend: str
+    seeds: list[int]
+    tier: str
+    reference: dict[str, Any]
+    target: float
+    results: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def done(self) -> bool:
+        return len(self.results) == len(self.seeds)
+
+    def aggregated(self) -> dict[str, Any]:
+        return aggregate([self.results[s] for s in self.seeds], recipe=self.ref, backend=self.backend, seeds=self.seeds,
+                         tier=self.tier, reference=self.reference, target=self.target)  # fmt: skip
+
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from ..runs import train
-
+    jobs = check_jobs(args.jobs)
+    if args.seeds is not None and args.seed is not None:
+        raise RlplugError("bench: give --seed S (one seed) or --seeds (several: 0,1,2 or a count), not both")
+    seeds = parse_seeds(args.seeds) if args.seeds is not None else None
     session = open_session(args)
+    overrides = list(args.set or ())
+    if args.steps is not None:  # checked by the recipe's own domain, as --set steps=N is
+        overrides.append(option_override("steps", args.steps))
+    if args.seed is not None:
+        overrides.append(option_override("seed", args.seed))
+    rows = plan_rows(session, args, overrides, seeds)
+    report = Path(args.report) if args.report else (Path("BENCHMARKS.md") if args.all else None)
+    command = "rlplug " + " ".join(sys.argv[1:])
+    finished: dict[int, dict[str, Any]] = {}
+
+    def row_done(index: int) -> None:
+        finished[index] = rows[index].aggregated()
+        if report is not None:  # rewritten after each row: a long bench leaves a partial report
+            from ..report import write_report
+
+            write_report(report, [finished[i] for i in sorted(finished)], command)
+
+    units = [(i, s) for i, row in enumerate(rows) for s in row.seeds]
+    if jobs == 1:
+        run_here(session, args, rows, units, overrides, row_done)
+    else:
+        run_in_processes(args, rows, units, jobs, row_done)
+    data = [finished[i] for i in range(len(rows))]
+    if args.json:
+        print_json(data)
+    else:
+        print(format_table(COLUMNS, [table_row(row) for row in data]))
+    return 0 if all(row["passed"] for row in data) else 1
+
+
+def select_names(session: Any, args: argparse.Namespace, overrides: list[str]) -> list[str]:
+    """The recipes asked for: the names given, every first-party one (``--all``) or every known one; with
+    ``--tier``, those of that tier."""
     if args.all:
         if args.names:
             raise RlplugError("bench --all runs every first-party recipe; give recipe names or --all, not both")
         names = [n for n, v in session.book.refs() if session.book.raw(f"{n}@{v}")[1].source.endswith("registry.toml")]
     else:
         names = args.names or [n for n, _ in session.book.refs()]
-    report = Path(args.report) if args.report else (Path("BENCHMARKS.md") if args.all else None)
+    names = list(dict.fromkeys(names))
+    if args.tier:
+        kept = [n for n in names if session.resolve(n, overrides).tier == args.tier]
+        if not kept:
+            raise RlplugError(f"bench --tier {args.tier}: none of the recipes asked for is of tier '{args.tier}'")
+        if args.names:  # a name given and left out is said; every known recipe's tier is not
+            for name in names:
+                if name not in kept:
+                    print(f"rlplug: note: skipping {name}: its tier is not {args.tier}", file=sys.stderr)
+        names = kept
+    return names
+
+
+def plan_rows(session: Any, args: argparse.Namespace, overrides: list[str], seeds: list[int] | None) -> list[Row]:
+    """Every row checked before anything trains (a bad name, backend or seed fails here, in one line); the
+    datasets the offline rows need are made here, once, before any process reads them."""
     backends = [b for b in (args.backend or "").split(",") if b]
-    rows, data = [], []
-    for name in dict.fromkeys(names):
-        overrides = list(args.set or ())
-        if args.steps is not None:  # checked by the recipe's own domain, as --set steps=N is
-            overrides.append(option_override("steps", args.steps))
-        if args.seed is not None:
-            overrides.append(option_override("seed", args.seed))
+    rows = []
+    for name in select_names(session, args, overrides):
         recipe = session.resolve(name, overrides)
         spec = session.host.algorithm(recipe.algorithm)
         ensure_dataset(session, recipe, quiet=args.json)
         for backend in backends or list(spec.backends):
-            build = session.build(recipe, backend)
-            if not args.json:
-                print(f"training {recipe.ref} on {backend} ...", file=sys.stderr)
-            run_dir = None
-            if args.runs_dir:  # keep each row's run directory (metrics, curve.png) for the report
-                run_dir = Path(args.runs_dir) / f"{recipe.name}-{backend}-seed{recipe.seed}"
-                if run_dir.exists():
-                    raise RlplugError(f"{run_dir} already exists; choose another --runs-dir")
-            try:
-                summary = train(build, run_dir=run_dir, progress=not args.json)
-            finally:
-                build.trainer.close()
-            data.append(summary)
-            rows.append(bench_row(summary))
-            if report is not None:  # rewritten after each row: a long bench leaves a partial report
-                from ..report import write_report
-
-                write_report(report, data, "rlplug " + " ".join(sys.argv[1:]))
-    if args.json:
-        print_json(data)
-    else:
-        print(format_table(["recipe", "backend", "steps", "wall s", "steps/s", "eval return", "target", "result"], rows))
-    return 0 if all(row["passed"] for row in data) else 1
+            session.prepare(recipe, backend)  # validates the cell (spaces, encoder, dataset) without building it
+            rows.append(Row(recipe.ref, recipe.name, backend, list(seeds) if seeds is not None else [recipe.seed],
+                            recipe.tier, recipe.reference, recipe.target))  # fmt: skip
+            if args.runs_dir:
+                for seed in rows[-1].seeds:
+                    if unit_run_dir(args, rows[-1], seed).exists():
+                        raise RlplugError(f"{unit_run_dir(args, rows[-1], seed)} already exists; choose another --runs-dir")
+    return rows
 
 
-def bench_row(summary: dict[str, Any]) -> list[Any]:
-    unit = "upd" if summary.get("step_unit") == "updates" else ""
-    result = f"{summary['eval_return_mean']:.1f} ± {summary['eval_return_std']:.1f}"
-    target = f"{summary['target']:g}"
-    if summary.get("target_metric") == "normalised_score":
-        result += f" (score {summary['normalised_score']:.1f})" if summary.get("normalised_score") is not None else " (no score)"
-        target = f"score {target}"
-        if summary.get("beat_dataset"):
-            target += f", > data {summary['dataset_return_mean']:.0f}"
-    return [summary["recipe"], summary["backend"], f"{summary['steps']}{' ' + unit if unit else ''}", f"{summary['wall_seconds']:.1f}",
-            f"{summary['steps_per_second']:.0f}", result, target, "pass" if summary["passed"] else "FAIL"]
+def unit_run_dir(args: argparse.Namespace, row: Row, seed: int) -> Path | None:
+    """Each unit's run directory under ``--runs-dir`` (metrics, curve.png) for the report; none without it."""
+    return Path(args.runs_dir) / f"{row.name}-{row.backend}-seed{seed}" if args.runs_dir else None
+
+
+def unit_line(row: Row, seed: int, result: dict[str, Any]) -> str:
+    if "error" in result:
+        return f"{row.ref} on {row.backend}, seed {seed}: failed: {result['error']}"
+    score = f" (score {result['normalised_score']:.1f})" if result.get("normalised_score") is not None else ""
+    verdict = "meets the target" if result["passed"] else "below target"
+    return (f"{row.ref} on {row.backend}, seed {seed}: {result['eval_return_mean']:.1f} ± {result['eval_return_std']:.1f}{score}, "
+            f"{verdict}, {result['wall_seconds']:.0f} s")  # fmt: skip
+
+
+# ---- one process ------------------------------------------------------------------------------------
+
+
+def run_here(session: Any, args: argparse.Namespace, rows: list[Row], units: list[tuple[int, int]], overrides: list[str],
+             row_done: Any) -> None:  # fmt: skip
+    from ..runs import train
+
+    for number, (index, seed) in enumerate(units, 1):
+        row = rows[index]
+        if not args.json:
+            print(f"[{number}/{len(units)}] training {row.ref} on {row.backend}, seed {seed} ...", file=sys.stderr)
+        recipe = session.resolve(row.ref, [*overrides, option_override("seed", seed)])
+        build = session.build(recipe, row.backend)
+        try:
+            summary = train(build, run_dir=unit_run_dir(args, row, seed), progress=not args.json)
+        finally:
+            build.trainer.close()
+        row.results[seed] = summary
+        if not args.json and len(units) > 1:
+            print(unit_line(row, seed, summary), file=sys.stderr)
+        if row.done:
+            row_done(index)
+
+
+# ---- N processes ------------------------------------------------------------------------------------
+
+
+def unit_command(args: argparse.Namespace, row: Row, seed: int) -> list[str]:
+    """``rlplug train`` for one unit, with this command's plugins, recipe files and overrides; JSON out."""
+    command = [sys.executable, "-m", "rlplug.cli", "train", row.ref, "--backend", row.backend, "--seed", str(seed),
+               "--json", "--no-progress"]  # fmt: skip
+    run_dir = unit_run_dir(args, row, seed)
+    command += ["--run-dir", str(run_dir)] if run_dir is not None else ["--no-write"]
+    for module in args.plugin or ():
+        command += ["--plugin", module]
+    for path in args.recipes or ():
+        command += ["--recipes", path]
+    for item in args.set or ():
+        command += ["--set", item]
+    if args.steps is not None:
+        command += ["--steps", option_override("steps", args.steps).partition("=")[2]]
+    return command
+
+
+def unit_environment() -> dict[str, str]:
+    """One thread per process: N processes share the cores (torch is set to one thread by the cells too)."""
+    env = dict(os.environ)
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        env[name] = "1"
+    env.setdefault("RL_LOGGING_LEVEL", "WARNING")
+    return env
+
+
+def unit_result(seed: int, returncode: int, stdout: str, stderr: str) -> dict[str, Any]:
+    """The unit's summary (``rlplug train --json``), or ``{"seed", "error"}`` naming why there is none."""
+    if returncode == 0:
+        text = stdout.strip()
+        start = text.find("{")
+        try:
+            return json.loads(text[start:]) if start >= 0 else {"seed": seed, "error": "no summary on stdout"}
+        except json.JSONDecodeError:
+            return {"seed": seed, "error": "its summary was not JSON"}
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    said = next((line for line in reversed(lines) if line.startswith("rlplug:")), lines[-1] if lines else "")
+    return {"seed": seed, "error": f"exit code {returncode}" + (f": {said}" if said else "")}
+
+
+def run_in_processes(args: argparse.Namespace, rows: list[Row], units: list[tuple[int, int]], jobs: int, row_done: Any) -> None:
+    from tqdm import tqdm
+
+    pending = deque(units)
+    running: dict[subprocess.Popen, tuple[int, int, Any, Any]] = {}
+    env = unit_environment()
+    bar = tqdm(total=len(units), unit="run", desc="bench", dynamic_ncols=True, disable=args.json, file=sys.stderr)
+    previous = signal.signal(signal.SIGTERM, _terminate)  # so the processes started here are stopped too
+    try:
+        while pending or running:
+            while pending and len(running) < jobs:
+                index, seed = pending.popleft()
+                out, err = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")
+                process = subprocess.Popen(unit_command(args, rows[index], seed), stdin=subprocess.DEVNULL, stdout=out,
+                                           stderr=err, env=env, text=True)  # fmt: skip
+                running[process] = (index, seed, out, err)
+                bar.set_postfix_str(f"running {len(running)}", refresh=True)
+            for process in [p for p in running if p.poll() is not None]:
+                index, seed, out, err = running.pop(process)
+                out.seek(0), err.seek(0)
+                result = unit_result(seed, process.returncode, out.read(), err.read())
+                out.close(), err.close()
+                row = rows[index]
+                row.results[seed] = result
+                if not args.json or "error" in result:
+                    bar.write(unit_line(row, seed, result), file=sys.stderr)
+                bar.update(1)
+                if row.done:
+                    row_done(index)
+            time.sleep(0.2)
+    except BaseException:
+        _stop(running)
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        bar.close()
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"stopped by signal {signum}")
+
+
+def _stop(running: dict[subprocess.Popen, Any]) -> None:
+    """SIGTERM to this command's own training processes, then a kill for any still there after 30 s."""
+    for process in running:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + 30
+    for process in running:
+        try:
+            process.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+# ---- text -------------------------------------------------------------------------------------------
+
+
+def table_row(row: dict[str, Any]) -> list[str]:
+    unit = " upd" if row.get("step_unit") == "updates" else ""
+    verdict = "pass" if row["passed"] else "FAIL"
+    return [row["recipe"], row["backend"], seeds_text(row), f"{row['steps']}{unit}", wall_text(row), result_text(row),
+            ci_text(row), target_text(row), reference_text(row.get("reference")), verdict]  # fmt: skip

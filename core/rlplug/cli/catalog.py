@@ -75,7 +75,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         table.pop(name, None)
     settings = backend_settings(spec, backend, table["hyperparameters"], recipe)
     table["backend"] = backend
-    table["loss"] = recipe.loss or spec.default_loss
+    table["loss"] = recipe.loss or spec.loss_for(backend)
     domains = {"": field_domains(), "hyperparameters": spec.domains()}
     if args.json:
         print_json({"recipe": table, "backend_settings": {backend: settings},

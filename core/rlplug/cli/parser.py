@@ -36,7 +36,14 @@ class Parser(argparse.ArgumentParser):
         """Unknown arguments are reported by the command they were given to (``train``), not by ``rlplug``."""
         parsed, extras = self.parse_known_args(args, namespace)
         if extras:
-            self.fail(f"unrecognized arguments: {' '.join(extras)}", getattr(parsed, "command_prog", self.prog))
+            hint = ""
+            flag = next((e.split("=", 1)[0] for e in extras if e.startswith("--")), None)
+            if flag:
+                from ..suggest import did_you_mean
+
+                close = did_you_mean(flag, getattr(parsed, "command_options", ()))
+                hint = close if "did you mean" in close else ""
+            self.fail(f"unrecognized arguments: {' '.join(extras)}{hint}", getattr(parsed, "command_prog", self.prog))
         return parsed
 
 
@@ -94,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("run_dir")
     evaluate.add_argument("--episodes", type=option_value, metavar="N", help="evaluation episodes (default: the recipe's eval_episodes)")
     evaluate.add_argument("--video", action="store_true", help="record the episodes to RUN_DIR/videos (needs moviepy)")
+    evaluate.add_argument("--exported", metavar="FILE", help="evaluate this exported policy file (rlplug export) instead of the checkpoint")
     evaluate.set_defaults(func=cmd_eval)
 
     resume = sub.add_parser("resume", parents=[common], help="continue a saved run (imports the --plugin modules it was trained with)")
@@ -109,7 +117,13 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--backend", help="comma-separated backends (default: every backend of the algorithm)")
     bench.add_argument("--steps", type=option_value, metavar="N", help="override every recipe's step budget")
     bench.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a field of every recipe")
-    bench.add_argument("--seed", type=option_value, metavar="S")
+    bench.add_argument("--seed", type=option_value, metavar="S", help="train every row on this one seed (default: the recipe's)")
+    bench.add_argument("--seeds", metavar="LIST|N", help="train every row once per seed: 0,1,2 (those seeds) or 3 (seeds 0, 1, 2); "
+                       "a row passes when the mean over its seeds meets the target and at most one seed misses it")
+    bench.add_argument("--jobs", type=int, default=1, metavar="N", help="train N rows x seeds at once, each in its own "
+                       "single-threaded process (default: 1, in this process)")
+    bench.add_argument("--tier", choices=("quick", "full"), help="only the recipes of this tier (quick: one seed in about "
+                       "10 minutes on a 2-core CPU)")
     bench.add_argument("--runs-dir", metavar="DIR", help="write each row's run directory (metrics, curve.png) under DIR")
     bench.add_argument("--all", action="store_true", help="every first-party recipe on every backend; writes BENCHMARKS.md")
     bench.add_argument("--report", metavar="FILE.md", help="write the table as Markdown (and FILE.json) with the machine's details")
@@ -118,6 +132,14 @@ def build_parser() -> argparse.ArgumentParser:
     from .tune import add_tune_command  # tune and `show --space` (Optuna is imported when a study runs)
 
     add_tune_command(sub, common)
+
+    from .export import add_export_command  # export; torch is imported when it runs
+
+    add_export_command(sub, common)
+
+    from .compare import add_compare_command  # compare; matplotlib is imported when it draws
+
+    add_compare_command(sub, common)
 
     _add_dataset_commands(sub, common)
     sub.add_parser("doctor", parents=[common], help="versions, plugins, and what failed to load").set_defaults(func=cmd_doctor)
@@ -134,7 +156,8 @@ def _name_commands(parser: argparse.ArgumentParser) -> None:
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for command in action.choices.values():
-                command.set_defaults(command_prog=command.prog)
+                options = [o for a in command._actions for o in a.option_strings if o.startswith("--")]
+                command.set_defaults(command_prog=command.prog, command_options=options)
                 _name_commands(command)
 
 

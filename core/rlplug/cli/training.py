@@ -76,6 +76,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if importlib.util.find_spec("moviepy") is None:
             raise RlplugError("eval --video records with gymnasium's RecordVideo, which needs moviepy: pip install moviepy")
         video_dir = str(Path(args.run_dir) / "videos")
+    if args.exported:  # the exported file is the policy: the checkpoint is not loaded
+        from .export import cmd_eval_exported
+
+        return cmd_eval_exported(args, episodes, video_dir)
     run_dir = Path(args.run_dir)
     build = open_run(open_session(args), run_dir)
     try:

@@ -24,12 +24,17 @@ OPTIMIZER_IMPLS = ("fused", "loop")
 OPTIMIZER_PARAMS = (
     Param("optimizer_impl", "fused", "Adam code path: 'fused' (one kernel over all parameters; measured 5-20 % more "
           "updates/s on CPU) or 'loop' (torch's CPU default, upstream's exact arithmetic)", choices=OPTIMIZER_IMPLS),
+    Param("compile", False, "run each gradient step (loss, backward, optimiser step) through torch.compile "
+          "(inductor; CUDA graphs on --device cuda); the first step compiles (tens of seconds on CPU, reported as "
+          "compile_seconds; inductor's cache is kept in rlplug's data directory). Off by default: on the 2-core CPU "
+          "box it does not pay back within any recipe's budget (BENCHMARKS.md, Compiled updates)"),
 )
+"""The gradient-step family every off-policy and offline cell reads (``optimizer_settings``)."""
 
 
 def optimizer_settings(hp: Mapping[str, Any]) -> dict[str, Any]:
-    """The backend setting both backends read (``**optimizer_settings(hp)`` in a settings dict)."""
-    return {"optimizer_impl": hp["optimizer_impl"]}
+    """The backend settings both backends read (``**optimizer_settings(hp)`` in a settings dict)."""
+    return {"optimizer_impl": hp["optimizer_impl"], "compile": bool(hp.get("compile", False))}
 
 
 def adam_flags(impl: str) -> dict[str, bool]:

@@ -141,11 +141,29 @@ def busy_message(run_dir: Path, pid: int | None) -> str:
 
 
 def _read_pid(fd: int) -> int | None:
+    """The holder's PID. A holder that has just taken the lock writes it a moment later (until then the file
+    is empty or names the previous, dead holder), so wait a little for a live one."""
+    import time
+
+    for _ in range(50):
+        try:
+            text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+        except OSError:
+            return None
+        if text.isdigit() and int(text) > 0 and _alive(int(text)):
+            return int(text)
+        time.sleep(0.01)
+    return None
+
+
+def _alive(pid: int) -> bool:
     try:
-        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-    except OSError:
-        return None
-    return int(text) if text.isdigit() else None
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # it exists, owned by someone else
+        return True
+    return True
 
 
 def hand_to_workers(run_dir: Path) -> None:

@@ -77,3 +77,5 @@ def add_update_rate(summary: dict[str, Any], trainer: Trainer, gradient_steps_be
         summary["updates_per_second"] = summary["steps_per_second"]
     elif trainer.gradient_steps is not None and gradient_steps_before is not None and wall > 0:
         summary["updates_per_second"] = round((trainer.gradient_steps - gradient_steps_before) / wall, 1)
+    if trainer.compile_seconds is not None:  # compile = true: the wall seconds above include this much compiling
+        summary["compile_seconds"] = trainer.compile_seconds

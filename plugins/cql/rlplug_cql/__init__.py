@@ -48,6 +48,7 @@ CQL = AlgorithmSpec(
     params=PARAMS,
     api_version=1,
     default_loss="cql",
+    backend_default_losses={"torchrl": "cql-lean"},  # upstream's maths, faster (docs/plugins.md §5)
     losses=(
         LossSpec(
             name="cql",
@@ -67,6 +68,16 @@ CQL = AlgorithmSpec(
             reported=("loss_actor_bc", "alpha", "entropy", "pred_value", "target_value"),
             doc="torchrl.objectives.CQLLoss (Box; loss_actor_bc reported, not optimised) or DiscreteCQLLoss (Discrete), "
                 "TD(0) value estimator",
+            describe="rlplug_cql.torchrl_backend:describe_cql_loss",
+        ),
+        LossSpec(
+            name="cql-lean",
+            backend="torchrl",
+            factory="rlplug_cql.torchrl_backend:make_lean_cql_loss",
+            terms=("loss_actor", "loss_qvalue", "loss_cql", "loss_alpha"),
+            reported=("loss_actor_bc", "alpha", "entropy", "pred_value", "target_value"),
+            doc="CQLLoss's terms from plain tensors (Box; no tensordict plumbing on the hot path): upstream's values, "
+                "parameters and keys; Discrete: the 'cql' loss",
             describe="rlplug_cql.torchrl_backend:describe_cql_loss",
         ),
     ),

@@ -48,6 +48,7 @@ from rlplug.backends.skrl import (
     q_model,
     register_action_bounds,
     seed_skrl,
+    skrl_policy_export,
     tanh_log_det,
     use_adam_impl,
 )
@@ -416,6 +417,12 @@ class SkrlCQLTrainer(SkrlOfflineTrainer):
         with torch.no_grad():
             actions, _ = self.agent.act(self.observations(observations), None, timestep=0, timesteps=0)
             return (actions.squeeze(-1) if is_discrete(self.build) else actions).cpu().numpy()
+
+    def export_policy(self) -> torch.nn.Module:
+        """The argmax of Q, or the policy's squashed mean (raw observations: no preprocessor)."""
+        if is_discrete(self.build):
+            return skrl_policy_export(self.build, self.agent.q_network, then="argmax")
+        return skrl_policy_export(self.build, self.agent.policy, then="squash")
 
 
 def build_trainer(build: Build) -> SkrlCQLTrainer:

@@ -32,11 +32,14 @@ import torch
 from rlplug import Build
 from rlplug.backends.torchrl import (
     LossTargetUpdate,
+    NetworkCall,
     TorchRLOfflineTrainer,
     adam,
     configure_threads,
     dataset_buffer,
     describe_loss,
+    lean_applies,
+    loss_output,
     loss_target_update,
     observation_keys,
     observation_net,
@@ -44,12 +47,15 @@ from rlplug.backends.torchrl import (
     q_value_operator,
     seed_everything,
     tanh_normal_actor,
+    td0_target,
 )
 from tensordict import TensorDictBase
 from tensordict.utils import unravel_key
 from torch import nn
 from torchrl.data import TensorDictReplayBuffer
+from torchrl.modules.distributions.utils import rsample_and_log_prob
 from torchrl.objectives import CQLLoss, DiscreteCQLLoss, LossModule
+from torchrl.objectives.utils import distance_loss
 
 
 def is_discrete(build: Build) -> bool:
@@ -144,6 +150,87 @@ class BatchedCQLLoss(CQLLoss):
         return cql_q_loss, {}
 
 
+class LeanCQLLoss(BatchedCQLLoss):
+    """``BatchedCQLLoss`` computed from plain tensors (``NetworkCall``): upstream's terms (the per-state
+    penalty of ``BatchedCQLLoss``), parameters, keys and random draws in upstream's order (the
+    next action, the uniform proposals, the current and next policy proposals, the BC sample, the
+    actor sample). Each Q network evaluates its three proposals in one call; the actor's distribution
+    on the batch is built once for the BC and actor terms (upstream builds the same one twice).
+    ``max_q_backup``, the Lagrange variant, a multi-step estimator, priority weights or a loss mask fall
+    back to ``BatchedCQLLoss.forward``.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._actor_call = NetworkCall(self.actor_network)
+        self._q_call = NetworkCall(self.qvalue_network)
+        self._dist = self.actor_network.module[1]
+
+    def _apply(self, fn: Any) -> Any:
+        for name in ("_actor_call", "_q_call"):
+            if name in self.__dict__:
+                self.__dict__[name].reset()
+        return super()._apply(fn)
+
+    def _policy(self, observations: list[torch.Tensor], detach: bool = False) -> Any:
+        loc, scale = self._actor_call(self.actor_network_params, *observations, detach=detach)
+        return self._dist.distribution_class(loc, scale, **self._dist.distribution_kwargs)
+
+    def _q(self, params: Any, observations: list[torch.Tensor], action: torch.Tensor, detach: bool = False) -> torch.Tensor:
+        return torch.stack([self._q_call(params, *observations, action, index=i, detach=detach) for i in range(self.num_qvalue_nets)])
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        if self.max_q_backup or self.with_lagrange or not lean_applies(self, tensordict):
+            return super().forward(tensordict)
+        keys, in_keys, n = self.tensor_keys, self.actor_network.in_keys, self.num_random
+        obs = [tensordict.get(k) for k in in_keys]
+        next_obs = [tensordict.get(("next", k)) for k in in_keys]
+        action = tensordict.get(keys.action)
+        alpha = self._alpha
+        # TD target: the next action from the current policy, the target Q networks (no gradient)
+        with torch.no_grad():
+            next_action, next_log_prob = rsample_and_log_prob(self._policy(next_obs, detach=True))
+            next_value = self._q(self.target_qvalue_network_params, next_obs, next_action).min(0)[0]
+            if not self.deterministic_backup:
+                next_value = next_value - alpha * next_log_prob.unsqueeze(-1)
+            target = td0_target(
+                self, tensordict.get(("next", keys.reward)), tensordict.get(("next", keys.terminated)), next_value
+            ).squeeze(-1)
+        q_pred = self._q(self.qvalue_network_params, obs, action)
+        loss_qvalue = distance_loss(q_pred.squeeze(-1), target.expand_as(q_pred.squeeze(-1)), loss_function=self.loss_function).sum(0).mean()
+        # conservative penalty: uniform, current-policy and next-policy proposals, num_random per state
+        random_actions = q_pred.new_empty((action.shape[0] * n, action.shape[-1])).uniform_(-1, 1)
+        obs_rep = [o.repeat_interleave(n, dim=0) for o in obs]
+        next_rep = [o.repeat_interleave(n, dim=0) for o in next_obs]
+        with torch.no_grad():
+            curr_actions, curr_log_pis = rsample_and_log_prob(self._policy(obs_rep, detach=True))
+            new_actions, new_log_pis = rsample_and_log_prob(self._policy(next_rep, detach=True))
+        proposal_obs = [torch.cat([o, o, x], 0) for o, x in zip(obs_rep, next_rep)]
+        values = self._q(self.qvalue_network_params, proposal_obs, torch.cat([random_actions, curr_actions, new_actions], 0))
+        q_random, q_curr, q_new = values.split(action.shape[0] * n, dim=1)
+        random_density = np.log(0.5 ** action.shape[-1])
+        penalty = 0
+        for i in range(self.num_qvalue_nets):
+            proposals = torch.cat(
+                [q_random[i] - random_density, q_new[i] - new_log_pis.unsqueeze(-1), q_curr[i] - curr_log_pis.unsqueeze(-1)], -1
+            )
+            logsumexp = torch.logsumexp(proposals / self.temperature, dim=-1) * self.min_q_weight * self.temperature
+            penalty = penalty + logsumexp.reshape(-1, n).mean(-1) - q_pred[i].squeeze(-1) * self.min_q_weight
+        loss_cql = penalty.mean()
+        # behaviour cloning (reported) and actor terms: one distribution, two samples, as upstream draws them
+        dist = self._policy(obs)
+        _, bc_sample_log_prob = rsample_and_log_prob(dist)
+        loss_actor_bc = (alpha * bc_sample_log_prob - dist.log_prob(action)).mean()
+        new_action, log_prob = rsample_and_log_prob(dist)
+        q_actor = self._q(self.qvalue_network_params, obs, new_action, detach=True).min(0)[0].squeeze(-1)
+        loss_actor = (alpha * log_prob - q_actor).mean()
+        loss_alpha = (-self.log_alpha * (log_prob.detach() + self.target_entropy)).mean()
+        return loss_output(
+            {"loss_actor": loss_actor, "loss_actor_bc": loss_actor_bc, "loss_qvalue": loss_qvalue, "loss_cql": loss_cql,
+             "loss_alpha": loss_alpha, "alpha": alpha, "entropy": -log_prob.detach().mean()}  # fmt: skip
+        )
+
+
 class PatchedDiscreteCQLLoss(DiscreteCQLLoss):
     """``DiscreteCQLLoss`` with its target network in the TD target, and ``min_q_weight``.
 
@@ -172,7 +259,7 @@ class PatchedDiscreteCQLLoss(DiscreteCQLLoss):
         return loss * self.min_q_weight, metadata
 
 
-def make_cql_loss(build: Build) -> LossModule:
+def make_cql_loss(build: Build, box_loss: type[CQLLoss] = BatchedCQLLoss) -> LossModule:
     """The registered default loss ("cql") for cql/torchrl, with a TD(0) value estimator.
 
     ``target_entropy = "auto"`` is resolved here (``-action_dim``) so the loss needs no action spec.
@@ -186,7 +273,7 @@ def make_cql_loss(build: Build) -> LossModule:
         target_entropy = s["target_entropy"]
         if target_entropy == "auto":
             target_entropy = -float(np.prod(build.action_space.shape))
-        loss = BatchedCQLLoss(
+        loss = box_loss(
             build.models["actor"],
             build.models["critics"],
             loss_function=s["loss_function"],
@@ -203,6 +290,11 @@ def make_cql_loss(build: Build) -> LossModule:
         )
     loss.make_value_estimator(s["value_estimator"], gamma=s["gamma"])
     return loss
+
+
+def make_lean_cql_loss(build: Build) -> LossModule:
+    """The registered "cql-lean" loss: ``LeanCQLLoss`` for Box actions (Discrete: the "cql" loss)."""
+    return make_cql_loss(build, LeanCQLLoss)
 
 
 def describe_cql_loss() -> dict[str, Any]:

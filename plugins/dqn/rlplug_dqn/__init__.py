@@ -40,6 +40,7 @@ DQN = AlgorithmSpec(
     params=PARAMS,
     api_version=1,
     default_loss="dqn",
+    backend_default_losses={"torchrl": "dqn-lean"},  # upstream's maths, faster (docs/plugins.md §5)
     rules=REPLAY_RULES + ESTIMATOR_RULES,
     losses=(
         LossSpec(
@@ -56,6 +57,15 @@ DQN = AlgorithmSpec(
             factory="rlplug_dqn.torchrl_backend:make_dqn_loss",
             terms=("loss",),
             doc="torchrl.objectives.DQNLoss (double_dqn switch) with its value estimator",
+            describe="rlplug_dqn.torchrl_backend:describe_dqn_loss",
+        ),
+        LossSpec(
+            name="dqn-lean",
+            backend="torchrl",
+            factory="rlplug_dqn.torchrl_backend:make_lean_dqn_loss",
+            terms=("loss",),
+            doc="DQNLoss from plain tensors (no batch clone, no tensordict plumbing): upstream's values, parameters "
+            "and keys; falls back to DQNLoss for TD(1)/TD(lambda)",
             describe="rlplug_dqn.torchrl_backend:describe_dqn_loss",
         ),
     ),

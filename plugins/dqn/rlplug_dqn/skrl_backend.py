@@ -29,6 +29,7 @@ from rlplug.backends.skrl import (
     replay_memory,
     resolve_class,
     seed_skrl,
+    skrl_policy_export,
     use_adam_impl,
 )
 from rlplug.families import LinearSchedule
@@ -224,6 +225,10 @@ class SkrlDQNTrainer(SkrlOffPolicyTrainer):
             x = flat_observations(observations, self.build.device)
             q_values, _ = agent.q_network.compute({"observations": agent._observation_preprocessor(x), "states": None})
             return q_values.argmax(dim=-1).cpu().numpy()
+
+    def export_policy(self) -> torch.nn.Module:
+        """The observation scaler and the argmax of Q."""
+        return skrl_policy_export(self.build, self.agent.q_network, self.agent._observation_preprocessor, then="argmax")
 
 
 def build_trainer(build: Build) -> SkrlDQNTrainer:

@@ -18,9 +18,12 @@ import torch
 from rlplug import Build
 from rlplug.backends.torchrl import (
     TorchRLOffPolicyTrainer,
+    NetworkCall,
     adam,
     configure_threads,
     describe_loss,
+    lean_applies,
+    loss_output,
     loss_target_update,
     observation_batch,
     observation_keys,
@@ -30,15 +33,18 @@ from rlplug.backends.torchrl import (
     seed_everything,
     set_value_estimator,
     sync_gradients,
+    td0_target,
+    torchrl_policy_export,
 )
 from rlplug.families import LinearSchedule
-from tensordict import TensorDict
+from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictSequential
 from torch import nn
 from torchrl.data import TensorDictReplayBuffer
 from torchrl.envs import ExplorationType, set_exploration_type
 from torchrl.modules import EGreedyModule
 from torchrl.objectives import DQNLoss
+from torchrl.objectives.utils import distance_loss
 
 # ---- models -------------------------------------------------------------------------------------
 
@@ -67,11 +73,11 @@ def build_memory(build: Build) -> TensorDictReplayBuffer:
 # ---- loss ---------------------------------------------------------------------------------------
 
 
-def make_dqn_loss(build: Build) -> DQNLoss:
+def make_dqn_loss(build: Build, loss_class: type[DQNLoss] = DQNLoss) -> DQNLoss:
     """The registered default loss ("dqn") for dqn/torchrl: ``DQNLoss`` with target parameters and
     the value estimator the recipe names (TD(0) by default)."""
     s = build.settings
-    loss = DQNLoss(
+    loss = loss_class(
         build.models["q_network"],
         loss_function=s["loss_function"],
         delay_value=True,
@@ -84,6 +90,50 @@ def make_dqn_loss(build: Build) -> DQNLoss:
 def describe_dqn_loss() -> dict[str, Any]:
     """What ``rlplug losses`` shows for this loss: the keys ``set_keys`` accepts and the estimators."""
     return describe_loss(DQNLoss, value_estimator="td0 (td1, td_lambda)")
+
+
+class LeanDQNLoss(DQNLoss):
+    """``DQNLoss`` computed from plain tensors (``NetworkCall``): the same loss (and double-DQN target),
+    parameters and keys, without cloning the batch or running ``QValueModule`` twice. It does not write
+    ``td_error`` into the batch (rlplug's replay is uniform). A multi-step estimator, priority weights
+    or a loss mask fall back to ``DQNLoss.forward``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._q_call = NetworkCall(self.value_network)
+
+    def _apply(self, fn: Any) -> Any:
+        if "_q_call" in self.__dict__:
+            self._q_call.reset()
+        return super()._apply(fn)
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        if not lean_applies(self, tensordict):
+            return super().forward(tensordict)
+        keys, in_keys = self.tensor_keys, self.value_network.in_keys
+        action = tensordict.get(keys.action)
+        q = self._q_call(self.value_network_params, *[tensordict.get(k) for k in in_keys])
+        if self.action_space == "categorical":
+            pred = torch.gather(q, -1, action.unsqueeze(-1) if action.ndim != q.ndim else action).squeeze(-1)
+        else:
+            pred = (q * action.to(torch.float)).sum(-1)
+        with torch.no_grad():
+            next_obs = [tensordict.get(("next", k)) for k in in_keys]
+            next_q = self._q_call(self.target_value_network_params, *next_obs)
+            if self.double_dqn:
+                best = self._q_call(self.value_network_params, *next_obs, detach=True).argmax(-1, keepdim=True)
+                next_value = torch.gather(next_q, -1, best)
+            else:
+                next_value = next_q.max(-1, keepdim=True)[0]
+            target = td0_target(
+                self, tensordict.get(("next", keys.reward)), tensordict.get(("next", keys.terminated)), next_value
+            ).squeeze(-1)
+        return loss_output({"loss": distance_loss(pred, target, self.loss_function).mean()})
+
+
+def make_lean_dqn_loss(build: Build) -> LeanDQNLoss:
+    """The registered "dqn-lean" loss: ``LeanDQNLoss``, constructed as "dqn"."""
+    return make_dqn_loss(build, LeanDQNLoss)
 
 
 # ---- target network -----------------------------------------------------------------------------
@@ -135,7 +185,8 @@ class TorchRLDQNTrainer(TorchRLOffPolicyTrainer):
         """Epsilon for the next batch, from the transitions collected so far (O(1), unlike ``step(frames)``)."""
         self.egreedy.eps.fill_(self.epsilon(self.env_steps))
 
-    def update(self, sample: TensorDict) -> dict[str, torch.Tensor]:
+    def optimise(self, sample: TensorDict) -> dict[str, torch.Tensor]:
+        """Loss, backward, optimiser step: what ``compile = true`` compiles (target update and schedule stay eager)."""
         out = self.loss(sample)
         total = sum(out[name] for name in self.terms)
         self.optimizer.zero_grad(set_to_none=True)
@@ -144,10 +195,16 @@ class TorchRLDQNTrainer(TorchRLOffPolicyTrainer):
         if self.max_grad_norm:
             nn.utils.clip_grad_norm_(self.trained_parameters, self.max_grad_norm)
         self.optimizer.step()
+        return {name: out[name] for name in self.logged_terms}
+
+    def update(self, sample: TensorDict) -> dict[str, torch.Tensor]:
+        if "_optimise" not in self.__dict__:
+            self._optimise = self.compiled(self.optimise)
+        terms = self._optimise(sample)
         self.target_updater.step()
         if self.lr_scheduler is not None:
             self.lr_scheduler.step()
-        return {name: out[name] for name in self.logged_terms}
+        return terms
 
     def extra_metrics(self) -> dict[str, float]:
         return {"train/epsilon": float(self.egreedy.eps), "train/lr": self.optimizer.param_groups[0]["lr"]}
@@ -155,6 +212,10 @@ class TorchRLDQNTrainer(TorchRLOffPolicyTrainer):
     def act_deterministic(self, observations: np.ndarray) -> np.ndarray:
         with torch.no_grad(), set_exploration_type(ExplorationType.DETERMINISTIC):
             return self.q_network(observation_batch(observations, self.build.device))["action"].cpu().numpy()
+
+    def export_policy(self) -> nn.Module:
+        """The Q-network and its argmax."""
+        return torchrl_policy_export(self.build, self.q_network)
 
     # -- checkpoints: online and target parameters (in the loss), Adam, its schedule, the updater, epsilon
 

@@ -35,6 +35,7 @@ IQL = AlgorithmSpec(
     params=PARAMS,
     api_version=1,
     default_loss="iql",
+    backend_default_losses={"torchrl": "iql-lean"},  # upstream's maths, faster (docs/plugins.md §5)
     losses=(
         LossSpec(
             name="iql",
@@ -53,6 +54,16 @@ IQL = AlgorithmSpec(
             terms=("loss_actor", "loss_qvalue", "loss_value"),
             reported=("entropy",),
             doc="torchrl.objectives.IQLLoss (two Q networks, V network, TD(0) value estimator)",
+            describe="rlplug_iql.torchrl_backend:describe_iql_loss",
+        ),
+        LossSpec(
+            name="iql-lean",
+            backend="torchrl",
+            factory="rlplug_iql.torchrl_backend:make_lean_iql_loss",
+            terms=("loss_actor", "loss_qvalue", "loss_value"),
+            reported=("entropy",),
+            doc="IQLLoss's terms from plain tensors (each network once, no tensordict plumbing): upstream's "
+            "values, parameters and keys",
             describe="rlplug_iql.torchrl_backend:describe_iql_loss",
         ),
     ),

@@ -39,6 +39,7 @@ from rlplug.backends.skrl import (
     q_model,
     register_action_bounds,
     seed_skrl,
+    skrl_policy_export,
     use_adam_impl,
     value_model,
 )
@@ -263,6 +264,10 @@ class SkrlIQLTrainer(SkrlOfflineTrainer):
         with torch.no_grad():
             mean, _ = self.agent.policy.compute({"observations": self.observations(observations)}, role="policy")
             return mean.cpu().numpy()
+
+    def export_policy(self) -> torch.nn.Module:
+        """The policy's bounded mean (IQL trains on raw observations: no preprocessor)."""
+        return skrl_policy_export(self.build, self.agent.policy, then="output")
 
 
 def build_trainer(build: Build) -> SkrlIQLTrainer:

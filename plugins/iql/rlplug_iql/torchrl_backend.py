@@ -19,11 +19,14 @@ import torch
 from rlplug import Build
 from rlplug.backends.torchrl import (
     LossTargetUpdate,
+    NetworkCall,
     TorchRLOfflineTrainer,
     adam,
     configure_threads,
     dataset_buffer,
     describe_loss,
+    lean_applies,
+    loss_output,
     loss_target_update,
     observation_keys,
     observation_net,
@@ -31,11 +34,14 @@ from rlplug.backends.torchrl import (
     seed_everything,
     set_value_estimator,
     tanh_normal_actor,
+    td0_target,
     value_operator,
 )
 from torch import nn
 from torchrl.data import TensorDictReplayBuffer
+from tensordict import TensorDictBase
 from torchrl.objectives import IQLLoss
+from torchrl.objectives.utils import distance_loss
 
 # ---- models -------------------------------------------------------------------------------------
 
@@ -68,14 +74,14 @@ def build_memory(build: Build) -> TensorDictReplayBuffer:
 # ---- loss ---------------------------------------------------------------------------------------
 
 
-def make_iql_loss(build: Build) -> IQLLoss:
+def make_iql_loss(build: Build, loss_class: type[IQLLoss] = IQLLoss) -> IQLLoss:
     """The registered default loss ("iql") for iql/torchrl: ``IQLLoss`` with a TD(0) estimator.
 
     IQLLoss's own defaults (``expectile=0.5``, ``temperature=1.0``) are not the paper's; the recipe's
     values are always passed.
     """
     s = build.settings
-    loss = IQLLoss(
+    loss = loss_class(
         build.models["actor"],
         build.models["critics"],
         build.models["value"],
@@ -91,6 +97,61 @@ def make_iql_loss(build: Build) -> IQLLoss:
 def describe_iql_loss() -> dict[str, Any]:
     """What ``rlplug losses`` shows for this loss: the keys ``set_keys`` accepts and the estimator."""
     return describe_loss(IQLLoss, value_estimator="td0")
+
+
+class LeanIQLLoss(IQLLoss):
+    """``IQLLoss`` computed from plain tensors (``NetworkCall``): upstream's terms, parameters and keys.
+
+    Upstream evaluates the target Q networks twice (actor and value terms) and V(s) twice, through
+    ``vmap`` and tensordicts; the values are the same computed once. The TD target reads V(s')
+    detached, as upstream's ``target_value_network_params`` (IQL has no target V). A multi-step
+    estimator or a loss mask fall back to ``IQLLoss.forward``.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._actor_call = NetworkCall(self.actor_network)
+        self._q_call = NetworkCall(self.qvalue_network)
+        self._v_call = NetworkCall(self.value_network)
+        self._dist = self.actor_network.module[1]
+
+    def _apply(self, fn: Any) -> Any:
+        for name in ("_actor_call", "_q_call", "_v_call"):
+            if name in self.__dict__:
+                self.__dict__[name].reset()
+        return super()._apply(fn)
+
+    def _q(self, params: Any, observations: list[torch.Tensor], action: torch.Tensor) -> torch.Tensor:
+        return torch.stack([self._q_call(params, *observations, action, index=i) for i in range(self.num_qvalue_nets)]).squeeze(-1)
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        if not lean_applies(self, tensordict):
+            return super().forward(tensordict)
+        keys, in_keys = self.tensor_keys, self.actor_network.in_keys
+        obs = [tensordict.get(k) for k in in_keys]
+        action = tensordict.get(keys.action)
+        with torch.no_grad():
+            min_q = self._q(self.target_qvalue_network_params, obs, action).min(0)[0]
+            next_value = self._v_call(self.value_network_params, *[tensordict.get(("next", k)) for k in in_keys], detach=True)
+            target = td0_target(
+                self, tensordict.get(("next", keys.reward)), tensordict.get(("next", keys.terminated)), next_value
+            ).squeeze(-1)
+        loc, scale = self._actor_call(self.actor_network_params, *obs)
+        log_prob = self._dist.distribution_class(loc, scale, **self._dist.distribution_kwargs).log_prob(action)
+        value = self._v_call(self.value_network_params, *obs).squeeze(-1)
+        weight = torch.exp((min_q - value.detach()) * self.temperature).clamp_max(100)
+        loss_actor = -(weight * log_prob).mean()
+        pred = self._q(self.qvalue_network_params, obs, action)
+        loss_qvalue = distance_loss(pred, target.expand_as(pred), loss_function=self.loss_function).sum(0).mean()
+        loss_value = self.loss_value_diff(min_q - value, self.expectile).mean()
+        return loss_output(
+            {"loss_actor": loss_actor, "loss_qvalue": loss_qvalue, "loss_value": loss_value, "entropy": -log_prob.detach().mean()}
+        )
+
+
+def make_lean_iql_loss(build: Build) -> LeanIQLLoss:
+    """The registered "iql-lean" loss: ``LeanIQLLoss``, constructed as "iql"."""
+    return make_iql_loss(build, LeanIQLLoss)
 
 
 # ---- target networks ----------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from rlplug.backends.skrl import (
     rollout_learner,
     rollout_memory,
     seed_skrl,
+    skrl_joint_policy_export,
 )
 from skrl.memories.torch import RandomMemory
 from skrl.multi_agents.torch.mappo import MAPPO, MAPPO_CFG
@@ -221,6 +222,10 @@ class SkrlMAPPOTrainer(MultiAgentTrainerBase, SkrlRolloutTrainer):
         with torch.no_grad():
             x = torch.as_tensor(observations, dtype=torch.float32, device=self.build.device)
             return joint_deterministic_actions(self.agent.policies, self.agents, x).cpu().numpy()
+
+    def export_policy(self) -> torch.nn.Module:
+        """One module over ``[B, n_agents, obs_dim]``: each agent's policy mean (clamped) or argmax."""
+        return skrl_joint_policy_export(self.build, self.agent.policies, self.agents)
 
     def snapshot_env(self) -> Any:
         return deep_snapshot(self.env)  # the MPE worlds / VMAS scenario mid-episode, their RNGs

@@ -47,6 +47,7 @@ SAC = AlgorithmSpec(
     params=PARAMS,
     api_version=1,
     default_loss="sac",
+    backend_default_losses={"torchrl": "sac-lean"},  # upstream's maths, faster (docs/plugins.md §5)
     rules=REPLAY_RULES + ESTIMATOR_RULES,
     losses=(
         LossSpec(
@@ -64,6 +65,16 @@ SAC = AlgorithmSpec(
             terms=("loss_actor", "loss_qvalue", "loss_alpha"),
             reported=("alpha", "entropy"),
             doc="torchrl.objectives.SACLoss (v2, two Q networks) with its value estimator",
+            describe="rlplug_sac.torchrl_backend:describe_sac_loss",
+        ),
+        LossSpec(
+            name="sac-lean",
+            backend="torchrl",
+            factory="rlplug_sac.torchrl_backend:make_lean_sac_loss",
+            terms=("loss_actor", "loss_qvalue", "loss_alpha"),
+            reported=("alpha", "entropy"),
+            doc="SACLoss's terms from plain tensors (no tensordict plumbing on the hot path): upstream's values, "
+            "parameters and keys; falls back to SACLoss for TD(1)/TD(lambda)",
             describe="rlplug_sac.torchrl_backend:describe_sac_loss",
         ),
     ),

@@ -33,6 +33,7 @@ from rlplug.backends.skrl import (
     register_action_bounds,
     replay_memory,
     seed_skrl,
+    skrl_policy_export,
     tanh_log_det,
     use_adam_impl,
 )
@@ -260,6 +261,12 @@ class SkrlSACTrainer(SkrlOffPolicyTrainer):
                 mean, _ = policy.compute({"observations": x, "states": None}, role="policy")
                 return policy.deterministic_actions(mean).cpu().numpy()
             return policy_mean_or_argmax(policy, x).cpu().numpy()
+
+    def export_policy(self) -> torch.nn.Module:
+        """The observation scaler, the policy and its squashed mean (or the plain Gaussian's clamped mean)."""
+        policy = self.agent.policy
+        then = "deterministic_actions" if isinstance(policy, SquashedGaussianPolicy) else "mean_or_argmax"
+        return skrl_policy_export(self.build, policy, self.agent._observation_preprocessor, then)
 
 
 def build_trainer(build: Build) -> SkrlSACTrainer:

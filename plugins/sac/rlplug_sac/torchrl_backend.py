@@ -18,11 +18,14 @@ import torch
 from rlplug import Build
 from rlplug.backends.torchrl import (
     LossTargetUpdate,
+    NetworkCall,
     TorchRLOffPolicyTrainer,
     adam,
     configure_threads,
     describe_loss,
     deterministic_actions,
+    lean_applies,
+    loss_output,
     loss_target_update,
     observation_keys,
     observation_net,
@@ -33,12 +36,16 @@ from rlplug.backends.torchrl import (
     set_value_estimator,
     sync_gradients,
     tanh_normal_actor,
+    td0_target,
+    torchrl_policy_export,
 )
-from tensordict import TensorDict
+from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictSequential
 from torch import nn
 from torchrl.data import TensorDictReplayBuffer
 from torchrl.objectives import SACLoss
+from torchrl.objectives.sac import compute_rsample_log_prob
+from torchrl.objectives.utils import distance_loss
 
 # ---- models -------------------------------------------------------------------------------------
 
@@ -71,8 +78,8 @@ def build_memory(build: Build) -> TensorDictReplayBuffer:
 # ---- loss ---------------------------------------------------------------------------------------
 
 
-def make_sac_loss(build: Build) -> SACLoss:
-    """The registered default loss ("sac") for sac/torchrl: ``SACLoss`` over the two critics.
+def make_sac_loss(build: Build, loss_class: type[SACLoss] = SACLoss) -> SACLoss:
+    """The registered loss "sac" for sac/torchrl: upstream's ``SACLoss`` over the two critics.
 
     ``target_entropy = "auto"`` is resolved here (``-action_dim``) so the loss needs no action spec.
     """
@@ -80,7 +87,7 @@ def make_sac_loss(build: Build) -> SACLoss:
     target_entropy = s["target_entropy"]
     if target_entropy == "auto":
         target_entropy = -float(np.prod(build.action_space.shape))
-    loss = SACLoss(
+    loss = loss_class(
         build.models["actor"],
         build.models["critics"],
         num_qvalue_nets=s["num_qvalue_nets"],
@@ -96,6 +103,68 @@ def make_sac_loss(build: Build) -> SACLoss:
 def describe_sac_loss() -> dict[str, Any]:
     """What ``rlplug losses`` shows for this loss: the keys ``set_keys`` accepts and the estimators."""
     return describe_loss(SACLoss, value_estimator="td0 | td1 | td_lambda")
+
+
+class LeanSACLoss(SACLoss):
+    """``SACLoss`` (v2) computed from plain tensors: the same terms, parameters, keys and random draws.
+
+    Upstream's forward spends as long in tensordict plumbing (``to_module``, ``vmap`` over the stacked
+    Q parameters, copies) as in arithmetic at rlplug's sizes; this one calls each network through
+    ``NetworkCall`` (the inner ``nn.Module`` with its slice of the loss's parameters). Order of draws
+    as upstream: the next action (target), then the current one (actor). A multi-step estimator,
+    priority weights or a loss mask fall back to ``SACLoss.forward``.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._actor_call = NetworkCall(self.actor_network)
+        self._q_call = NetworkCall(self.qvalue_network)
+        self._dist = self.actor_network.module[1]
+
+    def _apply(self, fn: Any) -> Any:
+        for name in ("_actor_call", "_q_call"):
+            if name in self.__dict__:
+                self.__dict__[name].reset()
+        return super()._apply(fn)
+
+    def _policy(self, observations: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        loc, scale = self._actor_call(self.actor_network_params, *observations)
+        dist = self._dist.distribution_class(loc, scale, **self._dist.distribution_kwargs)
+        return compute_rsample_log_prob(dist)
+
+    def _min_q(self, params: Any, observations: list[torch.Tensor], action: torch.Tensor, detach: bool = False) -> torch.Tensor:
+        return torch.stack([self._q_call(params, *observations, action, index=i, detach=detach) for i in range(self.num_qvalue_nets)])
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        if self._version != 2 or not lean_applies(self, tensordict):
+            return super().forward(tensordict)
+        keys = self.tensor_keys
+        in_keys = self.actor_network.in_keys
+        obs = [tensordict.get(k) for k in in_keys]
+        next_obs = [tensordict.get(("next", k)) for k in in_keys]
+        alpha = self._alpha
+        with torch.no_grad():
+            next_action, next_log_prob = self._policy(next_obs)
+            q_next = self._min_q(self.target_qvalue_network_params, next_obs, next_action)
+            next_value = (q_next - alpha * next_log_prob.unsqueeze(-1)).min(0)[0]
+            target = td0_target(
+                self, tensordict.get(("next", keys.reward)), tensordict.get(("next", keys.terminated)), next_value
+            ).squeeze(-1)
+        pred = self._min_q(self.qvalue_network_params, obs, tensordict.get(keys.action)).squeeze(-1)
+        loss_qvalue = distance_loss(pred, target.expand_as(pred), loss_function=self.loss_function).sum(0).mean()
+        action, log_prob = self._policy(obs)
+        q_new = self._min_q(self.qvalue_network_params, obs, action, detach=True).min(0)[0].squeeze(-1)
+        loss_actor = (alpha * log_prob - q_new).mean()
+        loss_alpha = self._alpha_loss(log_prob.detach()).mean()
+        return loss_output(
+            {"loss_actor": loss_actor, "loss_qvalue": loss_qvalue, "loss_alpha": loss_alpha, "alpha": alpha,
+             "entropy": -log_prob.detach().mean()}  # fmt: skip
+        )
+
+
+def make_lean_sac_loss(build: Build) -> LeanSACLoss:
+    """The registered "sac-lean" loss (sac/torchrl's default): ``LeanSACLoss``, constructed as "sac"."""
+    return make_sac_loss(build, LeanSACLoss)
 
 
 # ---- target networks ----------------------------------------------------------------------------
@@ -157,12 +226,14 @@ class TorchRLSACTrainer(TorchRLOffPolicyTrainer):
         self.optimised_terms = tuple(build.loss_entry.terms)
         self.logged_terms = self.optimised_terms + tuple(build.loss_entry.reported)
         super().__init__(build)
+        self._optimise = self.compiled(self.optimise)  # compile = true: torch.compile of the gradient step
 
     @property
     def exploration_policy(self) -> nn.Module:
         return self._exploration_policy
 
-    def update(self, sample: TensorDict) -> dict[str, torch.Tensor]:
+    def optimise(self, sample: TensorDict) -> dict[str, torch.Tensor]:
+        """Loss, backward, optimiser step: what ``compile = true`` compiles (the target update stays eager)."""
         out = self.loss(sample)
         loss = sum(out[name] for name in self.optimised_terms)
         self.optimizer.zero_grad(set_to_none=True)
@@ -172,14 +243,22 @@ class TorchRLSACTrainer(TorchRLOffPolicyTrainer):
             for group in self.optimizer.param_groups[:2]:  # actor, critics (upstream skrl clips these two)
                 nn.utils.clip_grad_norm_(group["params"], self.grad_norm_clip)
         self.optimizer.step()
-        self.target_updater.step()
         return {name: out[name] for name in self.logged_terms if name in out.keys()}
+
+    def update(self, sample: TensorDict) -> dict[str, torch.Tensor]:
+        terms = self._optimise(sample)
+        self.target_updater.step()
+        return terms
 
     def extra_metrics(self) -> dict[str, float]:
         return {"train/alpha": float(self.loss.log_alpha.detach().exp())}
 
     def act_deterministic(self, observations: np.ndarray) -> np.ndarray:
         return deterministic_actions(self.actor, observations, self.build.device)
+
+    def export_policy(self) -> nn.Module:
+        """The actor's network and the squashed loc of its ``TanhNormal``."""
+        return torchrl_policy_export(self.build, self.actor)
 
     # -- checkpoints ------------------------------------------------------------------------------
 

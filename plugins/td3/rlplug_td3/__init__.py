@@ -45,6 +45,7 @@ TD3 = AlgorithmSpec(
     params=PARAMS,
     api_version=1,
     default_loss="td3",
+    backend_default_losses={"torchrl": "td3-lean"},  # upstream's maths, faster (docs/plugins.md §5)
     rules=REPLAY_RULES + ESTIMATOR_RULES,
     losses=(
         LossSpec(
@@ -62,6 +63,15 @@ TD3 = AlgorithmSpec(
             terms=("loss_qvalue", "loss_actor"),
             doc="torchrl.objectives.TD3Loss (l2): value_loss every step, actor_loss and the target "
             "update every policy_delay steps",
+            describe="rlplug_td3.torchrl_backend:describe_td3_loss",
+        ),
+        LossSpec(
+            name="td3-lean",
+            backend="torchrl",
+            factory="rlplug_td3.torchrl_backend:make_lean_td3_loss",
+            terms=("loss_qvalue", "loss_actor"),
+            doc="TD3Loss's value_loss and actor_loss from plain tensors (no tensordict plumbing on the hot path): "
+            "upstream's values, parameters and keys; falls back to TD3Loss for TD(1)/TD(lambda)",
             describe="rlplug_td3.torchrl_backend:describe_td3_loss",
         ),
     ),

@@ -31,6 +31,7 @@ from rlplug.backends.skrl import (
     replay_memory,
     resolve_class,
     seed_skrl,
+    skrl_policy_export,
     use_adam_impl,
 )
 from rlplug.families import LinearSchedule
@@ -237,6 +238,10 @@ class SkrlTD3Trainer(SkrlOffPolicyTrainer):
         with torch.no_grad():
             actions, _ = self.agent.policy.compute({"observations": self.agent._observation_preprocessor(obs)}, role="policy")
         return actions.cpu().numpy()
+
+    def export_policy(self) -> torch.nn.Module:
+        """The observation scaler and the policy, whose output is the action (no noise)."""
+        return skrl_policy_export(self.build, self.agent.policy, self.agent._observation_preprocessor, then="output")
 
 
 def build_trainer(build: Build) -> SkrlTD3Trainer:

@@ -17,12 +17,14 @@ import torch
 from rlplug import Build
 from rlplug.backends.torchrl import (
     LossTargetUpdate,
+    NetworkCall,
     OrnsteinUhlenbeckNoise,
     TorchRLOffPolicyTrainer,
     adam,
     configure_threads,
     describe_loss,
     deterministic_actor,
+    lean_applies,
     loss_target_update,
     observation_batch,
     observation_keys,
@@ -32,15 +34,18 @@ from rlplug.backends.torchrl import (
     seed_everything,
     set_value_estimator,
     sync_gradients,
+    td0_target,
+    torchrl_policy_export,
 )
 from rlplug.families import LinearSchedule
-from tensordict import TensorDict
+from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModule, TensorDictSequential
 from torch import nn
 from torchrl.data import Bounded, TensorDictReplayBuffer
 from torchrl.envs import ExplorationType, set_exploration_type
 from torchrl.modules import AdditiveGaussianModule, OrnsteinUhlenbeckProcessModule
 from torchrl.objectives import TD3Loss
+from torchrl.objectives.utils import distance_loss
 
 # ---- models -------------------------------------------------------------------------------------
 
@@ -68,12 +73,12 @@ def build_memory(build: Build) -> TensorDictReplayBuffer:
 # ---- loss ---------------------------------------------------------------------------------------
 
 
-def make_td3_loss(build: Build) -> TD3Loss:
+def make_td3_loss(build: Build, loss_class: type[TD3Loss] = TD3Loss) -> TD3Loss:
     """The registered default loss ("td3") for td3/torchrl: ``TD3Loss`` with two Q-networks (copies
     of ``build.models["qvalue"]``, independently initialised), target smoothing and its estimator."""
     s = build.settings
     space = build.action_space
-    loss = TD3Loss(
+    loss = loss_class(
         build.models["actor"],
         build.models["qvalue"],
         bounds=(torch.as_tensor(space.low, dtype=torch.float32), torch.as_tensor(space.high, dtype=torch.float32)),
@@ -89,6 +94,58 @@ def make_td3_loss(build: Build) -> TD3Loss:
 def describe_td3_loss() -> dict[str, Any]:
     """What ``rlplug losses`` shows for this loss: the keys ``set_keys`` accepts and the estimators."""
     return describe_loss(TD3Loss, value_estimator="td0 | td1 | td_lambda (hp value_estimator)")
+
+
+class LeanTD3Loss(TD3Loss):
+    """``TD3Loss`` whose ``value_loss`` and ``actor_loss`` compute from plain tensors (``NetworkCall``):
+    upstream's terms, parameters, keys and draws (the smoothing noise first), without tensordict
+    plumbing or ``vmap``. The actor term reads Q1 only (upstream evaluates both and keeps Q1). A
+    multi-step estimator, priority weights or a loss mask fall back to upstream's methods."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._actor_call = NetworkCall(self.actor_network)
+        self._q_call = NetworkCall(self.qvalue_network)
+
+    def _apply(self, fn: Any) -> Any:
+        for name in ("_actor_call", "_q_call"):
+            if name in self.__dict__:
+                self.__dict__[name].reset()
+        return super()._apply(fn)
+
+    def _q(self, params: Any, observations: list[torch.Tensor], action: torch.Tensor, indices: range, detach: bool = False) -> torch.Tensor:
+        return torch.stack([self._q_call(params, *observations, action, index=i, detach=detach) for i in indices]).squeeze(-1)
+
+    def value_loss(self, tensordict: TensorDictBase) -> tuple[torch.Tensor, dict]:
+        if not lean_applies(self, tensordict):
+            return super().value_loss(tensordict)
+        keys, in_keys = self.tensor_keys, self.actor_network.in_keys
+        act = tensordict.get(keys.action)
+        noise = (torch.randn_like(act) * self.policy_noise).clamp(-self.noise_clip, self.noise_clip)
+        nets = range(self.num_qvalue_nets)
+        with torch.no_grad():
+            next_obs = [tensordict.get(("next", k)) for k in in_keys]
+            next_action = (self._actor_call(self.target_actor_network_params, *next_obs) + noise).clamp(self.min_action, self.max_action)
+            next_q = self._q(self.target_qvalue_network_params, next_obs, next_action, nets).min(0)[0]
+            target = td0_target(
+                self, tensordict.get(("next", keys.reward)), tensordict.get(("next", keys.terminated)), next_q.unsqueeze(-1)
+            ).squeeze(-1)
+        current = self._q(self.qvalue_network_params, [tensordict.get(k) for k in in_keys], act, nets)
+        loss = distance_loss(current, target.expand_as(current), loss_function=self.loss_function).sum(0).mean()
+        return loss, {"next_state_value": next_q, "pred_value": current.detach(), "target_value": target}
+
+    def actor_loss(self, tensordict: TensorDictBase) -> tuple[torch.Tensor, dict]:
+        if not lean_applies(self, tensordict):
+            return super().actor_loss(tensordict)
+        obs = [tensordict.get(k) for k in self.actor_network.in_keys]
+        action = self._actor_call(self.actor_network_params, *obs)
+        q1 = self._q(self.qvalue_network_params, obs, action, range(1), detach=True)
+        return -q1[0].mean(), {"state_action_value_actor": q1.detach()}
+
+
+def make_lean_td3_loss(build: Build) -> LeanTD3Loss:
+    """The registered "td3-lean" loss: ``LeanTD3Loss``, constructed as "td3"."""
+    return make_td3_loss(build, LeanTD3Loss)
 
 
 # ---- target networks ----------------------------------------------------------------------------
@@ -154,14 +211,24 @@ class TorchRLTD3Trainer(TorchRLOffPolicyTrainer):
     def exploration_policy(self) -> nn.Module:
         return self._exploration_policy
 
-    def update(self, sample: TensorDict) -> dict[str, torch.Tensor]:
+    def critic_step(self, sample: TensorDict) -> torch.Tensor:
         loss_qvalue, _ = self.loss.value_loss(sample)
         self._optimise(loss_qvalue, self.critic_optimizer, self.critic_parameters)
+        return loss_qvalue
+
+    def actor_step(self, sample: TensorDict) -> torch.Tensor:
+        loss_actor, _ = self.loss.actor_loss(sample)
+        self._optimise(loss_actor, self.actor_optimizer, self.actor_parameters)
+        return loss_actor
+
+    def update(self, sample: TensorDict) -> dict[str, torch.Tensor]:
+        if "_steps" not in self.__dict__:  # compile = true: each step (loss, backward, optimiser) compiled on its own
+            self._steps = (self.compiled(self.critic_step), self.compiled(self.actor_step))
+        loss_qvalue = self._steps[0](sample)
         self.updates += 1
         if self.updates % self.policy_delay:
             return {"loss_qvalue": loss_qvalue}
-        loss_actor, _ = self.loss.actor_loss(sample)
-        self._optimise(loss_actor, self.actor_optimizer, self.actor_parameters)
+        loss_actor = self._steps[1](sample)
         self.target_updater.step()
         # the trainer averages each term over the steps that returned it: loss_actor over delayed steps
         return {"loss_qvalue": loss_qvalue, "loss_actor": loss_actor}
@@ -188,6 +255,10 @@ class TorchRLTD3Trainer(TorchRLOffPolicyTrainer):
         with torch.no_grad(), set_exploration_type(ExplorationType.DETERMINISTIC):
             action = self.actor(observation_batch(observations, self.build.device))["action"]
         return action.cpu().numpy()
+
+    def export_policy(self) -> nn.Module:
+        """The actor: ``tanh(net(obs))`` scaled into the bounds, without exploration noise."""
+        return torchrl_policy_export(self.build, self.actor)
 
     # -- checkpoints: networks and targets live in the loss's parameters --------------------------
 

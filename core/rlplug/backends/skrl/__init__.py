@@ -10,6 +10,7 @@ from ...multiagent_training import MultiAgentTrainerBase
 from ...envstate import deep_restore, deep_snapshot
 from ...rng import capture_rng_state, restore_rng_state
 from ...trainer import EpisodeTracker, TrainerBase
+from ..common.export import ExportedPolicy, policy_signature
 from ..common.encoders import (
     ConvEncoder,
     FlatEncoder,
@@ -24,6 +25,7 @@ from ..common.optim import adam, use_adam_impl
 from ..common.parallel import mean_over_ranks, sync_gradients
 from ..common.seeding import configure_threads
 from ..common.terms import TermMeans
+from .export import skrl_joint_policy_export, skrl_policy_export
 from .env import env_state, load_env_state, make_vector_env, seed_skrl, true_next_observations
 from .memory import SKRL_NAMES, CompactMemory, load_memory_state, memory_state, observation_memory, replay_memory
 from .models import (
@@ -90,6 +92,11 @@ __all__ = [
     "observation_encoder",
     "standardised_observations",
     "unflatten_observations",
+    # policy export (ExportedPolicy and policy_signature are the same objects in both packages)
+    "ExportedPolicy",
+    "policy_signature",
+    "skrl_policy_export",
+    "skrl_joint_policy_export",
     # env
     "env_state",
     "load_env_state",

@@ -58,6 +58,8 @@ class SkrlOfflineTrainer(OfflineTrainerBase):
         self.agent.init()
         self.agent.enable_training_mode(True)
         self.agent.enable_models_training_mode(True)
+        if build.settings.get("compile") and hasattr(self.agent, "optimise_stage"):  # a StagedLossAgent
+            self.agent.stage_step = self.compiled(self.agent.optimise_stage)
 
     def make_agent(self, build: Build) -> Agent:  # pragma: no cover - abstract
         raise NotImplementedError

@@ -142,15 +142,23 @@ class StagedLossAgent:
         if self.target_updater is not None:
             self.target_updater.load_state_dict(state["target_updater"])
 
-    def run_stage(
+    def optimise_stage(
         self, batch: dict[str, torch.Tensor], stage: str, optimizer: torch.optim.Optimizer, models: Iterable[nn.Module], grad_norm_clip: float
     ) -> dict[str, torch.Tensor]:
+        """One stage's loss, backward and optimiser step: what ``compile = true`` compiles (``stage_step``)."""
         with torch.autocast(device_type=self._device_type, enabled=self.cfg.mixed_precision):
             out = self.loss(self, batch, stage)
             optimised = [value for name, value in out.items() if name in self.loss_terms]
         if not optimised:
             raise ValueError(f"the loss returned none of the optimised terms {self.loss_terms} for stage '{stage}'")
         optimise(self, sum(optimised), optimizer, models, grad_norm_clip)
+        return out
+
+    def run_stage(
+        self, batch: dict[str, torch.Tensor], stage: str, optimizer: torch.optim.Optimizer, models: Iterable[nn.Module], grad_norm_clip: float
+    ) -> dict[str, torch.Tensor]:
+        step = self.__dict__.get("stage_step") or self.optimise_stage  # the trainer sets stage_step when compiling
+        out = step(batch, stage, optimizer, models, grad_norm_clip)
         self.terms.add(out, self.logged_terms)
         return out
 
@@ -196,6 +204,8 @@ class SkrlOffPolicyTrainer(TrainerBase):
         self.agent = self.make_agent(build)
         self.agent.init()
         self.agent.enable_training_mode(True)
+        if s.get("compile"):  # compile = true: each stage's loss, backward and optimiser step compiled
+            self.agent.stage_step = self.compiled(self.agent.optimise_stage)
         self.num_envs = build.num_envs
         self.steps_per_iteration = build.num_envs
         self.log_every = s["log_every"]

@@ -29,6 +29,7 @@ from ...trainer import TrainerBase
 from ..common.parallel import mean_over_ranks
 from ..common.seeding import configure_threads
 from .env import env_state, load_env_state, make_vector_env, seed_skrl, true_next_observations
+from .export import skrl_policy_export
 from ..common.encoders import observation_encoder, standardised_observations
 from .memory import observation_memory
 from .models import flat_observations, policy_mean_or_argmax, stochastic_policy, value_model
@@ -455,6 +456,10 @@ class SkrlRolloutTrainer(TrainerBase):
         with torch.no_grad():
             x = flat_observations(observations, self.build.device)
             return policy_mean_or_argmax(self.agent.policy, self.agent._observation_preprocessor(x)).cpu().numpy()
+
+    def export_policy(self) -> torch.nn.Module:
+        """``act_deterministic`` as one module: the observation scaler, the policy, its mean (clamped) or argmax."""
+        return skrl_policy_export(self.build, self.agent.policy, self.agent._observation_preprocessor)
 
     # -- checkpoints ------------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ from ...multiagent_training import MultiAgentTrainerBase
 from ...envstate import deep_restore, deep_snapshot
 from ...rng import capture_rng_state, restore_rng_state
 from ...trainer import EpisodeTracker, TrainerBase
+from ..common.export import ExportedPolicy, policy_signature
 from ..common.encoders import (
     ConvEncoder,
     FlatEncoder,
@@ -26,7 +27,9 @@ from ..common.parallel import mean_over_ranks, sync_gradients
 from ..common.seeding import configure_threads, seed_everything
 from ..common.terms import TermMeans
 from .buffers import extend_quietly
+from .export import torchrl_policy_export
 from .env import ClampAction, collector_state, load_collector_state, make_collector, make_env, quiet_torchrl_info
+from .lean import NetworkCall, lean_applies, loss_output, td0_target
 from .losses import describe_loss
 from .modules import (
     EncodedNet,
@@ -100,6 +103,10 @@ __all__ = [
     "observation_encoder",
     "standardised_observations",
     "unflatten_observations",
+    # policy export (ExportedPolicy and policy_signature are the same objects in both packages)
+    "ExportedPolicy",
+    "policy_signature",
+    "torchrl_policy_export",
     # env
     "ClampAction",
     "collector_state",
@@ -127,6 +134,10 @@ __all__ = [
     # buffers and losses
     "extend_quietly",
     "describe_loss",
+    "NetworkCall",
+    "lean_applies",
+    "loss_output",
+    "td0_target",
     # on-policy
     "LR_SCHEDULES",
     "LearningRateSchedule",

@@ -21,6 +21,7 @@ from ..common.offline import OfflineTrainerBase, dataset_transitions
 from ..common.parallel import sync_gradients
 from ..common.seeding import configure_threads, seed_everything
 from .buffers import extend_quietly
+from .export import torchrl_policy_export
 from .modules import deterministic_actions
 
 
@@ -90,8 +91,9 @@ class TorchRLOfflineTrainer(OfflineTrainerBase):
     def policy_module(self, build: Build) -> nn.Module:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def gradient_step(self) -> dict[str, torch.Tensor]:
-        out = dict(self.loss(self.memory.sample()).items())  # one pass over the tensordict, then dict lookups
+    def optimise(self, sample: TensorDict) -> dict[str, torch.Tensor]:
+        """Loss, backward, optimiser step: what ``compile = true`` compiles (the target update stays eager)."""
+        out = dict(self.loss(sample).items())  # one pass over the tensordict, then dict lookups
         total = sum(out[name] for name in self.optimised_terms if name in out)
         self.optimizer.zero_grad(set_to_none=True)
         total.backward()
@@ -100,11 +102,21 @@ class TorchRLOfflineTrainer(OfflineTrainerBase):
             for group in self.optimizer.param_groups[: self.clip_groups]:
                 nn.utils.clip_grad_norm_(group["params"], self.grad_norm_clip)
         self.optimizer.step()
-        self.target_updater.step()
         return {name: out[name] for name in self.logged_terms if name in out}
+
+    def gradient_step(self) -> dict[str, torch.Tensor]:
+        if "_optimise" not in self.__dict__:
+            self._optimise = self.compiled(self.optimise)
+        terms = self._optimise(self.memory.sample())
+        self.target_updater.step()
+        return terms
 
     def act_deterministic(self, observations: np.ndarray) -> np.ndarray:
         return deterministic_actions(self.policy, observations, self.build.device)
+
+    def export_policy(self) -> nn.Module:
+        """``act_deterministic`` as one module: the policy's network and its deterministic action."""
+        return torchrl_policy_export(self.build, self.policy)
 
     # -- checkpoints: the loss holds the online and target parameters (and log alpha) -------------
 

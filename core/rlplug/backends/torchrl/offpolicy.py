@@ -100,11 +100,35 @@ class LossTargetUpdate:
         else:
             self.updater = SoftUpdate(loss, tau=self.tau)
         self.steps = 0
+        self._pairs: tuple[list[torch.Tensor], list[torch.Tensor]] | None = None
 
     def step(self) -> None:
         self.steps += 1
-        if self.kind == "hard" or self.steps % self.period == 0:
+        if self.kind == "hard":
             self.updater.step()
+        elif self.steps % self.period == 0:
+            self._soft_step()
+
+    def _soft_step(self) -> None:
+        """``SoftUpdate.step``'s ``target.lerp_(online, 1 - eps)``, as one ``_foreach_lerp_`` over the
+        leaves: upstream walks the nested parameter tensordicts on every step (about 6 % of a lean SAC
+        step here). The first step is upstream's own (it finishes any lazy initialisation); the leaves
+        it moved are then paired once (optimisers, ``SoftUpdate`` and ``load_state_dict`` update them in
+        place, so the pairs stay valid)."""
+        if self._pairs is None:
+            self.updater.step()
+            targets, sources = [], []
+            for key, source in self.updater._sources.items():
+                target = self.updater._targets.get(f"target_{key}")
+                if isinstance(source, torch.Tensor):
+                    sources.append(source.data), targets.append(target.data)
+                    continue
+                for leaf in source.keys(True, True):
+                    sources.append(source.get(leaf).data), targets.append(target.get(leaf).data)
+            self._pairs = (targets, sources)
+            return
+        with torch.no_grad():
+            torch._foreach_lerp_(self._pairs[0], self._pairs[1], 1 - self.updater.eps)
 
     def state_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "steps": self.steps, "updater": self.updater.state_dict()}

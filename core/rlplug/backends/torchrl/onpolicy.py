@@ -32,6 +32,7 @@ from ..common.parallel import mean_over_ranks, sync_gradients
 from ..common.seeding import configure_threads, seed_everything
 from .buffers import extend_quietly
 from .env import collector_state, load_collector_state, make_collector, make_env
+from .export import torchrl_policy_export
 from .modules import (
     RunningNormalizer,
     find_module,
@@ -315,6 +316,11 @@ class TorchRLRolloutTrainer(TrainerBase):
         if self.action_bounds is not None:
             action = torch.clamp(action, *self.action_bounds)
         return action.cpu().numpy()
+
+    def export_policy(self) -> nn.Module:
+        """``act_deterministic`` as one module: the actor's network (normaliser and encoder inside), its
+        argmax or Gaussian mean, clamped into the Box bounds (one over ``[B, n_agents, obs]`` multi-agent)."""
+        return torchrl_policy_export(self.build, self.actor, clamp=self.action_bounds is not None)
 
     # -- checkpoints ------------------------------------------------------------------------------
 

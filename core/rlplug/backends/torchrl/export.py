@@ -1,0 +1,141 @@
+"""Exporting a TorchRL cell's deterministic policy (``Trainer.export_policy``): the network inside the
+actor (its ``RunningNormalizer`` and encoder included) and what TorchRL's DETERMINISTIC exploration mode
+makes of its output, as one ``ExportedPolicy`` of plain torch modules (no tensordict at run time)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import torch
+from tensordict.nn import TensorDictModule
+from torch import nn
+from torch.distributions import Categorical
+from torchrl.modules import IndependentNormal, MultiAgentMLP, ProbabilisticActor, QValueActor, TanhNormal
+
+from ...errors import ExportUnsupportedError
+from ..common.export import Argmax, ClampToBounds, ExportedPolicy, policy_signature
+
+
+class Loc(nn.Module):
+    """A Gaussian's deterministic action: its ``loc`` (the first of the ``(loc, scale)`` pair)."""
+
+    def forward(self, loc_scale: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        return loc_scale[0]
+
+
+class TanhNormalMode(nn.Module):
+    """``TanhNormal``'s deterministic sample: ``center + half_range * tanh(loc)``, the tanh kept off ±1 as
+    TorchRL's safe tanh keeps it (``1 - finfo(float32).resolution``)."""
+
+    def __init__(self, low: torch.Tensor, high: torch.Tensor) -> None:
+        super().__init__()
+        low, high = torch.as_tensor(low, dtype=torch.float32), torch.as_tensor(high, dtype=torch.float32)
+        self.register_buffer("center", (high + low) / 2)
+        self.register_buffer("half_range", (high - low) / 2)
+        self.limit = 1.0 - torch.finfo(torch.float32).resolution
+
+    def forward(self, loc_scale: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        squashed = torch.tanh(loc_scale[0]).clamp(-self.limit, self.limit)
+        return self.center + self.half_range * squashed
+
+
+class TorchRLDeterministicPolicy(nn.Module):
+    """``bounds(then(net(*observations)))``: an actor's network, its deterministic action, an optional clamp."""
+
+    def __init__(self, net: nn.Module, then: nn.Module, bounds: nn.Module | None = None) -> None:
+        super().__init__()
+        self.net, self.then = net, then
+        self.bounds = bounds if bounds is not None else nn.Identity()
+
+    def forward(self, *observations: torch.Tensor) -> torch.Tensor:
+        return self.bounds(self.then(self.net(*observations)))
+
+
+class AgentNets(nn.Module):
+    """A decentralised ``MultiAgentMLP`` as plain modules: ``[..., n_agents, obs]`` in, each agent's network
+    (one shared by all, or one per agent) on its own observation, ``[..., n_agents, out]`` out. TorchRL's
+    module runs its per-agent networks through ``torch.vmap`` over a ``TensorDictParams``, which neither
+    tracing nor the ONNX exporter takes."""
+
+    def __init__(self, nets: list[nn.Module], shared: bool) -> None:
+        super().__init__()
+        self.nets = nn.ModuleList(nets)
+        self.shared = shared
+
+    def forward(self, observations: torch.Tensor) -> torch.Tensor:
+        if self.shared:
+            return self.nets[0](observations)
+        return torch.stack([net(observations[..., i, :]) for i, net in enumerate(self.nets)], dim=-2)
+
+
+def agent_nets(module: MultiAgentMLP) -> AgentNets:
+    """``module``'s networks with a copy of its current weights (an export is a snapshot)."""
+    if module.centralized or module.agent_dim != -2:
+        raise ExportUnsupportedError("only decentralised multi-agent policies (each agent reads its own observation) can be exported")
+    nets = []
+    for i in range(1 if module.share_params else module.n_agents):
+        params = module.params if module.share_params else module.params[i]
+        net = copy.deepcopy(module._empty_net)  # its weights are meta tensors: put a copy of the agent's in
+        for key, value in params.flatten_keys(".").items():
+            path, _, name = key.rpartition(".")
+            owner = net.get_submodule(path)
+            for slots in (owner._parameters, owner._buffers, owner.__dict__):
+                slots.pop(name, None)
+            owner.register_parameter(name, nn.Parameter(value.detach().clone(), requires_grad=False))
+        nets.append(net)
+    return AgentNets(nets, module.share_params)
+
+
+def _plain(module: nn.Module) -> nn.Module:
+    """``module`` with its ``MultiAgentMLP`` (itself, or a step of an ``nn.Sequential``) made ``AgentNets``."""
+    if isinstance(module, MultiAgentMLP):
+        return agent_nets(module)
+    if isinstance(module, nn.Sequential) and any(isinstance(m, MultiAgentMLP) for m in module):
+        return nn.Sequential(*(_plain(m) for m in module))
+    if any(isinstance(m, MultiAgentMLP) for m in module.modules()):
+        raise ExportUnsupportedError(f"a MultiAgentMLP inside a {type(module).__name__} cannot be exported")
+    return module
+
+
+def deterministic_head(actor: nn.Module) -> tuple[nn.Module, nn.Module]:
+    """``(net, then)`` of a TorchRL actor built by this package's factories: a ``QValueActor`` (argmax of
+    Q), a ``ProbabilisticActor`` over a ``Categorical`` (argmax of the logits), an ``IndependentNormal``
+    (its loc) or a ``TanhNormal`` (the squashed loc), or a ``TensorDictModule`` writing ``"action"``
+    itself (TD3's ``deterministic_actor``). Anything else raises ``ExportUnsupportedError``."""
+    if isinstance(actor, QValueActor):
+        return actor.module[0].module, Argmax()
+    if isinstance(actor, ProbabilisticActor):
+        params, sampler = actor.module[0], actor.module[-1]
+        kind, kwargs = sampler.distribution_class, dict(sampler.distribution_kwargs or {})
+        if not isinstance(params, TensorDictModule):
+            raise ExportUnsupportedError(f"the actor's parameter module is a {type(params).__name__}, not one TensorDictModule")
+        if kind is Categorical:
+            return params.module, Argmax()
+        if kind is IndependentNormal and not kwargs.get("tanh_loc", False):
+            return params.module, Loc()
+        if kind is TanhNormal and not kwargs.get("tanh_loc", False) and {"low", "high"} <= set(kwargs):
+            return params.module, TanhNormalMode(kwargs["low"], kwargs["high"])
+        raise ExportUnsupportedError(f"the deterministic action of a {kind.__name__} actor with {sorted(kwargs)} cannot be exported")
+    if isinstance(actor, TensorDictModule) and len(actor.out_keys) == 1:
+        return actor.module, nn.Identity()
+    raise ExportUnsupportedError(f"a {type(actor).__name__} actor cannot be exported")
+
+
+def torchrl_policy_export(build: Any, actor: nn.Module, clamp: bool = False) -> ExportedPolicy:
+    """The ``ExportedPolicy`` of a TorchRL cell whose ``act_deterministic`` is ``actor``'s action in
+    DETERMINISTIC exploration mode (``deterministic_actions``), clamped into the Box action bounds with
+    ``clamp`` (the on-policy cells' Gaussians are unbounded).
+
+    The network takes the observation keys positionally, in the order the actor reads them (a Dict's
+    keys sorted, as the exported inputs are). The module shares the trainer's parameters (a
+    ``MultiAgentMLP``'s are copied, see ``agent_nets``): save it (``rlplug export``) before training on.
+    """
+    net, then = deterministic_head(actor)
+    net = _plain(net)
+    signature = policy_signature(build)
+    if clamp and signature["action"]["kind"] == "box":
+        bounds = ClampToBounds(build.action_space.low, build.action_space.high)
+    else:
+        bounds = None
+    return ExportedPolicy(TorchRLDeterministicPolicy(net, then, bounds), signature)

@@ -1,0 +1,135 @@
+"""Lean TorchRL losses: upstream's maths on upstream's parameters, without TensorDict on the hot path.
+
+A TorchRL off-policy loss (``SACLoss``, ``TD3Loss``, ``IQLLoss``, ``CQLLoss``) keeps its networks'
+parameters in ``TensorDictParams`` (the Q networks stacked ``[num_qvalue_nets, ...]``) and evaluates
+them through ``to_module`` and ``vmap`` over tensordicts. At rlplug's sizes (64-256 hidden units,
+batch 256, one CPU thread) the arithmetic is a few milliseconds and that plumbing about as much again:
+a cProfile of one ``SACLoss`` step counts ~11,000 Python calls (``_to_module``, ``is_compiling``,
+tensordict copies and locks), which is the 0.5-0.8 update floor BENCHMARKS.md reports.
+
+A lean loss subclasses the upstream class, so its constructor, parameter groups
+(``actor_network_params``, ``qvalue_network_params``, ``log_alpha`` ...), target parameters (which
+``SoftUpdate`` / ``HardUpdate`` find), ``set_keys``, value estimator and ``state_dict`` are
+upstream's, and overrides ``forward`` to compute the same terms from plain tensors: each network is
+called with ``torch.func.functional_call`` on its inner ``nn.Module`` with its slice of the stacked
+parameters (the ``addmm`` kernels a hand-written loop runs), random draws in upstream's order, so the
+values match upstream's on the same batch and seed (tests/test_lean_losses.py). Configurations the
+lean path does not cover (a multi-step estimator, priority weights, loss masks, ``reduction != "mean"``)
+fall back to upstream's ``forward``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+from torch import nn
+from torch.nn import functional as F
+from torch.func import functional_call
+from torchrl.objectives.common import AUTO_LOSS_MASK_KEYS
+from torchrl.objectives.value import TD0Estimator
+
+
+def _inner(module: nn.Module) -> tuple[nn.Module, str]:
+    """The ``nn.Module`` a ``TensorDictModule`` wraps (``ValueOperator``, ``Actor``) or, for a
+    ``ProbabilisticActor``, the one its first ``TensorDictModule`` wraps, with its parameters' prefix."""
+    inner = getattr(module, "module", None)
+    if isinstance(inner, nn.ModuleList):  # ProbabilisticTensorDictSequential: [params module, distribution]
+        return inner[0].module, "module.0.module."
+    return inner, "module."
+
+
+def _leaves(module: nn.Module, prefix: str = "") -> list[tuple[str, nn.Module]] | None:
+    """The modules an ``nn.Sequential`` (nested ones flattened) applies in order, with their parameter
+    prefixes; ``None`` when ``module`` is not a chain of single-input modules."""
+    if isinstance(module, nn.Sequential):
+        out: list[tuple[str, nn.Module]] = []
+        for name, child in module.named_children():
+            inner = _leaves(child, f"{prefix}{name}.")
+            if inner is None:
+                return None
+            out += inner
+        return out
+    return [(prefix, module)]
+
+
+class NetworkCall:
+    """Calls a loss's network on tensors with a chosen parameter set (online, target, detached, or one
+    member of a stack): ``call(params, *inputs, index=i)``.
+
+    ``params`` is one of the loss's ``TensorDictParams``; the names under the network's prefix are
+    read once and cached (the tensors are updated in place by optimisers, ``SoftUpdate`` and
+    ``load_state_dict``; ``reset()`` after ``.to()``). rlplug's MLPs (an ``nn.Sequential``, or
+    ``q_value_operator``'s concatenation in front of one) run layer by layer, ``F.linear`` on the
+    chosen weights: ``torch.func.functional_call`` swaps every parameter into the module and back on
+    each call, 10-15 % of a 64x64 TD3 step. Anything else (an encoder) goes through ``functional_call``.
+    """
+
+    def __init__(self, network: nn.Module) -> None:
+        from .modules import _Concat
+
+        self.module, self.prefix = _inner(network)
+        self._names: dict[int, list[tuple[str, torch.Tensor]]] = {}
+        self.concat = isinstance(self.module, _Concat)
+        body, body_prefix = (self.module.net, "net.") if self.concat else (self.module, "")
+        leaves = _leaves(body, body_prefix) if isinstance(body, nn.Sequential) else None
+        self.plan: list[tuple[str, str, nn.Module]] | None = None
+        if leaves is not None:
+            self.plan = []
+            for prefix, leaf in leaves:
+                stateless = next(iter(leaf.parameters()), None) is None and next(iter(leaf.buffers()), None) is None
+                kind = "linear" if type(leaf) is nn.Linear else "call" if stateless else "functional"
+                self.plan.append((kind, prefix, leaf))
+
+    def reset(self) -> None:
+        self._names.clear()
+
+    def named(self, params: TensorDictBase) -> list[tuple[str, torch.Tensor]]:
+        key = id(params)
+        named = self._names.get(key)
+        if named is None:
+            cut = len(self.prefix)
+            named = [(".".join(k) if isinstance(k, tuple) else k, v) for k, v in params.items(True, True)]
+            named = [(k[cut:], v) for k, v in named if k.startswith(self.prefix)]
+            self._names[key] = named
+        return named
+
+    def __call__(self, params: TensorDictBase, *inputs: torch.Tensor, index: int | None = None, detach: bool = False) -> Any:
+        named = self.named(params)
+        if index is not None:
+            named = [(k, v[index]) for k, v in named]
+        mapping = {k: (v.detach() if detach else v) for k, v in named}
+        if self.plan is None:
+            return functional_call(self.module, mapping, inputs, strict=False, tie_weights=False)
+        x = torch.cat(inputs, dim=-1) if self.concat else inputs[0]
+        for kind, prefix, leaf in self.plan:
+            if kind == "linear":
+                x = F.linear(x, mapping[prefix + "weight"], mapping.get(prefix + "bias"))
+            elif kind == "call":
+                x = leaf(x)
+            else:
+                local = {k[len(prefix):]: v for k, v in mapping.items() if k.startswith(prefix)}
+                x = functional_call(leaf, local, (x,), strict=False, tie_weights=False)
+        return x
+
+
+def lean_applies(loss: Any, tensordict: TensorDictBase) -> bool:
+    """Whether the lean ``forward`` computes what upstream's would: a TD(0) estimator, mean reduction,
+    no priority weights and no loss mask in the batch. Otherwise the caller falls back to upstream."""
+    if loss.reduction not in (None, "mean") or not isinstance(loss._value_estimator, (TD0Estimator, type(None))):
+        return False
+    mask_keys = AUTO_LOSS_MASK_KEYS if loss._loss_mask_key == "auto" else (loss._loss_mask_key,)
+    weight_key = getattr(loss.tensor_keys, "priority_weight", None)
+    return all(tensordict.get(k, None) is None for k in (*mask_keys, weight_key) if k is not None)
+
+
+def td0_target(loss: Any, reward: torch.Tensor, terminated: torch.Tensor, next_value: torch.Tensor) -> torch.Tensor:
+    """``reward + gamma * not terminated * next_value`` with the loss's estimator's gamma (TD(0))."""
+    gamma = loss.value_estimator.gamma
+    return reward + gamma * (~terminated).int() * next_value
+
+
+def loss_output(terms: dict[str, torch.Tensor]) -> TensorDict:
+    """The loss's scalar terms as a ``[]`` tensordict, as upstream's ``forward`` returns them."""
+    return TensorDict._new_unsafe(terms, torch.Size([]))

@@ -1,0 +1,290 @@
+"""Policy export: a trainer's deterministic policy (``Trainer.export_policy``) written as one TorchScript
+or ONNX file that runs with plain ``torch`` or ``onnxruntime``, read back, checked and evaluated.
+
+The file's inputs are raw observation batches (``[B, *shape]``: float32 vectors, uint8 images as stored;
+one input per key of a ``Dict`` space, in sorted key order; ``[B, n_agents, obs_dim]`` for a multi-agent
+cell) and its one output, ``action``, is what ``act_deterministic`` returns (int64 indices for Discrete
+actions, float32 inside the bounds for Box). Both formats carry the same JSON metadata: the run's recipe,
+algorithm, backend, environment and step count, and the input / action signature
+(``rlplug.backends.common.export.policy_signature``). Torch and numpy are imported only when a function runs (the CLI's parser reads ``FORMATS``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import warnings
+import zipfile
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import ExportedFileError, ExportUnsupportedError
+
+FORMATS = ("torchscript", "onnx")
+SUFFIXES = {"torchscript": ".pt", "onnx": ".onnx"}
+METADATA_KEY = "rlplug.json"
+"""Where the metadata lives: a TorchScript extra file, an ONNX ``metadata_props`` entry."""
+TOLERANCE = 1e-5
+"""The largest difference between the exported file's Box actions and ``act_deterministic``'s."""
+CHECK_BATCH = 16
+ONNX_OPSET = 17
+
+
+def check_format(fmt: str) -> None:
+    """Refuse a format that cannot be written here, before anything is built."""
+    if fmt not in FORMATS:
+        raise ExportUnsupportedError(f"unknown export format '{fmt}'; choose {' or '.join(FORMATS)}")
+    if fmt == "onnx":
+        missing = [name for name in ("onnx", "onnxruntime") if importlib.util.find_spec(name) is None]
+        if missing:
+            raise ExportUnsupportedError(f"--format onnx needs {' and '.join(missing)}: pip install 'rlplug[onnx]'")
+
+
+def default_path(run_dir: Path, fmt: str) -> Path:
+    return Path(run_dir) / f"policy{SUFFIXES[fmt]}"
+
+
+def export_policy(build: Any, path: str | Path, fmt: str = "torchscript", check: bool = True) -> dict[str, Any]:
+    """Write ``build.trainer``'s deterministic policy to ``path`` (atomically) and, with ``check``, read the
+    file back and compare its actions with ``act_deterministic`` on ``CHECK_BATCH`` made-up observations
+    (a file that disagrees is deleted and refused). Returns what was written: path, format, metadata and
+    the largest action difference seen (``max_abs_difference``)."""
+    import torch
+
+    from .backends.common.export import example_observations, policy_signature
+
+    check_format(fmt)
+    trainer = build.trainer
+    module = trainer.export_policy()
+    if not isinstance(module, torch.nn.Module):
+        raise ExportUnsupportedError(f"{type(trainer).__name__}.export_policy returned a {type(module).__name__}, not a torch.nn.Module")
+    signature = getattr(module, "signature", None) or policy_signature(build)
+    metadata = export_metadata(build, signature)
+    examples = [torch.as_tensor(a) for a in example_observations(signature, 2, seed=build.seed)]
+    path = Path(path)
+    partial = path.with_name(f".{path.name}.tmp")
+    try:
+        with _frozen(module) as frozen, torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # tracer and legacy-exporter notes; the check below is what counts
+            if fmt == "torchscript":
+                traced = torch.jit.trace(frozen, tuple(examples), check_trace=False)
+                torch.jit.save(traced, str(partial), _extra_files={METADATA_KEY: json.dumps(metadata)})
+            else:
+                _write_onnx(frozen, examples, signature, metadata, partial)
+        os.replace(partial, path)
+    finally:
+        if partial.exists():
+            partial.unlink()
+    result = {"path": str(path), "format": fmt, "metadata": metadata, "max_abs_difference": None}
+    if check:
+        try:
+            result["max_abs_difference"] = check_against_trainer(load_exported(path), trainer, build.seed)
+        except BaseException:
+            path.unlink(missing_ok=True)
+            raise
+    return result
+
+
+@contextmanager
+def _frozen(module: Any) -> Iterator[Any]:
+    """``module`` in eval mode with gradients off while it is traced and saved (the file then holds plain
+    weights), its modes and flags given back afterwards: it shares the live trainer's networks, which a deep
+    copy cannot always take (skrl models keep the last step's non-leaf tensors)."""
+    modes = [(m, m.training) for m in module.modules()]
+    flags = [(p, p.requires_grad) for p in module.parameters()]
+    module.eval()
+    for parameter, _ in flags:
+        parameter.requires_grad_(False)
+    try:
+        yield module
+    finally:
+        for m, training in modes:
+            m.training = training
+        for parameter, flag in flags:
+            parameter.requires_grad_(flag)
+
+
+def _write_onnx(module: Any, examples: Sequence[Any], signature: dict[str, Any], metadata: dict[str, Any], path: Path) -> None:
+    import onnx
+    import torch
+
+    names = [spec["name"] for spec in signature["inputs"]]
+    axes = {name: {0: "batch"} for name in [*names, "action"]}
+    # the TorchScript-based exporter: the dynamo one needs onnxscript, and these are small static graphs
+    torch.onnx.export(module, tuple(examples), str(path), dynamo=False, input_names=names, output_names=["action"],
+                      dynamic_axes=axes, opset_version=ONNX_OPSET)  # fmt: skip
+    model = onnx.load(str(path))
+    entry = model.metadata_props.add()
+    entry.key, entry.value = METADATA_KEY, json.dumps(metadata)
+    onnx.save(model, str(path))
+
+
+def export_metadata(build: Any, signature: dict[str, Any]) -> dict[str, Any]:
+    recipe = build.recipe
+    trainer = build.trainer
+    return {
+        "rlplug_export": 1,
+        "recipe": getattr(recipe, "ref", getattr(recipe, "name", "")),
+        "algorithm": build.algorithm.name,
+        "backend": build.backend,
+        "env": build.env_id,
+        "steps": int(trainer.progress),
+        "step_unit": trainer.progress_unit,
+        **signature,
+    }
+
+
+# ---- reading a file back ------------------------------------------------------------------------------
+
+
+@dataclass
+class ExportedFile:
+    """An exported policy read back: ``act(observations)`` runs it on a batch (an array, or a Dict's mapping)."""
+
+    path: Path
+    format: str
+    metadata: dict[str, Any]
+    runner: Any
+
+    @property
+    def input_names(self) -> list[str]:
+        return [spec["name"] for spec in self.metadata["inputs"]]
+
+    def inputs(self, observations: Any) -> list[Any]:
+        import numpy as np
+
+        names = self.input_names
+        parts = [observations[name] for name in names] if isinstance(observations, Mapping) else [observations]
+        if len(parts) != len(names):
+            raise ExportedFileError(f"{self.path} takes {len(names)} inputs ({', '.join(names)}), got {len(parts)}")
+        return [np.ascontiguousarray(np.asarray(p), dtype=spec["dtype"]) for p, spec in zip(parts, self.metadata["inputs"])]
+
+    def act(self, observations: Any) -> Any:
+        """The actions for a batch of observations, as a numpy array."""
+        arrays = self.inputs(observations)
+        if self.format == "onnx":
+            return self.runner.run(["action"], dict(zip(self.input_names, arrays)))[0]
+        import torch
+
+        with torch.no_grad():
+            return self.runner(*(torch.from_numpy(a) for a in arrays)).numpy()
+
+
+def load_exported(path: str | Path) -> ExportedFile:
+    """Read a TorchScript or ONNX file written by ``export_policy`` (the format is told by the file itself)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ExportedFileError(f"exported policy {path} does not exist" if not path.exists() else f"exported policy {path} is not a file")
+    if zipfile.is_zipfile(path):
+        return _load_torchscript(path)
+    return _load_onnx(path)
+
+
+def _load_torchscript(path: Path) -> ExportedFile:
+    import torch
+
+    extra = {METADATA_KEY: ""}
+    try:
+        module = torch.jit.load(str(path), map_location="cpu", _extra_files=extra)
+    except Exception:  # noqa: BLE001 - a zip that is not TorchScript (a checkpoint, an archive)
+        raise ExportedFileError(f"{path} is not an exported policy: a zip archive, but not a TorchScript module") from None
+    return ExportedFile(path, "torchscript", _metadata(path, extra[METADATA_KEY]), module.eval())
+
+
+def _load_onnx(path: Path) -> ExportedFile:
+    if importlib.util.find_spec("onnxruntime") is None:
+        raise ExportUnsupportedError(f"{path} is not a TorchScript file; reading it as ONNX needs onnxruntime: pip install 'rlplug[onnx]'")
+    import onnxruntime
+
+    try:
+        session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    except Exception:  # noqa: BLE001 - onnxruntime raises its own untyped errors for any bad file
+        raise ExportedFileError(f"{path} is not an exported policy: neither a TorchScript nor an ONNX file") from None
+    props = session.get_modelmeta().custom_metadata_map
+    return ExportedFile(path, "onnx", _metadata(path, props.get(METADATA_KEY, "")), session)
+
+
+def _metadata(path: Path, text: Any) -> dict[str, Any]:
+    if isinstance(text, bytes):
+        text = text.decode()
+    try:
+        metadata = json.loads(text) if text else None
+    except ValueError:
+        metadata = None
+    if not isinstance(metadata, dict) or "inputs" not in metadata or "action" not in metadata:
+        raise ExportedFileError(f"{path} is not a policy exported by rlplug (no {METADATA_KEY} metadata)")
+    return metadata
+
+
+def check_against_trainer(exported: ExportedFile, trainer: Any, seed: int = 0) -> float:
+    """The largest difference between ``exported``'s actions and ``trainer.act_deterministic``'s on
+    ``CHECK_BATCH`` made-up observations; refused when a Discrete action differs or a Box one by more
+    than ``TOLERANCE``."""
+    import numpy as np
+
+    from .backends.common.export import as_observation_batch, example_observations
+
+    arrays = example_observations(exported.metadata, CHECK_BATCH, seed=seed + 1)
+    got = exported.act(as_observation_batch(exported.metadata, arrays))
+    want = np.asarray(trainer.act_deterministic(as_observation_batch(exported.metadata, arrays)))
+    if got.shape != want.shape:
+        raise ExportUnsupportedError(
+            f"the exported policy returns actions of shape {list(got.shape)}, act_deterministic {list(want.shape)}; "
+            f"{type(trainer).__name__}.export_policy does not match its act_deterministic"
+        )
+    difference = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64)))) if got.size else 0.0
+    discrete = exported.metadata["action"]["kind"] == "discrete"
+    if (discrete and difference != 0.0) or difference > TOLERANCE:
+        raise ExportUnsupportedError(
+            f"the exported policy's actions differ from act_deterministic's by up to {difference:.3g}; "
+            f"{type(trainer).__name__}.export_policy does not match its act_deterministic"
+        )
+    return difference
+
+
+# ---- evaluating a file on a run's environment -----------------------------------------------------------
+
+
+def check_fits(exported: ExportedFile, build: Any) -> None:
+    """Refuse a file exported for another environment or with other inputs than ``build``'s."""
+    from .backends.common.export import policy_signature
+
+    meta = exported.metadata
+    wanted = policy_signature(build)
+    if meta.get("env") != build.env_id or meta["inputs"] != wanted["inputs"] or meta["action"] != wanted["action"]:
+        raise ExportedFileError(
+            f"{exported.path} was exported from {meta.get('recipe', '?')} on {meta.get('env', '?')}; it does not fit this run's "
+            f"environment {build.env_id} (inputs {describe_inputs(meta['inputs'])}, the run's {describe_inputs(wanted['inputs'])})"
+        )
+
+
+def describe_inputs(inputs: Sequence[dict[str, Any]]) -> str:
+    """``observation float32 [B, 4]`` for each input, comma-separated."""
+    return ", ".join(f"{spec['name']} {describe_tensor(spec)}" for spec in inputs)
+
+
+def describe_tensor(spec: dict[str, Any]) -> str:
+    return f"{spec['dtype']} [{', '.join(str(d) for d in spec['shape'])}]"
+
+
+def evaluate_exported(build: Any, exported: ExportedFile, episodes: int, video_dir: str | None = None) -> list[float]:
+    """Deterministic episodes of the exported file on ``build``'s environment, seeded as ``Trainer.evaluate``
+    seeds them, so the file and the trained run are scored on the same episodes."""
+    check_fits(exported, build)
+    multiagent = build.extras.get("multiagent")
+    if multiagent is not None:
+        from .errors import VideoUnsupportedError
+        from .multiagent_training import evaluate_multiagent
+
+        if video_dir is not None:
+            raise VideoUnsupportedError(
+                f"video recording is for single-agent gymnasium environments only; {build.env_id} is multi-agent"
+            )
+        return evaluate_multiagent(build.env_id, build.env_kwargs, exported.act, episodes, build.seed)
+    from .evaluation import evaluate_policy
+
+    return evaluate_policy(build.env_spec, None, exported.act, episodes, build.seed, video_dir=video_dir)

@@ -1,0 +1,100 @@
+"""The lean TorchRL losses ("sac-lean", "td3-lean", "iql-lean", "cql-lean") compute upstream's terms: same
+parameters, same batch, same seed, the same values and gradients as SACLoss / TD3Loss / IQLLoss / CQLLoss."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("torchrl")
+
+from tensordict import TensorDict  # noqa: E402
+
+import rlplug  # noqa: E402
+
+B = 32
+
+
+def batch(obs: int = 3, act: int = 1, seed: int = 0) -> TensorDict:
+    g = torch.Generator().manual_seed(seed)
+    nxt = {"observation": torch.randn(B, obs, generator=g), "reward": torch.randn(B, 1, generator=g),
+           "terminated": torch.rand(B, 1, generator=g) < 0.3}  # fmt: skip
+    nxt["done"], nxt["truncated"] = nxt["terminated"].clone(), torch.zeros(B, 1, dtype=torch.bool)
+    return TensorDict({"observation": torch.randn(B, obs, generator=g), "action": torch.rand(B, act, generator=g) * 3.6 - 1.8,
+                       "next": TensorDict(nxt, [B])}, [B])  # fmt: skip
+
+
+def same(upstream, lean, terms, call) -> None:
+    lean.load_state_dict(upstream.state_dict())
+    torch.manual_seed(1)
+    a = call(upstream)
+    torch.manual_seed(1)
+    b = call(lean)
+    for name in terms:
+        torch.testing.assert_close(b[name], a[name], rtol=1e-5, atol=1e-6, msg=name)
+    total_a, total_b = sum(a[t] for t in terms), sum(b[t] for t in terms)
+    ga = torch.autograd.grad(total_a, list(upstream.parameters()), allow_unused=True)
+    gb = torch.autograd.grad(total_b, list(lean.parameters()), allow_unused=True)
+    for x, y in zip(ga, gb):
+        assert (x is None) == (y is None)
+        if x is not None:
+            torch.testing.assert_close(y, x, rtol=1e-4, atol=1e-6)
+
+
+def test_sac_lean_matches_sacloss():
+    b = rlplug.build("sac-pendulum", backend="torchrl", overrides=["hidden_sizes=[16,16]", "loss=sac"])
+    backend = importlib.import_module("rlplug_sac.torchrl_backend")
+    lean = backend.make_lean_sac_loss(b)
+    data = batch()
+    same(b.loss, lean, ("loss_actor", "loss_qvalue", "loss_alpha", "entropy"), lambda loss: loss(data.clone()))
+
+
+def test_td3_lean_matches_td3loss():
+    b = rlplug.build("td3-pendulum", backend="torchrl", overrides=["hidden_sizes=[16,16]", "loss=td3"])
+    backend = importlib.import_module("rlplug_td3.torchrl_backend")
+    lean = backend.make_lean_td3_loss(b)
+    data = batch()
+    both = lambda loss: {"loss_qvalue": loss.value_loss(data.clone())[0], "loss_actor": loss.actor_loss(data.clone())[0]}  # noqa: E731
+    same(b.loss, lean, ("loss_qvalue", "loss_actor"), both)
+
+
+def test_lean_loss_falls_back_to_upstream_for_multi_step_estimators():
+    b = rlplug.build("sac-pendulum", backend="torchrl", overrides=["hidden_sizes=[16,16]", "loss=sac"])
+    backend = importlib.import_module("rlplug_sac.torchrl_backend")
+    lean = backend.make_lean_sac_loss(b)
+    from rlplug.backends.torchrl import lean_applies
+
+    assert lean_applies(lean, batch())
+    lean.make_value_estimator("td1", gamma=0.99)
+    assert not lean_applies(lean, batch())
+
+
+def test_iql_lean_matches_iqlloss(builds, random_dataset):
+    b = builds("rlplug_iql", "torchrl", "Pendulum-v1", num_envs=1, steps=1000, dataset=random_dataset("Pendulum-v1"),
+               loss="iql", hidden_sizes=[16, 16], batch_size=32, log_every=10, eval_every=0)  # fmt: skip
+    backend = importlib.import_module("rlplug_iql.torchrl_backend")
+    lean = backend.make_lean_iql_loss(b)
+    data = batch()
+    same(b.loss, lean, ("loss_actor", "loss_qvalue", "loss_value", "entropy"), lambda loss: loss(data.clone()))
+
+
+def test_cql_lean_matches_cqlloss(builds, random_dataset):
+    b = builds("rlplug_cql", "torchrl", "Pendulum-v1", num_envs=1, steps=1000, dataset=random_dataset("Pendulum-v1"),
+               loss="cql", hidden_sizes=[16, 16], batch_size=32, log_every=10, eval_every=0, num_random=4)  # fmt: skip
+    backend = importlib.import_module("rlplug_cql.torchrl_backend")
+    lean = backend.make_lean_cql_loss(b)
+    data = batch()
+    same(b.loss, lean, ("loss_actor", "loss_actor_bc", "loss_qvalue", "loss_cql", "loss_alpha", "entropy"),
+         lambda loss: loss(data.clone()))
+
+
+@pytest.mark.parametrize("double_dqn", [False, True])
+def test_dqn_lean_matches_dqnloss(double_dqn):
+    b = rlplug.build("dqn-cartpole", backend="torchrl", overrides=["hidden_sizes=[16,16]", "loss=dqn", f"double_dqn={str(double_dqn).lower()}"])
+    backend = importlib.import_module("rlplug_dqn.torchrl_backend")
+    lean = backend.make_lean_dqn_loss(b)
+    data = batch(obs=4)
+    data["action"] = torch.randint(0, 2, (B,))
+    same(b.loss, lean, ("loss",), lambda loss: loss(data.clone()))
