@@ -48,7 +48,6 @@ CQL = AlgorithmSpec(
     params=PARAMS,
     api_version=1,
     default_loss="cql",
-    backend_default_losses={"torchrl": "cql-lean"},  # upstream's maths, faster (docs/plugins.md §5)
     losses=(
         LossSpec(
             name="cql",

@@ -40,7 +40,6 @@ DQN = AlgorithmSpec(
     params=PARAMS,
     api_version=1,
     default_loss="dqn",
-    backend_default_losses={"torchrl": "dqn-lean"},  # upstream's maths, faster (docs/plugins.md §5)
     rules=REPLAY_RULES + ESTIMATOR_RULES,
     losses=(
         LossSpec(

@@ -35,7 +35,6 @@ IQL = AlgorithmSpec(
     params=PARAMS,
     api_version=1,
     default_loss="iql",
-    backend_default_losses={"torchrl": "iql-lean"},  # upstream's maths, faster (docs/plugins.md §5)
     losses=(
         LossSpec(
             name="iql",

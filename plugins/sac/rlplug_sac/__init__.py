@@ -47,7 +47,6 @@ SAC = AlgorithmSpec(
     params=PARAMS,
     api_version=1,
     default_loss="sac",
-    backend_default_losses={"torchrl": "sac-lean"},  # upstream's maths, faster (docs/plugins.md §5)
     rules=REPLAY_RULES + ESTIMATOR_RULES,
     losses=(
         LossSpec(

@@ -45,7 +45,6 @@ TD3 = AlgorithmSpec(
     params=PARAMS,
     api_version=1,
     default_loss="td3",
-    backend_default_losses={"torchrl": "td3-lean"},  # upstream's maths, faster (docs/plugins.md §5)
     rules=REPLAY_RULES + ESTIMATOR_RULES,
     losses=(
         LossSpec(
