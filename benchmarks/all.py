@@ -13,12 +13,16 @@ Sections (each run in its own process; each writes ``benchmarks/results/<section
   vector_modes    ``vector_modes.py``: steps/s with vector_mode sync vs async (ppo-pendulum on HalfCheetah-v5, 2 and 4 envs)
 
 BENCHMARKS.md (and BENCHMARKS.json) at the repository root are then rendered from all stored results,
-including the TorchRL ÷ skrl backend ratios computed from the bench rows (``render.py``).
+including the TorchRL ÷ skrl backend ratios computed from the bench rows (``render.py``). Where they exist, the
+page also uses ``results/random_returns.json`` (``random_returns.py``: the aggregate line, an IQM of normalised
+scores against registry.toml's references) and ``docs/curves/<recipe>.png`` (``curves.py``; ``--curves`` draws
+them first from the bench rows' run directories).
 
     RLPLUG_DATA_DIR=/work/data nice -n 5 python benchmarks/all.py                 # everything
     python benchmarks/all.py --only overhead,startup                              # rerun two, re-render all
     python benchmarks/all.py --only none                                          # re-render from stored results
     python benchmarks/all.py --only none --import-bench BENCHMARKS.json           # adopt an earlier bench table
+    python benchmarks/all.py --only none --import-bench R.json --curves           # ... and draw its runs' curves
 
 Run it on an otherwise idle machine where possible; every figure is a ratio measured interleaved
 except the bench table's own wall times.
@@ -37,8 +41,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 RESULTS = HERE / "results"
+RANDOM_RETURNS = RESULTS / "random_returns.json"  # random_returns.py; not a section: it changes only with the envs
 sys.path.insert(0, str(HERE))
 
+from curves import CURVES, existing_curves, write_curves  # noqa: E402
 from render import STORED, combined_json, load_results, render  # noqa: E402
 
 PY = sys.executable
@@ -125,12 +131,30 @@ def import_bench(path: Path) -> None:
           bench["machine"]["date"])
 
 
-def write_page(command: str) -> None:
+def registry_references() -> dict[str, dict]:
+    """The published reference each first-party recipe cites, by ``name@version``: the aggregate's 100 for bench
+    rows stored before rows carried their recipe's reference."""
+    from rlplug.recipes import RecipeBook, first_party_registry
+
+    book = RecipeBook()
+    book.add_file(first_party_registry())
+    recipes = (book.resolve(f"{name}@{version}") for name, version in book.refs())
+    return {recipe.ref: recipe.reference for recipe in recipes if recipe.reference}
+
+
+def write_page(command: str, draw_curves: bool = False) -> None:
     from rlplug.report import COLUMNS, _row  # the bench table's cells, as `rlplug bench --report` renders them
 
     results = load_results(RESULTS)
-    (ROOT / "BENCHMARKS.md").write_text(render(results, _row, COLUMNS, command))
-    (ROOT / "BENCHMARKS.json").write_text(json.dumps(combined_json(results), indent=2) + "\n")
+    rows = results.get("bench", {}).get("data", {}).get("rows", [])
+    if draw_curves:
+        written = write_curves([{"rows": rows}], CURVES)
+        print(f"drew {len(written)} curve(s) in {CURVES.relative_to(ROOT)}", file=sys.stderr)
+    random_returns = json.loads(RANDOM_RETURNS.read_text()) if RANDOM_RETURNS.exists() else None
+    references = registry_references()
+    page = render(results, _row, COLUMNS, command, curves=existing_curves(rows), random_returns=random_returns, references=references)
+    (ROOT / "BENCHMARKS.md").write_text(page)
+    (ROOT / "BENCHMARKS.json").write_text(json.dumps(combined_json(results, random_returns, references), indent=2) + "\n")
     print(f"wrote BENCHMARKS.md and BENCHMARKS.json from {', '.join(results) or 'nothing'}", file=sys.stderr)
 
 
@@ -139,6 +163,8 @@ def main() -> None:
     parser.add_argument("--only", default=None, help=f"comma-separated sections to rerun ({', '.join(STORED)}; 'none' "
                         "re-renders only); the others are rendered from their stored results")
     parser.add_argument("--import-bench", type=Path, default=None, help="store this bench JSON as the bench section first")
+    parser.add_argument("--curves", action="store_true", help="draw docs/curves/<recipe>.png from the bench rows' run "
+                        "directories (curves.py) before rendering")
     args = parser.parse_args()
     if args.import_bench is not None:
         import_bench(args.import_bench)
@@ -152,7 +178,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         for section in sections:
             run_section(section, Path(scratch))
-    write_page("python benchmarks/all.py")
+    write_page("python benchmarks/all.py", draw_curves=args.curves)
 
 
 if __name__ == "__main__":

@@ -6,15 +6,25 @@ from what is stored. Every stored file has the same envelope:
 ``{"section": NAME, "command": "...", "date": "ISO time", "data": {...}}``; ``data`` is what the
 section's script printed as JSON (the bench section: ``{"machine": ..., "rows": [...]}`` as
 ``rlplug bench --report`` writes it).
+
+Two optional inputs refine the recipe table: the random policy's returns (``results/random_returns.json``,
+``random_returns.py``), for the aggregate line (``aggregate.py``: the IQM of normalised scores), and links to
+the recipes' learning-curve pictures (``docs/curves/``, ``curves.py``), which ``all.py`` finds on disk.
 """
 
 from __future__ import annotations
 
 import json
 import statistics
-from collections.abc import Callable, Iterable
+import sys
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
+
+if str(Path(__file__).resolve().parent) not in sys.path:  # loaded by path (the tests), not only from all.py
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from aggregate import aggregate_rows  # noqa: E402
 
 SECTIONS = ("bench", "overhead", "startup", "backend_ratio", "floor", "optimizer", "compile", "time_to_target", "scaling",
             "vector_modes")
@@ -88,7 +98,11 @@ def bench_rows(envelope: dict[str, Any]) -> list[dict[str, Any]]:
     return envelope["data"]["rows"]
 
 
-def render_bench(envelope: dict[str, Any], row_cells: Callable[[dict[str, Any]], list[str]], columns: Iterable[str]) -> list[str]:
+def render_bench(envelope: dict[str, Any], row_cells: Callable[[dict[str, Any]], list[str]], columns: Iterable[str],
+                 curves: Mapping[str, str] | None = None, random_returns: dict[str, Any] | None = None,
+                 references: Mapping[str, Mapping[str, Any]] | None = None) -> list[str]:  # fmt: skip
+    """The recipe table (``row_cells``: ``rlplug bench --report``'s cells), a ``curve`` column when pictures exist
+    (``curves``: recipe name -> link), and the aggregate over rows (``random_returns``: its stored envelope)."""
     data = envelope["data"]
     machine = data.get("machine", {})
     lines = [f"## {TITLES['bench']}", "", provenance(envelope)]
@@ -96,10 +110,58 @@ def render_bench(envelope: dict[str, Any], row_cells: Callable[[dict[str, Any]],
         lines += ["", f"Machine: {machine.get('processor')}, {machine.get('cpu_count')} cores, torch threads "
                   f"{machine.get('torch_threads')}, {machine.get('platform')}.",
                   "Versions: " + ", ".join(f"{k} {v}" for k, v in machine.get("versions", {}).items()) + "."]
-    lines += [""] + table(list(columns), [row_cells(row) for row in data["rows"]])
+    header, cells = list(columns), [row_cells(row) for row in data["rows"]]
+    if curves:
+        header.append("curve")
+        cells = [c + [curve_cell(row, curves)] for c, row in zip(cells, data["rows"])]
+    lines += [""] + table(header, cells)
     lines += ["", BENCH_NOTE, "", "Offline rows count gradient updates; their score is 100 × (R − R_random) / (R_expert − R_random) "
               "with the reference returns the dataset recorded.", ""]
+    return lines + render_aggregate(data["rows"], random_returns, references)
+
+
+def curve_cell(row: dict[str, Any], curves: Mapping[str, str]) -> str:
+    name = row["recipe"].partition("@")[0]
+    return f"[{name}]({curves[name]})" if name in curves else "-"
+
+
+def aggregate_text(summary: dict[str, Any], total: int) -> str:
+    """The aggregate line: the IQM and its interval over the scored rows, and how many rows were left out and why."""
+    used = len(summary["scores"])
+    skipped = "; ".join(f"{len(names)} {why} ({', '.join(names)})" for why, names in summary["skipped"].items())
+    left_out = f" {total - used} of {total} rows left out: {skipped}." if skipped else ""
+    if summary["iqm"] is None:
+        return f"**Aggregate:** no row can be scored.{left_out}"
+    low, high = summary["ci95"]
+    return (f"**Aggregate:** interquartile mean of the normalised scores **{summary['iqm']:.1f}** (95 % CI {low:.1f} – {high:.1f}) "
+            f"over {used} row{'s' if used != 1 else ''} (recipe × backend).{left_out}")
+
+
+def render_aggregate(rows: list[dict[str, Any]], random_returns: dict[str, Any] | None,
+                     references: Mapping[str, Mapping[str, Any]] | None = None) -> list[str]:  # fmt: skip
+    """The IQM of normalised scores across the table, with each row's score; needs the random returns."""
+    if random_returns is None:
+        return ["No random returns stored: run `python benchmarks/random_returns.py` for the aggregate over recipes.", ""]
+    summary = aggregate_rows(rows, random_returns["data"], references)
+    lines = ["### Aggregate over recipes", "", aggregate_text(summary, len(rows)), "",
+             f"{AGGREGATE_NOTE} `{random_returns.get('command', '?')}` on {random_returns.get('date', '?')} "
+             f"({random_returns.get('protocol', 'uniform random actions')}).", ""]
+    if summary["scores"]:
+        cells = [[s["recipe"], s["backend"], f"{s['value']:.1f}", number_or_dash(s["random"]), number_or_dash(s["reference"]),
+                  f"{s['score']:.1f}"] for s in summary["scores"]]  # fmt: skip
+        lines += table(["recipe", "backend", "R (mean over seeds)", "R_random", "R_reference", "normalised score"], cells) + [""]
     return lines
+
+
+def number_or_dash(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+AGGREGATE_NOTE = ("A row's normalised score is 100 × (R − R_random) / (R_reference − R_random): 0 is a uniformly random policy, 100 "
+                  "the recipe's published reference (the row's own, else the one registry.toml names); offline rows are already "
+                  "normalised (`-` below). The interquartile mean (the mean of the middle half of the rows' scores) resists one "
+                  "recipe far off the others; its 95 % CI is a percentile bootstrap over rows (10,000 resamples, seeded). "
+                  "Random returns from")
 
 
 BENCH_NOTE = ("Each row trains its recipe once per seed (`rlplug bench --seeds`); rows stored before seeded benches are "
@@ -296,15 +358,17 @@ def render_scaling(envelope: dict[str, Any]) -> list[str]:
 
 
 def render(results: dict[str, dict[str, Any]], row_cells: Callable[[dict[str, Any]], list[str]], columns: Iterable[str],
-           command: str = "python benchmarks/all.py") -> str:
-    """BENCHMARKS.md from the stored section envelopes (any may be missing)."""
+           command: str = "python benchmarks/all.py", *, curves: Mapping[str, str] | None = None,
+           random_returns: dict[str, Any] | None = None, references: Mapping[str, Mapping[str, Any]] | None = None) -> str:
+    """BENCHMARKS.md from the stored section envelopes (any may be missing); ``curves``, ``random_returns`` and
+    ``references`` (recipe ref -> the registry's reference, for rows stored without one) as ``render_bench`` takes them."""
     lines = ["# rlplug benchmarks", "",
              f"Produced by `{command}`: each section below is rendered from its stored result in `benchmarks/results/` "
              "(its own command and date are given); `python benchmarks/all.py --only SECTION` reruns one section. "
              "Measured on a shared 2-core machine while other work ran part of the time: read wall-clock figures "
              "as indicative, ratios (measured interleaved) as the result.", ""]
     if "bench" in results:
-        lines += render_bench(results["bench"], row_cells, columns)
+        lines += render_bench(results["bench"], row_cells, columns, curves, random_returns, references)
     else:
         lines += [f"## {TITLES['bench']}", ""] + missing("bench")
     renderers = {
@@ -327,12 +391,17 @@ def render(results: dict[str, dict[str, Any]], row_cells: Callable[[dict[str, An
     return "\n".join(lines).rstrip() + "\n"
 
 
-def combined_json(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def combined_json(results: dict[str, dict[str, Any]], random_returns: dict[str, Any] | None = None,
+                  references: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:  # fmt: skip
     """BENCHMARKS.json: the bench table's machine/command/rows at the top (as ``rlplug bench`` writes
-    them) and every section's envelope, plus the computed backend ratios."""
+    them) and every section's envelope, plus the computed backend ratios and, with the random returns,
+    the aggregate over rows."""
     bench = results.get("bench", {}).get("data", {})
     out: dict[str, Any] = {"machine": bench.get("machine"), "command": results.get("bench", {}).get("command"),
                            "rows": bench.get("rows", []), "sections": results}
     if bench.get("rows"):
         out["backend_ratio"] = backend_ratios(bench["rows"])
+        if random_returns is not None:
+            out["random_returns"] = random_returns
+            out["aggregate"] = aggregate_rows(bench["rows"], random_returns["data"], references)
     return out

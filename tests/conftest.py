@@ -40,6 +40,16 @@ def run_cli(*args: str, paths: tuple[Path, ...] = (), cwd: Path | None = None, t
     )
 
 
+def one_timeline(before: list[list[str]], after: list[list[str]], upto: int) -> bool:
+    """``metrics.csv`` rows (header first) of a run before a kill and after its resume from the checkpoint at
+    step ``upto``: every row up to it is still there, in order (columns added later pad it on the right), and
+    no step is there twice (rows past it were trained again)."""
+    covered = [before[0]] + [row for row in before[1:] if int(row[0]) <= upto] if before else []
+    steps = [int(row[0]) for row in after[1:]]
+    return (len(after) >= len(covered) and all(new[: len(old)] == old for old, new in zip(covered, after))
+            and steps == sorted(set(steps)))
+
+
 def assert_one_line_error(result: subprocess.CompletedProcess, expected: str) -> None:
     """Exit code 2, exactly one line on stderr containing ``expected``, and no traceback."""
     assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)

@@ -6,6 +6,7 @@ import importlib.util
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 RENDER = Path(__file__).resolve().parents[1] / "benchmarks" / "render.py"
@@ -120,3 +121,145 @@ def test_compile_and_vector_mode_sections(render):
                                       "steps": 8192, "sync": [run(1000.0)], "async": [run(1500.0)], "async_vs_sync": [1.5]}]}
     text = "\n".join(render.render_vector_modes(envelope("vector_modes", rows)))
     assert "| ppo-pendulum | HalfCheetah-v5 | skrl | 4 | 8,192 | 1000 | 1500 | 1.500 |" in text and "2-core" in text
+
+
+# ---- the aggregate over recipes (benchmarks/aggregate.py) --------------------------------------------------
+
+
+def load_benchmark_module(name: str):
+    spec = importlib.util.spec_from_file_location(f"benchmarks_{name}", RENDER.parent / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def aggregate():
+    return load_benchmark_module("aggregate")
+
+
+@pytest.fixture(scope="module")
+def curves():
+    return load_benchmark_module("curves")
+
+
+def test_iqm_is_the_mean_of_the_middle_half(aggregate):
+    assert aggregate.iqm([8, 1, 7, 2, 6, 3, 5, 4]) == 4.5  # 1, 2 and 7, 8 cut: mean of 3..6
+    assert aggregate.iqm([0, 1, 2, 3, 1000]) == 2.0  # floor(5 / 4) = 1 cut from each end: the outlier goes
+    assert aggregate.iqm([10, 1, 2, 3]) == 2.5
+    assert aggregate.iqm([7.0]) == 7.0
+    assert aggregate.iqm([[1, 2, 3, 100], [4, 4, 4, 4]], axis=1).tolist() == [2.5, 4.0]  # per row, as the bootstrap calls it
+
+
+def test_iqm_interval_is_seeded_and_holds_the_iqm(aggregate):
+    scores = [12.0, 40.0, 55.0, 61.0, 70.0, 88.0, 95.0, 101.0, 130.0]
+    low, high = aggregate.bootstrap_ci(scores)
+    assert low < aggregate.iqm(scores) < high and (low, high) == aggregate.bootstrap_ci(scores)
+    fallback = aggregate._numpy_bootstrap_ci(np.asarray(scores), 0.95, 10_000, 0)  # without scipy: the same percentile bootstrap
+    assert fallback == pytest.approx((low, high), abs=0.05 * (high - low))
+    assert aggregate.bootstrap_ci([3.0, 3.0, 3.0]) == (3.0, 3.0) and aggregate.bootstrap_ci([5.0]) == (5.0, 5.0)
+
+
+def seeded_row(recipe: str, backend: str, mean: float | None, env: str = "E-v0", reference: dict | None = None,
+               metric: str = "return") -> dict:
+    return {"recipe": recipe, "backend": backend, "env": env, "mean": mean, "target_metric": metric, "reference": reference,
+            "runs": []}  # fmt: skip
+
+
+RANDOM = {"command": "python benchmarks/random_returns.py", "date": "2026-12-01T00:00:00+00:00",
+          "data": {"E-v0": {"mean": -100.0, "std": 5.0, "episodes": 20}, "F-v0": {"mean": 0.0, "std": 0.0, "episodes": 20}}}
+
+
+def test_rows_are_normalised_against_random_and_reference_and_the_rest_is_counted(aggregate):
+    rows = [
+        seeded_row("a@1", "skrl", 50.0, reference={"value": 200.0, "source": "paper"}),  # 100 × 150 / 300 = 50
+        seeded_row("a@1", "torchrl", 200.0, reference={"value": 200.0}),  # the reference itself: 100
+        seeded_row("b@1", "skrl", 30.0, env="F-v0"),  # no reference of its own: the registry's, 60 -> 50
+        seeded_row("c@1", "skrl", 42.0, env="-", metric="normalised_score"),  # offline: already normalised
+        seeded_row("d@1", "skrl", 10.0),  # no reference anywhere
+        seeded_row("e@1", "skrl", 10.0, env="G-v0", reference={"value": 20.0}),  # no random return for G-v0
+        seeded_row("f@1", "skrl", None, reference={"value": 20.0}),  # every seed failed
+        # a one-seed row of an earlier table, stored without a reference: its return, against the registry's reference
+        {"recipe": "a@1", "backend": "jax", "env": "E-v0", "eval_return_mean": -100.0, "target_metric": "return"},
+    ]
+    summary = aggregate.aggregate_rows(rows, RANDOM["data"], {"b@1": {"value": 60.0}, "a@1": {"value": 200.0}})
+    assert [(s["row"], s["score"]) for s in summary["scores"]] == [
+        ("a@1 on skrl", 50.0), ("a@1 on torchrl", 100.0), ("b@1 on skrl", 50.0), ("c@1 on skrl", 42.0), ("a@1 on jax", 0.0)]
+    assert summary["skipped"] == {"no reference": ["d@1 on skrl"], "no random return": ["e@1 on skrl"], "no value": ["f@1 on skrl"]}
+    assert summary["iqm"] == pytest.approx((42.0 + 50.0 + 50.0) / 3)  # 0 and 100 cut
+    assert summary["ci95"][0] <= summary["iqm"] <= summary["ci95"][1]
+
+
+def test_recipe_table_links_curves_and_ends_with_the_aggregate(render):
+    from rlplug.report import COLUMNS as BENCH_COLUMNS, _row
+    from rlplug.seeded import aggregate as seeded
+
+    def run(seed: int, value: float) -> dict:
+        return {"recipe": "a@1", "algorithm": "ppo", "backend": "skrl", "env": "E-v0", "seed": seed, "steps": 1000,
+                "step_unit": "env_steps", "wall_seconds": 10.0, "steps_per_second": 100.0, "eval_return_mean": value,
+                "eval_return_std": 1.0, "target": 100.0, "target_metric": "return", "passed": value >= 100.0,
+                "run_dir": f"runs/a-{seed}"}  # fmt: skip
+
+    a = seeded([run(0, 150.0), run(1, 50.0), run(2, 110.0)], recipe="a@1", backend="skrl", seeds=[0, 1, 2],
+               reference={"value": 200.0, "std": 10.0, "source": "paper"})  # fmt: skip
+    b = {**a, "recipe": "b@2", "reference": None}
+    results = {"bench": envelope("bench", {"machine": {}, "rows": [a, b]})}
+    text = render.render(results, _row, BENCH_COLUMNS, curves={"a": "docs/curves/a.png"}, random_returns=RANDOM)
+    assert "| reference | pass | curve |" in text
+    assert "| a@1 | skrl | - | 0,1,2 (1 missed) | 1,000 | 10.0 (10–10) | 100 | - | 103.3 ± 50.3 (min 50.0) |" in text
+    assert "| [50.0, 150.0] | ≥ 100 | 200 ± 10 (paper) | yes | [a](docs/curves/a.png) |" in text  # mean passes, one seed missed
+    assert "| ≥ 100 | - | yes | - |" in text  # b has no picture
+    # a: 100 × (103.33 + 100) / 300 = 67.8; one row, so its own interval
+    assert ("**Aggregate:** interquartile mean of the normalised scores **67.8** (95 % CI 67.8 – 67.8) over 1 row "
+            "(recipe × backend). 1 of 2 rows left out: 1 no reference (b@2 on skrl).") in text
+    assert "| a@1 | skrl | 103.3 | -100.0 | 200.0 | 67.8 |" in text
+    assert "Random returns from `python benchmarks/random_returns.py` on 2026-12-01T00:00:00+00:00 (uniform random actions)." in text
+    assert "| curve |" not in render.render(results, _row, BENCH_COLUMNS)  # no pictures, no column
+    assert "run `python benchmarks/random_returns.py`" in render.render(results, _row, BENCH_COLUMNS)
+    combined = render.combined_json(results, RANDOM)
+    assert combined["aggregate"]["iqm"] == pytest.approx(67.78, abs=0.01) and combined["random_returns"] == RANDOM
+
+
+# ---- learning curves (benchmarks/curves.py) -----------------------------------------------------------------
+
+
+def write_run_dir(path: Path, backend: str, seed: int, target: float = 300.0) -> Path:
+    """A run directory as ``rlplug train`` leaves it, by hand: recipe.json, metrics.csv (evaluations every 1,000
+    steps), summary.json."""
+    path.mkdir(parents=True)
+    recipe = {"name": "ppo-x", "version": 1, "algorithm": "ppo", "env": "E-v0", "seed": seed, "steps": 4000,
+              "target": target, "target_metric": "return", "hyperparameters": {"lr": 1e-3}}  # fmt: skip
+    (path / "recipe.json").write_text(json.dumps({"backend": backend, "recipe": recipe}))
+    lines = ["env_steps,wall_s,train/episode_return,eval/return"]
+    lines += [f"{x},{x / 1000:.1f},{x / 10 + seed},{x / 12 + 5 * seed if x % 1000 == 0 else ''}" for x in range(500, 4001, 500)]
+    (path / "metrics.csv").write_text("\n".join(lines) + "\n")
+    (path / "summary.json").write_text(json.dumps({"recipe": "ppo-x@1", "backend": backend, "seed": seed, "steps": 4000,
+                                                   "eval_return_mean": 4000 / 12 + 5 * seed, "passed": True}))  # fmt: skip
+    return path
+
+
+def test_curves_put_both_backends_of_a_recipe_on_one_picture(curves, tmp_path, monkeypatch):
+    import rlplug.compare
+
+    dirs = {(b, s): write_run_dir(tmp_path / "runs" / f"{b}-{s}", b, s) for b in ("skrl", "torchrl") for s in (0, 1)}
+    bench = {"rows": [{"recipe": "ppo-x@1", "backend": b, "runs": [{"seed": s, "run_dir": f"runs/{b}-{s}"} for s in (0, 1)]}
+                      for b in ("skrl", "torchrl")]  # relative, as recorded where the bench ran
+             + [{"recipe": "old@1", "backend": "skrl", "runs": [{"seed": 0, "run_dir": None}]},  # no --runs-dir: no picture
+                {"recipe": "gone@1", "backend": "skrl", "runs": [{"seed": 0, "run_dir": str(tmp_path / "moved")}]}]}
+    assert curves.run_dirs_by_recipe(bench["rows"], [tmp_path]) == {
+        "ppo-x": [dirs[k] for k in [("skrl", 0), ("skrl", 1), ("torchrl", 0), ("torchrl", 1)]], "gone": [tmp_path / "moved"]}
+
+    drawn = []
+    real_draw = rlplug.compare.draw
+    def spy(groups, path, **options):
+        drawn.append(([g.label for g in groups], options))
+        return real_draw(groups, path, **options)
+
+    monkeypatch.setattr(rlplug.compare, "draw", spy)
+    written = curves.write_curves([bench], tmp_path / "docs" / "curves", [tmp_path])
+    assert written == {"ppo-x": tmp_path / "docs" / "curves" / "ppo-x.png"}  # "gone" says why on stderr and draws nothing
+    title = "ppo-x: skrl (2 seeds), torchrl (2 seeds)"
+    assert drawn == [(["ppo-x on skrl", "ppo-x on torchrl"], {"title": title, "evaluation_band": True})]
+    assert written["ppo-x"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and written["ppo-x"].stat().st_size > 10_000
+    links = curves.existing_curves(bench["rows"], tmp_path / "docs" / "curves", tmp_path)
+    assert links == {"ppo-x": "docs/curves/ppo-x.png"}

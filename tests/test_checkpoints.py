@@ -17,7 +17,7 @@ import pytest
 import torch
 
 import rlplug
-from conftest import run_cli
+from conftest import one_timeline, run_cli
 from rlplug.checkpoint import PREVIOUS, load_checkpoint, non_finite_tensors, save_checkpoint
 from rlplug.errors import CheckpointMismatchError, RunDirError, TrainingDivergedError
 from rlplug.runs import CHECKPOINT, check_header, checkpoint_header
@@ -140,11 +140,6 @@ def test_divergence_stops_with_one_line_and_keeps_the_last_good_checkpoint(tmp_p
     assert not list(non_finite_tensors(saved["trainer"]))
 
 
-def _kept(before, after):
-    """Every row written before is still there, in order (columns added later pad it on the right)."""
-    return len(after) >= len(before) and all(new[: len(old)] == old for old, new in zip(before, after))
-
-
 def _rows(path):
     with path.open() as handle:
         return list(csv.reader(handle))
@@ -184,7 +179,7 @@ def test_a_run_killed_at_random_moments_resumes_from_its_last_complete_checkpoin
                                    capture_output=True, text=True, env=env, timeout=300)
             assert final.returncode == 0, final.stderr
             after = _rows(run_dir / "metrics.csv")
-            assert _kept(rows_before, after)
+            assert one_timeline(rows_before, after, checkpoint_steps[-1])
     assert checkpoint_steps == sorted(checkpoint_steps) and checkpoint_steps[-1] > checkpoint_steps[0]
     assert not list((run_dir / "checkpoints").glob(".*.tmp"))  # resume cleared what interrupted writes left
     print(f"{interrupted_writes} of 10 kills interrupted a checkpoint write")
@@ -223,7 +218,7 @@ def test_a_kill_in_the_middle_of_a_checkpoint_write_keeps_the_last_complete_one(
     rows = _rows(run_dir / "metrics.csv")
     resumed = run_cli("resume", str(run_dir), "--steps", "512", "--json")
     assert resumed.returncode == 0, resumed.stderr
-    assert _kept(rows, _rows(run_dir / "metrics.csv"))
+    assert one_timeline(rows, _rows(run_dir / "metrics.csv"), 256)
     assert load_checkpoint(run_dir / CHECKPOINT)["rlplug"]["env_steps"] == 512
 
 

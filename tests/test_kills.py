@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import one_timeline, run_cli
 from rlplug.checkpoint import load_checkpoint
 from rlplug.runs import CHECKPOINT
 
@@ -41,11 +41,6 @@ SMALL_PPO = ["--set", "num_envs=2", "--set", "rollout_steps=64", "--set", "epoch
 def _rows(path: Path) -> list[list[str]]:
     with path.open(newline="") as handle:
         return list(csv.reader(handle))
-
-
-def _kept(before: list[list[str]], after: list[list[str]]) -> bool:
-    """Every row written before is still there, in order (columns added later pad it on the right)."""
-    return len(after) >= len(before) and all(new[: len(old)] == old for old, new in zip(before, after))
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:
@@ -87,14 +82,15 @@ def kill_and_resume(run_dir: Path, train_args: list[str], seed: int, extra: int)
             assert counters[0] > seen[-1][0] and counters[1] >= seen[-1][1], (seen, counters)  # only growing
         seen.append(counters)
         now = _rows(run_dir / "metrics.csv")
-        assert _kept(rows, now), f"kill {kill}: rows written before the previous kill are gone"
+        resumed_from = seen[-2][0] if len(seen) > 1 else 0
+        assert one_timeline(rows, now, resumed_from), f"kill {kill}: rows up to the checkpoint resumed from are gone, or a step is twice"
         rows = now
         command = [*BASE, "resume", str(run_dir), "--no-progress"]
     final = subprocess.run([*BASE, "resume", str(run_dir), "--steps", str(seen[-1][0] + extra), "--json"],
                            capture_output=True, text=True, env=ENV, timeout=300)
     assert final.returncode == 0, final.stderr
     assert json.loads(final.stdout)["steps"] >= seen[-1][0] + extra
-    assert _kept(rows, _rows(run_dir / "metrics.csv"))
+    assert one_timeline(rows, _rows(run_dir / "metrics.csv"), seen[-1][0])
     assert not list((run_dir / "checkpoints").glob(".*.tmp"))  # resume cleared what interrupted writes left
     return seen
 
@@ -174,7 +170,7 @@ def test_a_run_killed_before_its_first_checkpoint_resumes_from_step_0(tmp_path):
                                       "step 0 with its recorded recipe")
     summary = json.loads(resumed.stdout)
     assert summary["steps"] == 512 and summary["recipe"] == "ppo-cartpole@1"
-    assert _kept(rows, _rows(run_dir / "metrics.csv"))
+    assert one_timeline(rows, _rows(run_dir / "metrics.csv"), 0)
     assert _counters(run_dir)[1] == 512
 
 

@@ -51,13 +51,17 @@ def build(recipe: Recipe | str, backend: str | None = None, overrides: Iterable[
     return session().build(recipe, backend, overrides, device)
 
 
-def train(recipe: Recipe | str, backend: str | None = None, overrides: Iterable[str] = (), run_dir: str | Path | None = None, progress: bool = False) -> dict[str, Any]:
-    """Build, train to the recipe's budget, evaluate; write a run directory when ``run_dir`` is given."""
+def train(recipe: Recipe | str, backend: str | None = None, overrides: Iterable[str] = (), run_dir: str | Path | None = None,
+          progress: bool = False, loggers: str | Iterable[str] | None = None) -> dict[str, Any]:
+    """Build, train to the recipe's budget, evaluate; write a run directory when ``run_dir`` is given, with
+    ``loggers`` as ``rlplug train --logger`` takes them (``"tensorboard,csv"`` by default)."""
     from .runs import train as run_training
+    from .runs.trackers import parse_loggers
 
+    chosen = parse_loggers(loggers)
     built = build(recipe, backend, overrides)
     try:
-        return run_training(built, run_dir=Path(run_dir) if run_dir else None, progress=progress)
+        return run_training(built, run_dir=Path(run_dir) if run_dir else None, progress=progress, loggers=chosen)
     finally:
         built.trainer.close()
 

@@ -277,10 +277,11 @@ def aggregate(curves: Sequence[tuple[Sequence[float], Sequence[float]]], exact: 
     return grid.tolist(), np.nanmean(values, 0).tolist(), np.nanmin(values, 0).tolist(), np.nanmax(values, 0).tolist()
 
 
-def draw(groups: Sequence[Group], path: str | Path, title: str | None = None) -> Path:
+def draw(groups: Sequence[Group], path: str | Path, title: str | None = None, evaluation_band: bool = False) -> Path:
     """Every group's training-episode return (mean line, min–max band when it has several runs) and its
-    evaluation returns (markers, min–max bars), with each recipe's return target, on one PNG; the legend
-    names the groups by colour under the plot."""
+    evaluation returns (markers, min–max bars; ``evaluation_band``: a dotted mean line with a min–max band,
+    for runs that evaluate often), with each recipe's return target, on one PNG; the legend names the
+    groups by colour under the plot."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -304,8 +305,13 @@ def draw(groups: Sequence[Group], path: str | Path, title: str | None = None) ->
         x, mean, low, high = aggregate([r.evals for r in group.runs], exact=True)
         if x:
             drawn.add(EVAL)
-            bars = [[m - lo for m, lo in zip(mean, low)], [hi - m for m, hi in zip(mean, high)]] if n > 1 else None
-            ax.errorbar(x, mean, yerr=bars, color=color, marker="o", ms=4, lw=1, ls=":", capsize=3)
+            if evaluation_band:
+                ax.plot(x, mean, color=color, marker="o", ms=3, lw=1.2, ls=":")
+                if n > 1:
+                    ax.fill_between(x, low, high, color=color, alpha=0.12, lw=0)
+            else:
+                bars = [[m - lo for m, lo in zip(mean, low)], [hi - m for m, hi in zip(mean, high)]] if n > 1 else None
+                ax.errorbar(x, mean, yerr=bars, color=color, marker="o", ms=4, lw=1, ls=":", capsize=3)
         handles.append(Line2D([], [], color=color, lw=6, alpha=0.6, label=f"{group.label}: {n} run{'s' if n > 1 else ''}"))
         for run in group.runs:
             target = run.recipe.get("target")
@@ -322,7 +328,8 @@ def draw(groups: Sequence[Group], path: str | Path, title: str | None = None) ->
         handles.append(Line2D([], [], color="black", lw=1.5, label="training return" + (" (mean; band: min–max over runs)" if several else "")))
     if EVAL in drawn:
         handles.append(Line2D([], [], color="black", lw=1, ls=":", marker="o", ms=4,
-                              label="evaluation return" + (" (mean; bars: min–max over runs)" if several else "")))  # fmt: skip
+                              label="evaluation return" + (f" (mean; {'band' if evaluation_band else 'bars'}: min–max over runs)"
+                                                           if several else "")))  # fmt: skip
     ax.set_xlabel(UNITS[unit])
     ax.set_ylabel("episode return")
     runs = sum(len(g.runs) for g in groups)

@@ -75,6 +75,14 @@ class CompareError(RlplugError):
     """Runs cannot be compared (``rlplug compare``): none given or found, or their progress is counted in different units."""
 
 
+class TrackerMissingError(BackendMissingError):
+    """``--logger mlflow`` or ``wandb`` without its optional extra installed."""
+
+
+class TrackerError(RlplugError):
+    """A tracker (MLflow, W&B) refused what a run sent it; the run's own files are already on disk."""
+
+
 class RunPluginMissingError(RunDirError):
     """A run was trained with a ``--plugin`` module that cannot be imported here."""
 

@@ -94,6 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--no-write", action="store_true", help="write nothing at all")
     train.add_argument("--checkpoint-every", type=option_value, metavar="N", help="steps between checkpoints (default: a tenth of the budget)")
     train.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    train.add_argument("--logger", metavar="NAMES", help="where scalars go besides metrics.csv, comma-separated: tensorboard, "
+                       "csv, mlflow, wandb (default: tensorboard,csv; mlflow and wandb are extras); resume keeps them")
     _add_launch_options(train)
     train.set_defaults(func=cmd_train)
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..errors import RlplugError
 from ..recipes import check_option
+from ..runs.trackers import parse_loggers
 from ..tables import toml_value
 from .common import open_session, print_json
 from .dataset import ensure_dataset
@@ -27,6 +28,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.env_module is not None:  # the recipe field, so `show`, the run directory and resume see it
         overrides.append(option_override("env_module", args.env_module))
     every = optional("checkpoint_every", args.checkpoint_every, "--checkpoint-every")
+    loggers = parse_loggers(args.logger)  # a missing extra is refused before anything is written
     device = args.device if launching(args) else worker_device(args)
     here = world()
     session = open_session(args)
@@ -54,7 +56,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     try:
         session.construct(build)
         try:
-            summary = train(build, run_dir=run_dir, progress=not (args.json or args.no_progress), checkpoint_every=every)
+            summary = train(build, run_dir=run_dir, progress=not (args.json or args.no_progress), checkpoint_every=every,
+                            loggers=loggers)
         finally:
             build.trainer.close()
     except BaseException:

@@ -136,7 +136,8 @@ def abandon(claim: Claim | None) -> None:
             pass  # something else appeared in it: leave it
 
 
-def create_run_dir(run_dir: Path, build: Build, checkpoint_every: int | None = None) -> Claim:
+def create_run_dir(run_dir: Path, build: Build, checkpoint_every: int | None = None,
+                   loggers: tuple[str, ...] | None = None) -> Claim:
     """Claim the directory (its lock is already held when the CLI claimed it) and write what describes the run."""
     claim = claim_new_run_dir(run_dir)
     write_json(run_dir / RECIPE_FILE, {
@@ -145,6 +146,7 @@ def create_run_dir(run_dir: Path, build: Build, checkpoint_every: int | None = N
         "plugins": list(build.plugin_modules),  # imported again by eval and resume
         "env_modules": env_modules(build.recipe),  # likewise: modules that register the run's environment
         "checkpoint_every": checkpoint_every,  # resume keeps the period
+        "loggers": list(loggers) if loggers is not None else None,  # and the loggers
     })
     with file_errors(run_dir / "command.txt", "write"):
         (run_dir / "command.txt").write_text(os.environ.get(COMMAND_VARIABLE, shlex.join(sys.argv)) + "\n")
@@ -316,6 +318,12 @@ def recorded_checkpoint_every(run_dir: Path) -> int | None:
     """The checkpoint period the run was trained with (``None`` for runs written before it was recorded)."""
     every = _read_recipe_file(_recipe_file(run_dir)).get("checkpoint_every")
     return every if isinstance(every, int) and not isinstance(every, bool) and every >= 1 else None
+
+
+def recorded_loggers(run_dir: Path) -> tuple[str, ...] | None:
+    """The ``--logger`` names the run was trained with (``None`` for runs written before they were recorded)."""
+    loggers = _read_recipe_file(_recipe_file(run_dir)).get("loggers")
+    return tuple(loggers) if isinstance(loggers, list) and all(isinstance(n, str) for n in loggers) else None
 
 
 def recorded_plugins(run_dir: Path) -> list[str]:

@@ -13,6 +13,7 @@ from ..hookspecs import Build, Trainer
 from .divergence import check_losses, diverged_parameters
 from .rundir import recorded_checkpoint_every
 from .summary import add_update_rate, add_world, summarise
+from .trackers import DEFAULT_LOGGERS
 from .writer import RunWriter
 
 
@@ -89,6 +90,7 @@ def train(
     progress: bool = True,
     checkpoint_every: int | None = None,
     resume: bool = False,
+    loggers: tuple[str, ...] = DEFAULT_LOGGERS,
 ) -> dict[str, Any]:
     """Train ``build.trainer`` to ``steps`` (the recipe's budget by default), evaluate, summarise.
 
@@ -96,7 +98,8 @@ def train(
     (the parameters are the same on every rank), and checkpoints collect every rank's state.
     A resumed run keeps the checkpoint period recorded in its directory unless given another one.
     SIGINT and SIGTERM write a checkpoint at the end of the iteration under way, then raise
-    ``RunInterrupted`` (a ``KeyboardInterrupt``).
+    ``RunInterrupted`` (a ``KeyboardInterrupt``). ``loggers`` (``rlplug.runs.trackers``) are recorded in a
+    new run directory; a resumed one keeps its own.
     """
     here = world()
     trainer = build.trainer
@@ -105,12 +108,18 @@ def train(
     if writes and resume and checkpoint_every is None:
         checkpoint_every = recorded_checkpoint_every(run_dir)
     every = checkpoint_every or max(1, steps // 10)
-    writer = RunWriter(run_dir, build, resume=resume, checkpoint_every=every) if writes and here.is_main else None
+    writer = RunWriter(run_dir, build, resume, every, loggers) if writes and here.is_main else None
+    status = "failed"
     try:
-        return _train(build, trainer, steps, run_dir, writer, progress and here.is_main, every)
+        summary = _train(build, trainer, steps, run_dir, writer, progress and here.is_main, every)
+        status = "finished"
+        return summary
+    except RunInterrupted:
+        status = "interrupted"
+        raise
     finally:
         if writer is not None:
-            writer.release()
+            writer.release(status)
 
 
 def _train(build: Build, trainer: Trainer, steps: int, run_dir: Path | None, writer: RunWriter | None, progress: bool,

@@ -12,12 +12,14 @@ from .curve import curve_lines, plot_learning_curve
 from .divergence import check_finite_state
 from .metrics import MetricsLog
 from .lock import check_still_held, lock_run_dir, unlock_run_dir
+from .trackers import DEFAULT_LOGGERS, Trackers
 from .rundir import (
     CHECKPOINT,
     clear_interrupted_writes,
     create_run_dir,
     file_errors,
     record_checkpoint_every,
+    recorded_loggers,
     set_aside_unusable_latest,
     write_json,
 )
@@ -25,16 +27,20 @@ from .rundir import (
 
 class RunWriter:
     """Writes one run directory: its description at the start (not on resume), metrics rows, the
-    curve at each evaluation, checkpoints, and the summary at the end.
+    curve at each evaluation, checkpoints, and the summary at the end; and sends the same to the run's
+    trackers (``rlplug.runs.trackers``), rows once a checkpoint covers them.
 
     It takes the directory's lock (``rlplug.runs.lock``) first unless this process holds it already (the
-    CLI takes it before building), and ``release`` gives back only a lock it took itself.
+    CLI takes it before building), and ``release`` gives back only a lock it took itself. A resumed run
+    keeps the loggers it was trained with and continues its timeline from the checkpoint's progress.
     """
 
-    def __init__(self, run_dir: Path, build: Build, resume: bool = False, checkpoint_every: int | None = None) -> None:
+    def __init__(self, run_dir: Path, build: Build, resume: bool = False, checkpoint_every: int | None = None,
+                 loggers: tuple[str, ...] = DEFAULT_LOGGERS) -> None:
         self.dir = run_dir
         self.build = build
         self.locked_now = False
+        self.trackers: Trackers | None = None
         try:
             if resume:
                 self.locked_now = lock_run_dir(run_dir)
@@ -42,22 +48,34 @@ class RunWriter:
                 clear_interrupted_writes(run_dir)
                 if checkpoint_every is not None:
                     record_checkpoint_every(run_dir, checkpoint_every)
+                loggers = recorded_loggers(run_dir) or DEFAULT_LOGGERS
             else:
-                self.locked_now = create_run_dir(run_dir, build, checkpoint_every).locked_now
-            self.metrics = MetricsLog(run_dir, build.trainer.progress_unit, declared_metrics(build))
+                self.locked_now = create_run_dir(run_dir, build, checkpoint_every, loggers).locked_now
+            self.metrics = MetricsLog(run_dir, build.trainer.progress_unit, declared_metrics(build),
+                                      tensorboard="tensorboard" in loggers,
+                                      resumed_at=build.trainer.progress if resume else None)
+            self.trackers = Trackers(run_dir, build, loggers, resume)
         except BaseException:
-            self.release()
+            self.release("failed")
             raise
 
-    def release(self) -> None:
-        """Give back the directory's lock if this writer took it (a run trained from Python, not the CLI)."""
-        if self.locked_now:
-            unlock_run_dir(self.dir)
-            self.locked_now = False
+    def release(self, status: str = "finished") -> None:
+        """End the tracker runs (``finished``, ``interrupted`` or ``failed``) and give back the directory's
+        lock if this writer took it (a run trained from Python, not the CLI)."""
+        trackers, self.trackers = self.trackers, None
+        try:
+            if trackers is not None:
+                trackers.end(status)
+        finally:
+            if self.locked_now:
+                unlock_run_dir(self.dir)
+                self.locked_now = False
 
     def log(self, progress: int, wall: float, metrics: dict[str, float]) -> None:
         check_still_held(self.dir)
         self.metrics.log(progress, wall, metrics)
+        if self.trackers is not None:
+            self.trackers.add(progress, metrics)
         if any(key.startswith("eval/") for key in metrics):
             self.plot()  # the curve is refreshed at each evaluation
 
@@ -75,6 +93,8 @@ class RunWriter:
         check_finite_state(rank_states[0], self.build.trainer, self.dir / CHECKPOINT.parent)
         with file_errors(self.dir / CHECKPOINT, "write checkpoint"):
             save_checkpoint(self.dir / CHECKPOINT, checkpoint_payload(self.build, rank_states))
+        if self.trackers is not None:
+            self.trackers.flush()  # these rows will not be trained again
 
     def finish(self, summary: dict[str, Any], wall: float) -> None:
         """Log the final evaluation as the last row (so it is on the curve), then the summary."""
@@ -84,6 +104,8 @@ class RunWriter:
         self.log(summary["steps"], wall, final)
         self.metrics.close()
         write_json(self.dir / "summary.json", summary)
+        if self.trackers is not None:
+            self.trackers.finish([self.dir / "curve.png", self.dir / "summary.json", self.dir / CHECKPOINT])
 
 
 def declared_metrics(build: Build) -> list[str]:
