@@ -12,10 +12,13 @@ dataset must exist: ``RLPLUG_DATA_DIR``) and timed calling its own gradient step
 and rlplug so machine load hits both alike; reported: updates/s of each and the ratio rlplug /
 plain per round, with mean and spread. With the TorchRL cell, a third row times the hand-written
 TorchRL loop of reference §9.1 (upstream ``CQLLoss`` / ``DiscreteCQLLoss``, ``SoftUpdate``, one Adam)
-against the same plain floor, so TorchRL's own cost and rlplug's are told apart.
+against the same plain floor, so TorchRL's own cost and rlplug's are told apart. ``--losses cql,cql-lean`` times one TorchRL
+cell per loss (``torchrl[<loss>]``, the first standing in for "torchrl") and reports each one's updates/s
+against the first's (upstream's class against a lean one, e.g. ``cql,cql-lean`` on the Box recipe);
+``--set KEY=VALUE`` overrides the recipe for every cell.
 
     python benchmarks/cql_updates.py [--recipe cql-pendulum-medium] [--recipes FILE] [--updates 200]
-                                     [--rounds 3] [--backends skrl,torchrl]
+                                     [--rounds 3] [--backends skrl,torchrl] [--losses cql,cql-lean] [--set K=V]
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import statistics
 
 import torch
 from update_rates import HAND_WRITTEN, interleaved, report
@@ -200,11 +204,11 @@ class PlainTorchRLCQL:
         self.updater.step()
 
 
-def rlplug_cell(recipe: str, recipe_files: list[str], backend: str):
+def rlplug_cell(recipe: str, recipe_files: list[str], backend: str, overrides: list[str] = ()):
     """The cell's build and a zero-argument callable taking one of its gradient steps."""
     from rlplug.pipeline import Session
 
-    build = Session(recipe_files=recipe_files).build(recipe, backend)
+    build = Session(recipe_files=recipe_files).build(recipe, backend, overrides)
     trainer = build.trainer
     if backend == "skrl":
         return build, trainer.agent.gradient_step
@@ -218,10 +222,19 @@ def main() -> None:
     parser.add_argument("--updates", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--backends", default="skrl,torchrl")
+    parser.add_argument("--losses", default="", help="TorchRL cells, one per loss (e.g. cql,cql-lean); default: the recipe's")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="recipe override for every cell")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    cells = {backend: rlplug_cell(args.recipe, args.recipes, backend) for backend in args.backends.split(",")}
+    losses = [loss for loss in args.losses.split(",") if loss]
+    cells = {}
+    for backend in args.backends.split(","):
+        if backend == "torchrl" and losses:
+            for loss in losses:
+                cells[f"torchrl[{loss}]"] = rlplug_cell(args.recipe, args.recipes, backend, [*args.set, f"loss={loss}"])
+        else:
+            cells[backend] = rlplug_cell(args.recipe, args.recipes, backend, args.set)
     build = next(iter(cells.values()))[0]
     hp = build.hp
     obs = build.observation_space.shape[0]
@@ -229,16 +242,27 @@ def main() -> None:
         plain = PlainDiscreteCQL(obs, int(build.action_space.n), hp)
     else:
         plain = PlainCQL(obs, build.action_space.shape[0], hp)
-    steps = {backend: step for backend, (_, step) in cells.items()}
-    if "torchrl" in cells:  # upstream TorchRL without rlplug: what the TorchRL cell is measured against in turn
+    steps = {name: step for name, (_, step) in cells.items()}
+    if "torchrl" in cells or losses:  # upstream TorchRL without rlplug: what the TorchRL cell is measured against in turn
         steps[HAND_WRITTEN] = PlainTorchRLCQL(obs, build.action_space, hp).update
     results = interleaved(plain.update, steps, args.rounds, args.updates)
     for cell_build, _ in cells.values():
         cell_build.trainer.close()
     sizes = "x".join(map(str, hp["hidden_sizes"]))
     extra = "" if hasattr(build.action_space, "n") else f", num_random {hp['num_random']}"
+    if losses and "torchrl" in args.backends.split(","):  # the first loss's cell is the one report() compares
+        results = {("torchrl" if name == f"torchrl[{losses[0]}]" else name): r for name, r in results.items()}
     report(f"CQL gradient updates/s ({args.recipe}): batch {hp['batch_size']}, {sizes} nets{extra}, 1 torch thread, "
-           f"{args.rounds} rounds x {args.updates} updates", results, args.json)
+           f"{args.rounds} rounds x {args.updates} updates" + (f"; 'torchrl' is loss {losses[0]}" if losses else ""),
+           results, args.json)
+    if losses and len(losses) > 1 and not args.json:
+        first = results["torchrl"]
+        for loss in losses[1:]:
+            r = results[f"torchrl[{loss}]"]
+            # per round, each cell against its interleaved plain floor; their quotient cancels machine load
+            print(f"  {loss} / {losses[0]}: updates/s {statistics.mean(r['rlplug']) / statistics.mean(first['rlplug']):.3f}, "
+                  f"floor ratio {statistics.mean(r['ratio']) / statistics.mean(first['ratio']):.3f}, "
+                  f"CPU-time floor ratio {statistics.mean(r['ratio_cpu']) / statistics.mean(first['ratio_cpu']):.3f}")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-"""The lean TorchRL losses ("sac-lean", "td3-lean", "iql-lean", "cql-lean") compute upstream's terms: same
-parameters, same batch, same seed, the same values and gradients as SACLoss / TD3Loss / IQLLoss / CQLLoss."""
+"""The lean TorchRL losses ("sac-lean", "td3-lean", "iql-lean", "cql-lean" (Box and Discrete), "dqn-lean") compute
+upstream's terms: same parameters, same batch, same seed, the same values and gradients as SACLoss / TD3Loss / IQLLoss /
+CQLLoss / DiscreteCQLLoss / DQNLoss."""
 
 from __future__ import annotations
 
@@ -98,3 +99,20 @@ def test_dqn_lean_matches_dqnloss(double_dqn):
     data = batch(obs=4)
     data["action"] = torch.randint(0, 2, (B,))
     same(b.loss, lean, ("loss",), lambda loss: loss(data.clone()))
+
+
+def test_discrete_cql_lean_matches_discretecqlloss(builds, random_dataset):
+    b = builds("rlplug_cql", "torchrl", "CartPole-v1", num_envs=1, steps=1000, dataset=random_dataset("CartPole-v1"),
+               loss="cql", hidden_sizes=[16, 16], batch_size=32, log_every=10, eval_every=0, min_q_weight=0.3)  # fmt: skip
+    backend = importlib.import_module("rlplug_cql.torchrl_backend")
+    lean = backend.make_lean_cql_loss(b)  # "cql-lean" on Discrete actions
+    assert isinstance(b.loss, backend.PatchedDiscreteCQLLoss) and isinstance(lean, backend.LeanDiscreteCQLLoss)
+    with torch.no_grad():  # target parameters away from the online ones: a TD target from the wrong network shows
+        for p in b.loss.target_value_network_params.values(True, True):
+            p.add_(0.1 * torch.randn_like(p))
+    data = batch(obs=4)
+    data["action"] = torch.randint(0, 2, (B,))
+    same(b.loss, lean, ("loss_qvalue", "loss_cql"), lambda loss: loss(data.clone()))
+    a, c = b.loss(data.clone()), lean(data.clone())
+    for name in ("td_error", "pred_value", "target_value"):
+        torch.testing.assert_close(c[name], a[name], rtol=1e-5, atol=1e-6, msg=name)

@@ -83,7 +83,9 @@ def _plots(path: Path, study: Any) -> tuple[list[tuple[Path, str]], list[str]]:
             if not figure.axes or not any(ax.has_data() for ax in figure.axes):
                 raise ValueError("no data to plot yet")
             figure.set_size_inches(7, 4)
-            figure.tight_layout()
+            with warnings.catch_warnings():  # a slice plot of many parameters cannot fit its margins; it is still drawn
+                warnings.simplefilter("ignore", UserWarning)
+                figure.tight_layout()
             figure.savefig(file, dpi=100)
             plt.close(figure)
             written.append((file, title))

@@ -48,6 +48,7 @@ CQL = AlgorithmSpec(
     params=PARAMS,
     api_version=1,
     default_loss="cql",
+    backend_default_losses={"torchrl": "cql-lean"},  # the same values as "cql", fewer Python calls per update (issue 18)
     losses=(
         LossSpec(
             name="cql",
@@ -75,8 +76,8 @@ CQL = AlgorithmSpec(
             factory="rlplug_cql.torchrl_backend:make_lean_cql_loss",
             terms=("loss_actor", "loss_qvalue", "loss_cql", "loss_alpha"),
             reported=("loss_actor_bc", "alpha", "entropy", "pred_value", "target_value"),
-            doc="CQLLoss's terms from plain tensors (Box; no tensordict plumbing on the hot path): upstream's values, "
-                "parameters and keys; Discrete: the 'cql' loss",
+            doc="CQLLoss's (Box) or DiscreteCQLLoss's terms from plain tensors (no tensordict plumbing on the hot path): "
+                "the 'cql' loss's values, parameters and keys",
             describe="rlplug_cql.torchrl_backend:describe_cql_loss",
         ),
     ),

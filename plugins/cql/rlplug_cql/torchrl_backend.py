@@ -19,6 +19,8 @@ What rlplug changes around TorchRL's losses:
 * A bug: ``DiscreteCQLLoss`` bootstraps its TD target from the online network (it passes the target
   parameters under a keyword the value estimator ignores) and has no ``min_q_weight``:
   ``PatchedDiscreteCQLLoss`` binds the target parameters and weighs the penalty.
+* Lean losses (``loss=cql-lean``, Box and Discrete): the same
+  terms from plain tensors, without tensordict plumbing on the hot path (``rlplug.backends.torchrl.lean``).
 """
 
 from __future__ import annotations
@@ -259,14 +261,60 @@ class PatchedDiscreteCQLLoss(DiscreteCQLLoss):
         return loss * self.min_q_weight, metadata
 
 
-def make_cql_loss(build: Build, box_loss: type[CQLLoss] = BatchedCQLLoss) -> LossModule:
+class LeanDiscreteCQLLoss(PatchedDiscreteCQLLoss):
+    """``PatchedDiscreteCQLLoss`` computed from plain tensors (``NetworkCall``): one Q(s, .) call on the
+    batch for both the TD term and the penalty, the TD(0) target from the target parameters (the max of
+    Q_target(s', .), what the estimator's ``QValueActor`` copy picks), the same terms and reported
+    values (``loss_qvalue``, ``loss_cql`` with ``min_q_weight``, ``td_error``, ``pred_value``,
+    ``target_value``), parameters and keys, without cloning the batch or running ``QValueModule``. It
+    does not write ``td_error`` / ``pred_val`` into the batch (rlplug's replay is uniform). A multi-step
+    estimator, priority weights or a loss mask fall back to ``PatchedDiscreteCQLLoss.forward``.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._q_call = NetworkCall(self.value_network)
+
+    def _apply(self, fn: Any) -> Any:
+        if "_q_call" in self.__dict__:
+            self._q_call.reset()
+        return super()._apply(fn)
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        if not self.delay_value or not lean_applies(self, tensordict):
+            return super().forward(tensordict)
+        keys, in_keys = self.tensor_keys, self.value_network.in_keys
+        action = tensordict.get(keys.action)
+        q = self._q_call(self.value_network_params, *[tensordict.get(k) for k in in_keys])
+        if self.action_space == "categorical":
+            q_a = torch.gather(q, -1, action.unsqueeze(-1) if action.shape != q.shape else action).squeeze(-1)
+        else:
+            q_a = (q * action.to(torch.float)).sum(-1)
+        with torch.no_grad():
+            next_q = self._q_call(self.target_value_network_params, *[tensordict.get(("next", k)) for k in in_keys])
+            target = td0_target(
+                self, tensordict.get(("next", keys.reward)), tensordict.get(("next", keys.terminated)), next_q.max(-1, keepdim=True)[0]
+            ).squeeze(-1)
+        loss_qvalue = (0.5 * distance_loss(q_a, target, self.loss_function)).mean()
+        loss_cql = (torch.logsumexp(q, dim=-1) - q_a).mean() * self.min_q_weight
+        with torch.no_grad():
+            td_error = (q_a - target).pow(2).unsqueeze(-1).mean(0)
+        return loss_output(
+            {"loss_qvalue": loss_qvalue, "loss_cql": loss_cql, "td_error": td_error, "pred_value": q.detach().mean(),
+             "target_value": target.mean()}  # fmt: skip
+        )
+
+
+def make_cql_loss(
+    build: Build, box_loss: type[CQLLoss] = BatchedCQLLoss, discrete_loss: type[DiscreteCQLLoss] = PatchedDiscreteCQLLoss
+) -> LossModule:
     """The registered default loss ("cql") for cql/torchrl, with a TD(0) value estimator.
 
     ``target_entropy = "auto"`` is resolved here (``-action_dim``) so the loss needs no action spec.
     """
     s = build.settings
     if is_discrete(build):
-        loss = PatchedDiscreteCQLLoss(
+        loss = discrete_loss(
             build.models["q_network"], loss_function=s["loss_function"], delay_value=True, min_q_weight=s["min_q_weight"]
         )
     else:
@@ -293,8 +341,9 @@ def make_cql_loss(build: Build, box_loss: type[CQLLoss] = BatchedCQLLoss) -> Los
 
 
 def make_lean_cql_loss(build: Build) -> LossModule:
-    """The registered "cql-lean" loss: ``LeanCQLLoss`` for Box actions (Discrete: the "cql" loss)."""
-    return make_cql_loss(build, LeanCQLLoss)
+    """The registered "cql-lean" loss: ``LeanCQLLoss`` for Box actions, ``LeanDiscreteCQLLoss`` for Discrete,
+    each constructed as "cql" constructs its upstream class."""
+    return make_cql_loss(build, LeanCQLLoss, LeanDiscreteCQLLoss)
 
 
 def describe_cql_loss() -> dict[str, Any]:

@@ -40,6 +40,7 @@ DQN = AlgorithmSpec(
     params=PARAMS,
     api_version=1,
     default_loss="dqn",
+    backend_default_losses={"torchrl": "dqn-lean"},  # the same values as "dqn", fewer Python calls per update (issue 18)
     rules=REPLAY_RULES + ESTIMATOR_RULES,
     losses=(
         LossSpec(

@@ -45,6 +45,7 @@ TD3 = AlgorithmSpec(
     params=PARAMS,
     api_version=1,
     default_loss="td3",
+    backend_default_losses={"torchrl": "td3-lean"},  # the same values as "td3", fewer Python calls per update (issue 18)
     rules=REPLAY_RULES + ESTIMATOR_RULES,
     losses=(
         LossSpec(
