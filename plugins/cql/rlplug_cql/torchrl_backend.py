@@ -34,7 +34,9 @@ import torch
 from rlplug import Build
 from rlplug.backends.torchrl import (
     LossTargetUpdate,
+    LeanQNetwork,
     NetworkCall,
+    chosen_q,
     TorchRLOfflineTrainer,
     adam,
     configure_threads,
@@ -261,7 +263,7 @@ class PatchedDiscreteCQLLoss(DiscreteCQLLoss):
         return loss * self.min_q_weight, metadata
 
 
-class LeanDiscreteCQLLoss(PatchedDiscreteCQLLoss):
+class LeanDiscreteCQLLoss(LeanQNetwork, PatchedDiscreteCQLLoss):
     """``PatchedDiscreteCQLLoss`` computed from plain tensors (``NetworkCall``): one Q(s, .) call on the
     batch for both the TD term and the penalty, the TD(0) target from the target parameters (the max of
     Q_target(s', .), what the estimator's ``QValueActor`` copy picks), the same terms and reported
@@ -271,25 +273,13 @@ class LeanDiscreteCQLLoss(PatchedDiscreteCQLLoss):
     estimator, priority weights or a loss mask fall back to ``PatchedDiscreteCQLLoss.forward``.
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._q_call = NetworkCall(self.value_network)
-
-    def _apply(self, fn: Any) -> Any:
-        if "_q_call" in self.__dict__:
-            self._q_call.reset()
-        return super()._apply(fn)
-
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         if not self.delay_value or not lean_applies(self, tensordict):
             return super().forward(tensordict)
         keys, in_keys = self.tensor_keys, self.value_network.in_keys
         action = tensordict.get(keys.action)
         q = self._q_call(self.value_network_params, *[tensordict.get(k) for k in in_keys])
-        if self.action_space == "categorical":
-            q_a = torch.gather(q, -1, action.unsqueeze(-1) if action.shape != q.shape else action).squeeze(-1)
-        else:
-            q_a = (q * action.to(torch.float)).sum(-1)
+        q_a = chosen_q(q, action, self.action_space)
         with torch.no_grad():
             next_q = self._q_call(self.target_value_network_params, *[tensordict.get(("next", k)) for k in in_keys])
             target = td0_target(

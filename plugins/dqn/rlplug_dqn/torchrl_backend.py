@@ -18,7 +18,8 @@ import torch
 from rlplug import Build
 from rlplug.backends.torchrl import (
     TorchRLOffPolicyTrainer,
-    NetworkCall,
+    LeanQNetwork,
+    chosen_q,
     adam,
     configure_threads,
     describe_loss,
@@ -92,20 +93,11 @@ def describe_dqn_loss() -> dict[str, Any]:
     return describe_loss(DQNLoss, value_estimator="td0 (td1, td_lambda)")
 
 
-class LeanDQNLoss(DQNLoss):
+class LeanDQNLoss(LeanQNetwork, DQNLoss):
     """``DQNLoss`` computed from plain tensors (``NetworkCall``): the same loss (and double-DQN target),
     parameters and keys, without cloning the batch or running ``QValueModule`` twice. It does not write
     ``td_error`` into the batch (rlplug's replay is uniform). A multi-step estimator, priority weights
     or a loss mask fall back to ``DQNLoss.forward``."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._q_call = NetworkCall(self.value_network)
-
-    def _apply(self, fn: Any) -> Any:
-        if "_q_call" in self.__dict__:
-            self._q_call.reset()
-        return super()._apply(fn)
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         if not lean_applies(self, tensordict):
@@ -113,10 +105,7 @@ class LeanDQNLoss(DQNLoss):
         keys, in_keys = self.tensor_keys, self.value_network.in_keys
         action = tensordict.get(keys.action)
         q = self._q_call(self.value_network_params, *[tensordict.get(k) for k in in_keys])
-        if self.action_space == "categorical":
-            pred = torch.gather(q, -1, action.unsqueeze(-1) if action.ndim != q.ndim else action).squeeze(-1)
-        else:
-            pred = (q * action.to(torch.float)).sum(-1)
+        pred = chosen_q(q, action, self.action_space)
         with torch.no_grad():
             next_obs = [tensordict.get(("next", k)) for k in in_keys]
             next_q = self._q_call(self.target_value_network_params, *next_obs)

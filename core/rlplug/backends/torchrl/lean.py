@@ -130,6 +130,28 @@ def td0_target(loss: Any, reward: torch.Tensor, terminated: torch.Tensor, next_v
     return reward + gamma * (~terminated).int() * next_value
 
 
+class LeanQNetwork:
+    """Mixin of a lean loss over one Q network (``value_network``: DQN, discrete CQL), placed before the
+    upstream class: ``self._q_call`` calls it on plain tensors, rebuilt when the loss moves device or dtype."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._q_call = NetworkCall(self.value_network)
+
+    def _apply(self, fn: Any) -> Any:
+        if "_q_call" in self.__dict__:
+            self._q_call.reset()
+        return super()._apply(fn)
+
+
+def chosen_q(q: torch.Tensor, action: torch.Tensor, action_space: str) -> torch.Tensor:
+    """Q(s, a) of the batch's actions: ``action`` an index (``"categorical"``, with or without a trailing
+    1) or a one-hot."""
+    if action_space == "categorical":
+        return torch.gather(q, -1, action.unsqueeze(-1) if action.ndim != q.ndim else action).squeeze(-1)
+    return (q * action.to(torch.float)).sum(-1)
+
+
 def loss_output(terms: dict[str, torch.Tensor]) -> TensorDict:
     """The loss's scalar terms as a ``[]`` tensordict, as upstream's ``forward`` returns them."""
     return TensorDict._new_unsafe(terms, torch.Size([]))
