@@ -12,7 +12,7 @@ from .curve import curve_lines, plot_learning_curve
 from .divergence import check_finite_state
 from .metrics import MetricsLog
 from .lock import check_still_held, lock_run_dir, unlock_run_dir
-from .trackers import DEFAULT_LOGGERS, Trackers
+from .trackers import DEFAULT_LOGGERS, Trackers, check_installed
 from .rundir import (
     CHECKPOINT,
     clear_interrupted_writes,
@@ -49,6 +49,8 @@ class RunWriter:
                 if checkpoint_every is not None:
                     record_checkpoint_every(run_dir, checkpoint_every)
                 loggers = recorded_loggers(run_dir) or DEFAULT_LOGGERS
+                for name in loggers:  # refused before metrics.csv drops the rows past the checkpoint
+                    check_installed(name)
             else:
                 self.locked_now = create_run_dir(run_dir, build, checkpoint_every, loggers).locked_now
             self.metrics = MetricsLog(run_dir, build.trainer.progress_unit, declared_metrics(build),
