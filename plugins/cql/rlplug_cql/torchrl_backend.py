@@ -33,6 +33,7 @@ import numpy as np
 import torch
 from rlplug import Build
 from rlplug.backends.torchrl import (
+    LeanLoss,
     LossTargetUpdate,
     LeanQNetwork,
     NetworkCall,
@@ -154,7 +155,7 @@ class BatchedCQLLoss(CQLLoss):
         return cql_q_loss, {}
 
 
-class LeanCQLLoss(BatchedCQLLoss):
+class LeanCQLLoss(LeanLoss, BatchedCQLLoss):
     """``BatchedCQLLoss`` computed from plain tensors (``NetworkCall``): upstream's terms (the per-state
     penalty of ``BatchedCQLLoss``), parameters, keys and random draws in upstream's order (the
     next action, the uniform proposals, the current and next policy proposals, the BC sample, the
@@ -169,12 +170,6 @@ class LeanCQLLoss(BatchedCQLLoss):
         self._actor_call = NetworkCall(self.actor_network)
         self._q_call = NetworkCall(self.qvalue_network)
         self._dist = self.actor_network.module[1]
-
-    def _apply(self, fn: Any) -> Any:
-        for name in ("_actor_call", "_q_call"):
-            if name in self.__dict__:
-                self.__dict__[name].reset()
-        return super()._apply(fn)
 
     def _policy(self, observations: list[torch.Tensor], detach: bool = False) -> Any:
         loc, scale = self._actor_call(self.actor_network_params, *observations, detach=detach)

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 from rlplug import Build
 from rlplug.backends.torchrl import (
+    LeanLoss,
     LossTargetUpdate,
     NetworkCall,
     TorchRLOfflineTrainer,
@@ -99,7 +100,7 @@ def describe_iql_loss() -> dict[str, Any]:
     return describe_loss(IQLLoss, value_estimator="td0")
 
 
-class LeanIQLLoss(IQLLoss):
+class LeanIQLLoss(LeanLoss, IQLLoss):
     """``IQLLoss`` computed from plain tensors (``NetworkCall``): upstream's terms, parameters and keys.
 
     Upstream evaluates the target Q networks twice (actor and value terms) and V(s) twice, through
@@ -114,12 +115,6 @@ class LeanIQLLoss(IQLLoss):
         self._q_call = NetworkCall(self.qvalue_network)
         self._v_call = NetworkCall(self.value_network)
         self._dist = self.actor_network.module[1]
-
-    def _apply(self, fn: Any) -> Any:
-        for name in ("_actor_call", "_q_call", "_v_call"):
-            if name in self.__dict__:
-                self.__dict__[name].reset()
-        return super()._apply(fn)
 
     def _q(self, params: Any, observations: list[torch.Tensor], action: torch.Tensor) -> torch.Tensor:
         return torch.stack([self._q_call(params, *observations, action, index=i) for i in range(self.num_qvalue_nets)]).squeeze(-1)

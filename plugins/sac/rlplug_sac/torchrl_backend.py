@@ -17,6 +17,7 @@ import numpy as np
 import torch
 from rlplug import Build
 from rlplug.backends.torchrl import (
+    LeanLoss,
     LossTargetUpdate,
     NetworkCall,
     TorchRLOffPolicyTrainer,
@@ -105,7 +106,7 @@ def describe_sac_loss() -> dict[str, Any]:
     return describe_loss(SACLoss, value_estimator="td0 | td1 | td_lambda")
 
 
-class LeanSACLoss(SACLoss):
+class LeanSACLoss(LeanLoss, SACLoss):
     """``SACLoss`` (v2) computed from plain tensors: the same terms, parameters, keys and random draws.
 
     Upstream's forward spends as long in tensordict plumbing (``to_module``, ``vmap`` over the stacked
@@ -120,12 +121,6 @@ class LeanSACLoss(SACLoss):
         self._actor_call = NetworkCall(self.actor_network)
         self._q_call = NetworkCall(self.qvalue_network)
         self._dist = self.actor_network.module[1]
-
-    def _apply(self, fn: Any) -> Any:
-        for name in ("_actor_call", "_q_call"):
-            if name in self.__dict__:
-                self.__dict__[name].reset()
-        return super()._apply(fn)
 
     def _policy(self, observations: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         loc, scale = self._actor_call(self.actor_network_params, *observations)

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 from rlplug import Build
 from rlplug.backends.torchrl import (
+    LeanLoss,
     LossTargetUpdate,
     NetworkCall,
     OrnsteinUhlenbeckNoise,
@@ -96,7 +97,7 @@ def describe_td3_loss() -> dict[str, Any]:
     return describe_loss(TD3Loss, value_estimator="td0 | td1 | td_lambda (hp value_estimator)")
 
 
-class LeanTD3Loss(TD3Loss):
+class LeanTD3Loss(LeanLoss, TD3Loss):
     """``TD3Loss`` whose ``value_loss`` and ``actor_loss`` compute from plain tensors (``NetworkCall``):
     upstream's terms, parameters, keys and draws (the smoothing noise first), without tensordict
     plumbing or ``vmap``. The actor term reads Q1 only (upstream evaluates both and keeps Q1). A
@@ -106,12 +107,6 @@ class LeanTD3Loss(TD3Loss):
         super().__init__(*args, **kwargs)
         self._actor_call = NetworkCall(self.actor_network)
         self._q_call = NetworkCall(self.qvalue_network)
-
-    def _apply(self, fn: Any) -> Any:
-        for name in ("_actor_call", "_q_call"):
-            if name in self.__dict__:
-                self.__dict__[name].reset()
-        return super()._apply(fn)
 
     def _q(self, params: Any, observations: list[torch.Tensor], action: torch.Tensor, indices: range, detach: bool = False) -> torch.Tensor:
         return torch.stack([self._q_call(params, *observations, action, index=i, detach=detach) for i in indices]).squeeze(-1)

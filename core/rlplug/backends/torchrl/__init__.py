@@ -29,7 +29,7 @@ from ..common.terms import TermMeans
 from .buffers import extend_quietly
 from .export import torchrl_policy_export
 from .env import ClampAction, collector_state, load_collector_state, make_collector, make_env, quiet_torchrl_info
-from .lean import LeanQNetwork, NetworkCall, chosen_q, lean_applies, loss_output, td0_target
+from .lean import LeanLoss, LeanQNetwork, NetworkCall, chosen_q, lean_applies, loss_output, td0_target
 from .losses import describe_loss
 from .modules import (
     EncodedNet,
@@ -135,6 +135,7 @@ __all__ = [
     "extend_quietly",
     "describe_loss",
     "NetworkCall",
+    "LeanLoss",
     "LeanQNetwork",
     "chosen_q",
     "lean_applies",

@@ -130,18 +130,24 @@ def td0_target(loss: Any, reward: torch.Tensor, terminated: torch.Tensor, next_v
     return reward + gamma * (~terminated).int() * next_value
 
 
-class LeanQNetwork:
-    """Mixin of a lean loss over one Q network (``value_network``: DQN, discrete CQL), placed before the
-    upstream class: ``self._q_call`` calls it on plain tensors, rebuilt when the loss moves device or dtype."""
+class LeanLoss:
+    """Mixin of every lean loss, placed before the upstream class: the ``NetworkCall`` attributes it holds
+    are rebuilt when the loss moves device or dtype (``.to``, ``.double``)."""
+
+    def _apply(self, fn: Any) -> Any:
+        for value in list(self.__dict__.values()):
+            if isinstance(value, NetworkCall):
+                value.reset()
+        return super()._apply(fn)
+
+
+class LeanQNetwork(LeanLoss):
+    """``LeanLoss`` over one Q network (``value_network``: DQN, discrete CQL): ``self._q_call`` calls it
+    on plain tensors."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._q_call = NetworkCall(self.value_network)
-
-    def _apply(self, fn: Any) -> Any:
-        if "_q_call" in self.__dict__:
-            self._q_call.reset()
-        return super()._apply(fn)
 
 
 def chosen_q(q: torch.Tensor, action: torch.Tensor, action_space: str) -> torch.Tensor:
