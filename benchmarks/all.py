@@ -5,15 +5,16 @@ Sections (each run in its own process; each writes ``benchmarks/results/<section
   bench           ``rlplug bench --all --report``: every first-party recipe on every backend (~40 min)
   overhead        ``compare_plain.py``: rlplug ÷ plain skrl / TorchRL scripts, ppo-cartpole and sac-pendulum
   startup         ``startup.py``: cold start of the listing commands, `train` ready to step
+  backend_ratio   ``backend_ratio.py``: TorchRL ÷ skrl seconds per step on every shared recipe, interleaved, profiled (~40 min)
   floor           ``sac_updates.py``, ``td3_updates.py``, ``iql_updates.py``, ``cql_updates.py``: updates/s ÷ a plain PyTorch loop
   optimizer       ``optimizer_impl.py``: Adam loop / foreach / fused (and torch.compile) on the update cells
   compile         ``compile_gains.py``: compile = true ÷ eager updates/s per cell, compile time cold and warm (~1 h)
   time_to_target  ``sb3_time_to_target.py``: seconds to the target ÷ Stable-Baselines3 (needs the bench extra)
   scaling         ``scaling.py``: steps/s of one process against ``rlplug train --nproc 2``
-  vector_modes    ``vector_modes.py``: steps/s with vector_mode sync vs async (ppo-pendulum on HalfCheetah-v5, 2 and 4 envs)
+  vector_modes    ``vector_modes.py``: steps/s with vector_mode sync vs async (ppo-halfcheetah and Pong, 2 and 4 envs)
 
 BENCHMARKS.md (and BENCHMARKS.json) at the repository root are then rendered from all stored results,
-including the TorchRL ÷ skrl backend ratios computed from the bench rows (``render.py``). Where they exist, the
+including the TorchRL ÷ skrl backend ratios the bench rows give beside the interleaved ones (``render.py``). Where they exist, the
 page also uses ``results/random_returns.json`` (``random_returns.py``: the aggregate line, an IQM of normalised
 scores against registry.toml's references) and ``docs/curves/<recipe>.png`` (``curves.py``; ``--curves`` draws
 them first from the bench rows' run directories).
@@ -108,13 +109,17 @@ def run_section(section: str, scratch: Path) -> None:
         out = scratch / "compile.json"
         command = [PY, str(HERE / "compile_gains.py"), "--updates", "60", "--rounds", "3", "--json", str(out)]
         store(section, shown(command[:-2]), run_json(command, out))
+    elif section == "backend_ratio":
+        out = scratch / "backend_ratio.json"
+        command = [PY, str(HERE / "backend_ratio.py"), "--repeats", "2", "--profile", "--json", str(out)]
+        store(section, shown(command[:-2]), run_json(command, out))
     elif section == "vector_modes":
         out = scratch / "vector_modes.json"
         command = [PY, str(HERE / "vector_modes.py"), "--steps", "8192", "--repeats", "2", "--json", str(out)]
         store(section, shown(command[:-2]), run_json(command, out))
     elif section == "time_to_target":
         out = scratch / "time_to_target.json"
-        command = [PY, str(HERE / "sb3_time_to_target.py"), "--recipe", "ppo-cartpole,sac-pendulum", "--repeats", "2", "--json", str(out)]
+        command = [PY, str(HERE / "sb3_time_to_target.py"), "--recipe", "ppo-cartpole,sac-pendulum", "--seeds", "42,0,1", "--json", str(out)]
         store(section, shown(command[:-2]), run_json(command, out))
     elif section == "scaling":
         out = scratch / "scaling.json"

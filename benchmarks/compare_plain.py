@@ -44,8 +44,12 @@ def plain(recipe: str, backend: str, steps: int, seed: int) -> dict:
     return {"steps_per_s": out["steps_per_s"], "steps_per_cpu_s": out["steps_per_cpu_s"], "eval_mean": out["eval_mean"]}
 
 
+# the plain SAC scripts mirror sac-pendulum@1 (256x256, skrl's unsquashed Gaussian, 1,000 random steps)
+PINNED = {"sac-pendulum": "sac-pendulum@1"}
+
+
 def rlplug(recipe: str, backend: str, steps: int, seed: int) -> dict:
-    command = [sys.executable, "-m", "rlplug.cli", "train", recipe, "--backend", backend, "--steps", str(steps),
+    command = [sys.executable, "-m", "rlplug.cli", "train", PINNED.get(recipe, recipe), "--backend", backend, "--steps", str(steps),
                "--seed", str(seed), "--no-write", "--json", *RECIPES[recipe][2][backend]]
     out = last_json(command)
     return {"steps_per_s": out["steps_per_second"], "steps_per_cpu_s": out["steps_per_cpu_second"], "eval_mean": out["eval_return_mean"]}

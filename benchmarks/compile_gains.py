@@ -26,7 +26,8 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-RECIPES = {"sac": "sac-pendulum", "td3": "td3-pendulum", "iql": "iql-pendulum-medium", "cql": "cql-pendulum-medium"}
+RECIPES = {"sac": "sac-pendulum@1",  # the measured (stored) sizes: 256x256
+           "td3": "td3-pendulum", "iql": "iql-pendulum-medium", "cql": "cql-pendulum-medium"}
 CELLS = [f"{algo}/{backend}" for algo in RECIPES for backend in ("skrl", "torchrl")]
 WARMUP = 512  # random transitions in the replay before the first gradient step (off-policy cells)
 

@@ -6,7 +6,8 @@ machine); this puts their rows in one file with every command that produced them
 
     python benchmarks/merge_bench.py benchmarks/results/catalogue-*.json --out benchmarks/results/catalogue.json
 
-A later file's row for the same (recipe, backend) replaces an earlier one's.
+A later file's row for the same (recipe, backend) replaces an earlier one's; ``--drop REF`` leaves out the rows
+of a superseded recipe version (``--drop sac-pendulum@1``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import json
 from pathlib import Path
 
 
-def merge(paths: list[Path]) -> dict:
+def merge(paths: list[Path], drop: tuple[str, ...] = ()) -> dict:
     rows: dict[tuple[str, str], dict] = {}
     commands, machine = [], None
     for path in paths:
@@ -24,17 +25,19 @@ def merge(paths: list[Path]) -> dict:
         machine = machine or data.get("machine")
         commands.append(f"{data.get('command', '?')} ({data.get('machine', {}).get('date', '?')})")
         for row in data.get("rows", []):
-            rows[(row["recipe"], row["backend"])] = row
-    return {"machine": machine, "command": "; ".join(commands), "rows": list(rows.values())}
+            if row["recipe"] not in drop:
+                rows[(row["recipe"], row["backend"])] = row
+    return {"machine": machine, "command": "; ".join(commands), "rows": [rows[key] for key in sorted(rows)]}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("inputs", nargs="+", type=Path)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--drop", action="append", default=[], metavar="RECIPE@N", help="leave out this recipe version's rows")
     args = parser.parse_args()
     inputs = [p for p in args.inputs if p.resolve() != args.out.resolve()]
-    args.out.write_text(json.dumps(merge(inputs), indent=2) + "\n")
+    args.out.write_text(json.dumps(merge(inputs, tuple(args.drop)), indent=2) + "\n")
     print(f"wrote {args.out} from {len(inputs)} files")
 
 

@@ -28,7 +28,8 @@ import torch
 os.environ.setdefault("RL_LOGGING_LEVEL", "WARNING")  # skrl's INFO lines
 
 VARIANTS = {"loop": {"foreach": False}, "foreach": {"foreach": True}, "fused": {"fused": True}}
-RECIPES = {"sac": "sac-pendulum", "td3": "td3-pendulum", "iql": "iql-pendulum-medium", "cql": "cql-pendulum-medium"}
+RECIPES = {"sac": "sac-pendulum@1",  # the measured (stored) sizes: 256x256
+           "td3": "td3-pendulum", "iql": "iql-pendulum-medium", "cql": "cql-pendulum-medium"}
 CELLS = [f"{alg}/{backend}" for alg in RECIPES for backend in ("skrl", "torchrl")]
 
 

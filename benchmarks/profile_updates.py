@@ -22,7 +22,7 @@ import pstats
 import sys
 import time
 
-ALGOS = {"sac-pendulum": "sac", "td3-pendulum": "td3", "dqn-cartpole": "dqn", "iql-pendulum-medium": "iql",
+ALGOS = {"sac-pendulum@1": "sac", "sac-pendulum": "sac", "td3-pendulum": "td3", "dqn-cartpole": "dqn", "iql-pendulum-medium": "iql",
          "cql-pendulum-medium": "cql"}  # fmt: skip
 WARMUP = 512
 
@@ -84,7 +84,8 @@ def profile(recipe: str, loss: str, updates: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--recipes", default=",".join(ALGOS))
+    parser.add_argument("--recipes", default="sac-pendulum@1,td3-pendulum,dqn-cartpole,iql-pendulum-medium,cql-pendulum-medium",
+                        help="sac-pendulum@1: the update floor's 256x256 sizes (version 2 trains 64x64)")
     parser.add_argument("--losses", default="upstream,lean", help="upstream (sac, td3, ...), lean (sac-lean, ...)")
     parser.add_argument("--updates", type=int, default=150)
     args = parser.parse_args()

@@ -1,9 +1,9 @@
 """SAC gradient updates per second: each rlplug cell against a plain PyTorch loop, interleaved.
 
-The floor is a hand-written SAC update on the recipe's sizes (a 256x256 Gaussian actor with tanh
+The floor is a hand-written SAC update on sac-pendulum@1's sizes (a 256x256 Gaussian actor with tanh
 squashing, two 256x256 Q networks, batch 256, three Adams, a learned temperature, a soft target update,
 one torch thread), sampling its batches from a tensor replay of the same size. Each rlplug cell is
-built from the ``sac-pendulum`` recipe, its replay memory filled with random transitions by its own
+built from the ``sac-pendulum`` recipe at those sizes (version 2 trains 64x64 networks), its replay memory filled with random transitions by its own
 trainer (``learning_starts`` past the warm-up, so no update runs then), and then timed calling the
 cell's own gradient step (skrl: ``agent.gradient_step``; TorchRL: ``trainer.update(memory.sample())``).
 Rounds alternate plain and rlplug so machine load hits both alike; reported: updates/s of each and
@@ -92,13 +92,15 @@ class PlainSAC:
             torch._foreach_lerp_(targets, sources, self.tau)
 
 
-def rlplug_updater(backend: str, recipe: str = "sac-pendulum"):
+def rlplug_updater(backend: str, recipe: str = "sac-pendulum", hidden: int | None = HIDDEN):
     """A zero-argument callable taking one gradient step of ``recipe``'s cell on ``backend`` (an
-    off-policy recipe: td3_updates.py reuses this with ``td3-pendulum``)."""
+    off-policy recipe: td3_updates.py reuses this with ``td3-pendulum``), its networks ``hidden`` wide
+    (the floor's sizes; ``None``: the recipe's)."""
     import rlplug
 
     warmup = 2 * BATCH
-    build = rlplug.build(recipe, backend=backend, overrides=[f"learning_starts={warmup}", f"log_every={warmup}"])
+    build = rlplug.build(recipe, backend=backend, overrides=[f"learning_starts={warmup}", f"log_every={warmup}",
+                                                               *([f"hidden_sizes=[{hidden},{hidden}]"] if hidden else [])])
     trainer = build.trainer
     trainer.train(warmup)  # random actions only: fills the replay, takes no gradient step
     if backend == "skrl":

@@ -89,7 +89,7 @@ def main() -> None:
     torch.set_num_threads(1)
     updates = args.updates + args.updates % 2
     plain = PlainTD3()
-    cells = {backend: rlplug_updater(backend, "td3-pendulum") for backend in args.backends.split(",")}
+    cells = {backend: rlplug_updater(backend, "td3-pendulum", HIDDEN) for backend in args.backends.split(",")}
     results = interleaved(plain.update, {backend: step for backend, (step, _) in cells.items()}, args.rounds, updates)
     for _, trainer in cells.values():
         trainer.close()

@@ -40,6 +40,22 @@ def test_backend_ratio_is_per_unit_of_work_and_skips_single_backend_recipes(rend
     assert render.backend_ratios(rows) == [{"recipe": "a", "skrl_wall_s": 10.0, "torchrl_wall_s": 20.48, "ratio": 2.0}]
 
 
+def test_interleaved_backend_ratio_with_its_profile(render):
+    run = lambda ms: {"steps": 100, "wall_s": ms / 10, "cpu_s": ms / 10, "ms_per_step": ms}  # noqa: E731
+    profile = {"skrl": {"profile_ms_per_step": 2.0, "shares": {"autograd backward": 0.5, "skrl agents, models": 0.3}},
+               "torchrl": {"profile_ms_per_step": 5.0, "shares": {"tensordict": 0.25, "torchrl collector": 0.2}}}
+    data = {"goal": 1.3, "repeats": 2, "recipes": {"td3-pendulum": {
+        "warm": 10, "steps": 3000, "runs": {"skrl": [run(2.0), run(2.0)], "torchrl": [run(3.0), run(3.0)]},
+        "wall": {"ratios": [1.5, 1.5], "mean": 1.5, "min": 1.5, "max": 1.5},
+        "cpu": {"ratios": [1.2, 1.4], "mean": 1.3, "min": 1.2, "max": 1.4}, "profile": profile}}}
+    results = {"backend_ratio": envelope("backend_ratio", data),
+               "bench": envelope("bench", {"machine": {}, "rows": [row("a", "skrl", 1000, 10.0), row("a", "torchrl", 1000, 12.0)]})}
+    text = render.render(results, cells, COLUMNS)
+    assert "| td3-pendulum | 3,000 | 2.000 | 3.000 | 1.500 (1.500–1.500) | 1.300 (1.200–1.400) | yes |" in text
+    assert "| td3-pendulum | 2.00 | 5.00 | tensordict 25 %, torchrl collector 20 % | autograd backward 50 %, skrl agents, models 30 % |" in text
+    assert "| a | 10.0 | 12.0 | 1.20 | yes |" in text  # the bench rows' ratios stay below the interleaved ones
+
+
 def test_missing_sections_say_how_to_produce_them(render):
     text = render.render({}, cells, COLUMNS)
     for section in render.STORED:
@@ -79,7 +95,11 @@ def test_time_to_target_reports_unreached_runs_and_the_ratio(render):
         "cpu": {"ratios": [0.5], "ratio_mean": 0.5, "ratio_min": 0.5, "ratio_max": 0.5, "met": True},
     }}
     text = "\n".join(render.render_time_to_target(envelope("time_to_target", data)))
-    assert "| ppo-cartpole | 475 | 2 | 6.0 s @ 16,384, 6.0 s @ 16,384 | 3.0 s @ 8,192, not reached | 0.500 | 0.500 | yes |" in text
+    assert "| ppo-cartpole | 475 | 2 repeats | 6.0 s @ 16,384, 6.0 s @ 16,384 | 3.0 s @ 8,192, not reached | 0.500 | 0.500 | - | yes |" in text
+    seeded = dict(data["ppo-cartpole"], seeds=[42, 0], overrides=["hidden_sizes=[64,64]"], rlplug=[reached, reached],
+                  wall={"ratios": [0.5, 0.5], "ratio_mean": 0.5, "ratio_min": 0.5, "ratio_max": 0.5, "met": True, "ratio_of_means": 0.5})
+    text = "\n".join(render.render_time_to_target(envelope("time_to_target", {"ppo-cartpole": seeded})))
+    assert "| ppo-cartpole (hidden_sizes=[64,64]) | 475 | 42, 0 | " in text and "| 0.500 (0.500–0.500) | 0.500 | 0.500 | yes |" in text
 
 
 def test_results_round_trip_through_the_directory(render, tmp_path):

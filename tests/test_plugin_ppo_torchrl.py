@@ -227,6 +227,23 @@ def test_state_dict_round_trip(builds, env_id):
     assert fresh.env_steps == 3 * 32 * 4
 
 
+def test_a_checkpoint_of_the_functional_loss_still_loads(builds):
+    """Before 2026-12 the loss was functional (``actor_network_params.*`` keys); such a run still resumes."""
+    hp = dict(CARTPOLE, rollout_steps=32, epochs=2)
+    trained = builds(seed=3, **hp).trainer
+    trained.step()
+    assert not trained.loss.functional
+    old = ClipPPOLoss(trained.actor, trained.critic, clip_value=0.2)  # functional, as rlplug built it then
+    old.make_value_estimator("GAE", gamma=0.99, lmbda=0.95)
+    state = trained.state_dict()
+    state["loss"] = old.state_dict()
+    assert any(key.startswith("actor_network_params.") for key in state["loss"])
+    fresh = builds(seed=3, **hp).trainer
+    fresh.load_state_dict(state)
+    for key, value in trained.loss.state_dict().items():
+        assert torch.equal(value, fresh.loss.state_dict()[key]), key
+
+
 # ---- continuous actions -------------------------------------------------------------------------
 
 

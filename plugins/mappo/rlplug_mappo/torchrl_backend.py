@@ -74,6 +74,7 @@ def make_mappo_loss(build: Build) -> MAPPOLoss:
         critic_coeff=s["critic_coeff"],
         loss_critic_type=s["loss_critic_type"],
         clip_value=s["clip_value"],
+        functional=False,  # the modules themselves, not parameter copies swapped in per call
     )
     done, terminated = done_keys(build.env_id)
     loss.set_keys(

@@ -146,6 +146,16 @@ class LearningRateSchedule:
         self.base_lrs = [float(lr) for lr in state["base_lrs"]]
 
 
+def loss_state(loss: nn.Module, state: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A saved loss state as ``loss`` names it. A functional TorchRL loss keeps its networks' parameters as
+    ``actor_network_params.*`` / ``critic_network_params.*``; the same loss built with ``functional=False``
+    (rlplug's PPO and MAPPO losses since 2026-12) names them ``actor_network.*`` / ``critic_network.*``:
+    a checkpoint written before then is renamed, in the same order, so its run resumes."""
+    if getattr(loss, "functional", True) or not any("_network_params." in key for key in state):
+        return state
+    return {key.replace("_network_params.", "_network.", 1): value for key, value in state.items()}
+
+
 # ---- the trainer --------------------------------------------------------------------------------
 
 
@@ -345,7 +355,7 @@ class TorchRLRolloutTrainer(TrainerBase):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.actor.load_state_dict(state["actor"])
         self.critic.load_state_dict(state["critic"])
-        self.loss.load_state_dict(state["loss"])
+        self.loss.load_state_dict(loss_state(self.loss, state["loss"]))
         self.optimizer.load_state_dict(state["optimizer"])
         self.lr_schedule.load_state_dict(state["lr_schedule"])
         if self.value_normalizer is not None:
