@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -283,3 +284,31 @@ def test_curves_put_both_backends_of_a_recipe_on_one_picture(curves, tmp_path, m
     assert written["ppo-x"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and written["ppo-x"].stat().st_size > 10_000
     links = curves.existing_curves(bench["rows"], tmp_path / "docs" / "curves", tmp_path)
     assert links == {"ppo-x": "docs/curves/ppo-x.png"}
+
+
+def test_backend_ratio_groups_profile_entries_by_library(monkeypatch):
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "backend_ratio.py"
+    spec = importlib.util.spec_from_file_location("benchmarks_backend_ratio", path)
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)  # its dataclass looks itself up there
+    spec.loader.exec_module(module)
+    site = "/venv/lib/python3.11/site-packages"
+    cases = {
+        ("~", "<method 'run_backward' of 'torch._C._EngineBase' objects>"): "autograd backward",
+        ("~", "<built-in method torch._fused_adam_>"): "optimiser, target update",
+        (f"{site}/torchrl/data/replay_buffers/replay_buffers.py", "extend"): "replay buffer / memory",
+        (f"{site}/skrl/memories/torch/base.py", "sample_batch"): "replay buffer / memory",
+        (f"{site}/tensordict/_td.py", "_set_item"): "tensordict",
+        (f"{site}/torchrl/collectors/_single.py", "rollout"): "torchrl collector",
+        (f"{site}/torchrl/envs/gym_like.py", "_step"): "torchrl env + transforms",
+        (f"{site}/torchrl/objectives/sac.py", "forward"): "torchrl losses, modules",
+        (f"{site}/gymnasium/envs/classic_control/pendulum.py", "step"): "simulator",
+        (f"{site}/gymnasium/vector/sync_vector_env.py", "step"): "gymnasium wrappers, vector env",
+        ("~", "<built-in method torch._C._nn.linear>"): "forward kernels (torch ops)",
+        (f"{site}/torch/nn/modules/module.py", "_call_impl"): "torch python (nn.Module, distributions)",
+        ("/work/core/rlplug/trainer.py", "train"): "rlplug, plugin cells",
+        ("~", "<built-in method builtins.isinstance>"): "python builtins (isinstance, getattr, dict)",
+    }
+    for (filename, name), expected in cases.items():
+        assert module.category(filename, name) == expected, (filename, name)
+    assert set(module.WORKLOADS) >= {"ppo-cartpole", "sac-pendulum", "cql-cartpole-medium"}
