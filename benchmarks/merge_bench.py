@@ -6,8 +6,10 @@ machine); this puts their rows in one file with every command that produced them
 
     python benchmarks/merge_bench.py benchmarks/results/catalogue-*.json --out benchmarks/results/catalogue.json
 
-A later file's row for the same (recipe, backend) replaces an earlier one's; ``--drop REF`` leaves out the rows
-of a superseded recipe version (``--drop sac-pendulum@1``).
+A later file's row for the same (recipe, backend) replaces an earlier one's, unless ``--combine-seeds`` is given
+and the two rows ran other seeds of the same budget: then they become one row over all their seeds, recomputed by
+``rlplug bench``'s own ``rlplug.seeded.aggregate`` (seeds run as separate commands, e.g. two at once on two cores).
+``--drop REF`` leaves out the rows of a superseded recipe version (``--drop sac-pendulum@1``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,19 @@ import json
 from pathlib import Path
 
 
-def merge(paths: list[Path], drop: tuple[str, ...] = ()) -> dict:
+def combined(old: dict, new: dict) -> dict | None:
+    """One row over both rows' seeds, when they are the same recipe and budget on other seeds (else ``None``)."""
+    from rlplug.seeded import aggregate
+
+    if set(old.get("seeds", [])) & set(new.get("seeds", [])) or old.get("steps") != new.get("steps") or not (
+            old.get("runs") and new.get("runs")):
+        return None
+    runs = sorted([*old["runs"], *new["runs"]], key=lambda r: r.get("seed", 0))
+    return aggregate(runs, recipe=new["recipe"], backend=new["backend"], seeds=[r.get("seed") for r in runs],
+                     tier=new.get("tier"), reference=new.get("reference"), target=new.get("target"))
+
+
+def merge(paths: list[Path], drop: tuple[str, ...] = (), combine_seeds: bool = False) -> dict:
     rows: dict[tuple[str, str], dict] = {}
     commands, machine = [], None
     for path in paths:
@@ -25,8 +39,11 @@ def merge(paths: list[Path], drop: tuple[str, ...] = ()) -> dict:
         machine = machine or data.get("machine")
         commands.append(f"{data.get('command', '?')} ({data.get('machine', {}).get('date', '?')})")
         for row in data.get("rows", []):
-            if row["recipe"] not in drop:
-                rows[(row["recipe"], row["backend"])] = row
+            if row["recipe"] in drop:
+                continue
+            key = (row["recipe"], row["backend"])
+            both = combined(rows[key], row) if combine_seeds and key in rows else None
+            rows[key] = both or row
     return {"machine": machine, "command": "; ".join(commands), "rows": [rows[key] for key in sorted(rows)]}
 
 
@@ -35,9 +52,10 @@ def main() -> None:
     parser.add_argument("inputs", nargs="+", type=Path)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--drop", action="append", default=[], metavar="RECIPE@N", help="leave out this recipe version's rows")
+    parser.add_argument("--combine-seeds", action="store_true", help="join rows of the same recipe and budget run on other seeds")
     args = parser.parse_args()
     inputs = [p for p in args.inputs if p.resolve() != args.out.resolve()]
-    args.out.write_text(json.dumps(merge(inputs, tuple(args.drop)), indent=2) + "\n")
+    args.out.write_text(json.dumps(merge(inputs, tuple(args.drop), args.combine_seeds), indent=2) + "\n")
     print(f"wrote {args.out} from {len(inputs)} files")
 
 

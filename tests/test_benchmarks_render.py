@@ -312,3 +312,25 @@ def test_backend_ratio_groups_profile_entries_by_library(monkeypatch):
     for (filename, name), expected in cases.items():
         assert module.category(filename, name) == expected, (filename, name)
     assert set(module.WORKLOADS) >= {"ppo-cartpole", "sac-pendulum", "cql-cartpole-medium"}
+
+
+def test_merge_bench_joins_rows_run_on_other_seeds(tmp_path, monkeypatch):
+    from rlplug.seeded import aggregate
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from merge_bench import merge
+
+    def run(seed, value):
+        return {"recipe": "r@1", "backend": "skrl", "seed": seed, "steps": 100, "wall_seconds": 10.0, "eval_return_mean": value,
+                "target": 5.0, "target_metric": "return", "passed": value >= 5.0}
+
+    runs = [run(0, 6.0), run(1, 4.0), run(2, 8.0)]
+    whole = aggregate(runs, recipe="r@1", backend="skrl", seeds=[0, 1, 2])
+    for name, part, seeds in (("a", runs[:1], [0]), ("b", runs[1:], [1, 2]), ("c", runs[1:2], [1])):
+        row = aggregate(part, recipe="r@1", backend="skrl", seeds=seeds)
+        (tmp_path / f"{name}.json").write_text(json.dumps({"command": name, "rows": [row]}))
+    joined = merge([tmp_path / "a.json", tmp_path / "b.json"], combine_seeds=True)["rows"][0]
+    assert {k: joined[k] for k in ("seeds", "mean", "std", "ci95", "misses", "passed")} == \
+        {k: whole[k] for k in ("seeds", "mean", "std", "ci95", "misses", "passed")}
+    assert merge([tmp_path / "a.json", tmp_path / "b.json"])["rows"][0]["seeds"] == [1, 2]  # without the flag: the later row
+    assert merge([tmp_path / "b.json", tmp_path / "c.json"], combine_seeds=True)["rows"][0]["seeds"] == [1]  # seed 1 twice: replaced
