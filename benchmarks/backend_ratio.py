@@ -119,13 +119,10 @@ def child(recipe: str, backend: str, warm: int, steps: int, profile: bool) -> di
     out = {"steps": taken, "wall_s": round(wall, 3), "cpu_s": round(cpu, 3),
            "ms_per_step": round(1000 * wall / max(taken, 1), 4)}
     if profiler:
-        totals: dict[str, float] = {}
-        for (filename, _, name), (_, _, tottime, _, _) in pstats.Stats(profiler).stats.items():
-            key = category(filename, name)
-            totals[key] = totals.get(key, 0.0) + tottime
-        whole = sum(totals.values()) or 1.0
+        from profile_updates import grouped_self_time  # this script's directory: run as a script, it is on sys.path
+
+        whole, out["shares"] = grouped_self_time(pstats.Stats(profiler).stats, category, digits=4)
         out["profile_ms_per_step"] = round(1000 * whole / max(taken, 1), 4)
-        out["shares"] = {k: round(v / whole, 4) for k, v in sorted(totals.items(), key=lambda kv: -kv[1])}
     return out
 
 

@@ -21,6 +21,7 @@ import os
 import pstats
 import sys
 import time
+from collections.abc import Callable
 
 ALGOS = {"sac-pendulum@1": "sac", "sac-pendulum": "sac", "td3-pendulum": "td3", "dqn-cartpole": "dqn", "iql-pendulum-medium": "iql",
          "cql-pendulum-medium": "cql"}  # fmt: skip
@@ -49,6 +50,17 @@ def category(filename: str, name: str) -> str:
     return "other python"
 
 
+def grouped_self_time(stats: dict, group: Callable[[str, str], str], digits: int) -> tuple[float, dict[str, float]]:
+    """A cProfile's self time (``pstats.Stats(...).stats``) summed by ``group(filename, function name)``: the
+    whole in seconds, and each group's share of it, largest first (backend_ratio.py groups by library)."""
+    totals: dict[str, float] = {}
+    for (filename, _, name), (_, _, tottime, _, _) in stats.items():
+        key = group(filename, name)
+        totals[key] = totals.get(key, 0.0) + tottime
+    whole = sum(totals.values()) or 1.0
+    return whole, {k: round(v / whole, digits) for k, v in sorted(totals.items(), key=lambda kv: -kv[1])}
+
+
 def step_of(recipe: str, loss: str):
     import rlplug
     from rlplug.pipeline import Session
@@ -72,14 +84,10 @@ def profile(recipe: str, loss: str, updates: int) -> dict:
         step()
     profiler.disable()
     stats = pstats.Stats(profiler).stats
-    totals: dict[str, float] = {}
-    for (filename, _, name), (_, _, tottime, _, _) in stats.items():
-        key = category(filename, name)
-        totals[key] = totals.get(key, 0.0) + tottime
-    whole = sum(totals.values())
+    whole, shares = grouped_self_time(stats, category, digits=3)
     calls = sum(v[1] for v in stats.values())
     return {"cpu_ms_per_update_profiled": round(1000 * whole / updates, 2), "python_calls_per_update": round(calls / updates),
-            "shares": {k: round(v / whole, 3) for k, v in sorted(totals.items(), key=lambda kv: -kv[1])}}
+            "shares": shares}
 
 
 def main() -> None:
