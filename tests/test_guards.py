@@ -205,7 +205,7 @@ def test_unreadable_run_files_are_one_line(trained_run, tmp_path):
                           f"cannot write metrics file {run_dir / 'metrics.csv'}: Is a directory")
     assert snapshot(run_dir) == before
     (run_dir / "recipe.json").write_text("[1, 2]")
-    assert_one_line_error(run_cli("eval", str(run_dir)), "recipe.json is unreadable: not a JSON object")
+    assert_one_line_error(run_cli("eval", str(run_dir)), "recipe.json is unreadable: a JSON list, not an object")
     assert_one_line_error(run_cli("eval", str(tmp_path / "copy" / "metrics.csv")), "is not an rlplug run directory")
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import CompareError, RunDirError
+from .jsonfiles import read_json_object
 
 RECIPE_FILE, METRICS_FILE, SUMMARY_FILE = "recipe.json", "metrics.csv", "summary.json"
 UNITS = {"env_steps": "environment steps", "updates": "gradient updates"}
@@ -90,15 +91,7 @@ def read_run(run_dir: str | Path) -> RunCurves:
 def _json(path: Path, missing: str) -> dict[str, Any]:
     if not path.is_file():
         raise RunDirError(missing)
-    try:
-        data = json.loads(path.read_text())
-    except OSError as err:
-        raise RunDirError(f"cannot read {path}: {err.strerror or err}") from None
-    except ValueError as err:
-        raise RunDirError(f"{path} is unreadable: {err}") from None
-    if not isinstance(data, dict):
-        raise RunDirError(f"{path} is unreadable: not a JSON object")
-    return data
+    return read_json_object(path, RunDirError)
 
 
 def _metrics(run_dir: Path) -> tuple[str, list[dict[str, str]]]:

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from .errors import RlplugError
+from .jsonfiles import read_json_object
 
 FORMAT = 1
 KEYS = ("observation", "action", "reward", "next_observation", "terminated", "truncated")
@@ -156,11 +157,9 @@ def read_info(name: str) -> DatasetInfo:
     if not meta_file.is_file():
         raise DatasetError(f"{path} is not an rlplug dataset (no {METADATA})")
     try:
-        metadata = json.loads(meta_file.read_text())
-    except (OSError, ValueError) as err:
-        raise DatasetError(f"dataset '{name}': {meta_file} is unreadable ({err})") from None
-    if not isinstance(metadata, dict):
-        raise DatasetError(f"dataset '{name}': {meta_file} is unreadable: a JSON {type(metadata).__name__}, not an object")
+        metadata = read_json_object(meta_file, DatasetError)
+    except DatasetError as err:
+        raise DatasetError(f"dataset '{name}': {err}") from None
     required = ("format", "env", "observation_space", "action_space", "transitions", "files")
     missing = [k for k in required if k not in metadata]
     if missing:

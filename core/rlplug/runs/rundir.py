@@ -24,6 +24,7 @@ from ..envs import env_modules
 from ..distributed import COMMAND_VARIABLE
 from ..errors import CheckpointMismatchError, CorruptCheckpointError, RunDirBusyError, RunDirError
 from ..hookspecs import Build
+from ..jsonfiles import read_json_object
 from ..recipes import Recipe
 from .lock import LOCK_FILE, busy_message, held_here, holder, lock_run_dir, os_reason, unlock_run_dir
 from .versions import versions
@@ -170,7 +171,7 @@ def check_writable(run_dir: Path) -> None:
 def record_checkpoint_every(run_dir: Path, every: int) -> None:
     """A resume given another ``--checkpoint-every`` keeps it for the resumes after it."""
     path = run_dir / RECIPE_FILE
-    data = _read_recipe_file(path)
+    data = read_json_object(path, RunDirError)
     if data.get("checkpoint_every") != every:
         data["checkpoint_every"] = every
         write_json(path, data)
@@ -218,7 +219,7 @@ def saved_run(run_dir: Path, need_checkpoint: bool = True) -> SavedRun:
             f"run directory {run_dir} holds no checkpoint ({CHECKPOINT} is missing); it stopped before its first "
             f"one: `rlplug resume {run_dir}` trains it from step 0"
         )
-    data = _read_recipe_file(recipe_file)
+    data = read_json_object(recipe_file, RunDirError)
     try:
         recipe = Recipe.from_table(data["recipe"], source=str(recipe_file))
         backend = data["backend"]
@@ -316,20 +317,20 @@ def read_run(run_dir: Path) -> tuple[Recipe, str, dict[str, Any]]:
 
 def recorded_checkpoint_every(run_dir: Path) -> int | None:
     """The checkpoint period the run was trained with (``None`` for runs written before it was recorded)."""
-    every = _read_recipe_file(_recipe_file(run_dir)).get("checkpoint_every")
+    every = read_json_object(_recipe_file(run_dir), RunDirError).get("checkpoint_every")
     return every if isinstance(every, int) and not isinstance(every, bool) and every >= 1 else None
 
 
 def recorded_loggers(run_dir: Path) -> tuple[str, ...] | None:
     """The ``--logger`` names the run was trained with (``None`` for runs written before they were recorded)."""
-    loggers = _read_recipe_file(_recipe_file(run_dir)).get("loggers")
+    loggers = read_json_object(_recipe_file(run_dir), RunDirError).get("loggers")
     return tuple(loggers) if isinstance(loggers, list) and all(isinstance(n, str) for n in loggers) else None
 
 
 def recorded_plugins(run_dir: Path) -> list[str]:
     """The ``--plugin`` modules the run was trained with (none for runs written before they were recorded)."""
     recipe_file = _recipe_file(run_dir)
-    plugins = _read_recipe_file(recipe_file).get("plugins", [])
+    plugins = read_json_object(recipe_file, RunDirError).get("plugins", [])
     if not isinstance(plugins, list) or not all(isinstance(p, str) for p in plugins):
         raise RunDirError(f"{recipe_file} is unreadable: 'plugins' is {plugins!r}, not a list of module names")
     return plugins
@@ -338,7 +339,7 @@ def recorded_plugins(run_dir: Path) -> list[str]:
 def recorded_env_modules(run_dir: Path) -> list[str]:
     """The modules that register the run's environment (``env_module``, a ``module:`` id prefix)."""
     recipe_file = _recipe_file(run_dir)
-    modules = _read_recipe_file(recipe_file).get("env_modules", [])
+    modules = read_json_object(recipe_file, RunDirError).get("env_modules", [])
     if not isinstance(modules, list) or not all(isinstance(m, str) for m in modules):
         raise RunDirError(f"{recipe_file} is unreadable: 'env_modules' is {modules!r}, not a list of module names")
     return modules
@@ -353,18 +354,6 @@ def _recipe_file(run_dir: Path) -> Path:
     if not recipe_file.is_file():
         raise RunDirError(f"{run_dir} is not an rlplug run directory (no {RECIPE_FILE})")
     return recipe_file
-
-
-def _read_recipe_file(recipe_file: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(recipe_file.read_text())
-    except OSError as err:
-        raise RunDirError(f"cannot read {recipe_file}: {os_reason(err)}") from None
-    except ValueError as err:
-        raise RunDirError(f"{recipe_file} is unreadable: {err}") from None
-    if not isinstance(data, dict):
-        raise RunDirError(f"{recipe_file} is unreadable: not a JSON object")
-    return data
 
 
 def write_json(path: Path, data: Any) -> None:

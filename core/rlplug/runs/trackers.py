@@ -30,6 +30,7 @@ from typing import Any
 
 from ..errors import RecipeError, RlplugError, RunDirError, TrackerError, TrackerMissingError
 from ..hookspecs import Build
+from ..jsonfiles import read_json_object
 from ..suggest import did_you_mean
 
 LOGGERS = ("tensorboard", "csv", "mlflow", "wandb")
@@ -265,7 +266,6 @@ def read_tracker_state(run_dir: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as err:
-        raise RunDirError(f"{path} is unreadable ({err}); delete it to start new tracker runs") from None
-    return data if isinstance(data, dict) else {}
+        return read_json_object(path, RunDirError)
+    except RunDirError as err:
+        raise RunDirError(f"{err}; delete it to start new tracker runs") from None
