@@ -223,3 +223,18 @@ def test_train_builds_a_declared_dataset_then_trains_offline(tmp_path):
     assert info.reference["expert_source"]["trained_steps"] == 1024
     rows = (run_dir / "metrics.csv").read_text().splitlines()
     assert rows[0].startswith("updates,") and "eval/normalised_score" in rows[0]
+
+
+def test_a_declared_build_retrains_a_run_from_another_declaration(tmp_path):
+    """`dataset build` reuses its finished behaviour/expert runs only while the declaration still asks for
+    them: a changed policy_steps must not silently collect from the old, shorter run."""
+    import rlplug
+    from rlplug.collect import _trained_run
+
+    run_dir = tmp_path / "_runs" / "x-policy"
+    _trained_run(rlplug.session(), "ppo-cartpole", "skrl", 512, 0, run_dir, progress=False)
+    first = (run_dir / "summary.json").stat().st_mtime_ns
+    _trained_run(rlplug.session(), "ppo-cartpole", "skrl", 512, 0, run_dir, progress=False)
+    assert (run_dir / "summary.json").stat().st_mtime_ns == first  # same declaration: reused
+    _trained_run(rlplug.session(), "ppo-cartpole", "skrl", 1024, 0, run_dir, progress=False)
+    assert json.loads((run_dir / "recipe.json").read_text())["recipe"]["steps"] == 1024

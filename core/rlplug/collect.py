@@ -7,6 +7,7 @@ offline results are reported as D4RL-style normalised scores.
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from .envs import env_errors, probe_spaces
 from .errors import NoReplayMemoryError
 from .evaluation import EVAL_SEED_OFFSET
 from .hookspecs import Build
+from .jsonfiles import read_json_object
 
 REFERENCE_EPISODES = 20
 """Episodes behind each reference return (random policy, expert policy)."""
@@ -257,26 +259,39 @@ def declared(session: Any, name: str) -> dict[str, Any]:
 
 
 def _trained_run(session: Any, recipe: str, backend: str, steps: int, seed: int, run_dir: Path, progress: bool) -> Path:
-    """Train ``recipe`` into ``run_dir`` unless a finished run is already there (its summary written)."""
+    """Train ``recipe`` into ``run_dir`` unless a finished run of the same resolved recipe is already there."""
     from .runs import train
 
-    if (run_dir / "summary.json").is_file():
-        return run_dir
-    if run_dir.exists():
-        from .errors import RunDirBusyError
-        from .runs.lock import busy_message, holder
-
-        pid = holder(run_dir)
-        if pid is not None:  # another `dataset build` is training it right now
-            raise RunDirBusyError(busy_message(run_dir, pid))
-        shutil.rmtree(run_dir)  # an interrupted earlier build
     overrides = [f"seed={seed}"] + ([f"steps={steps}"] if steps else [])
     build = session.build(recipe, backend, overrides)
     try:
+        if (run_dir / "summary.json").is_file() and _trained_from(run_dir) == _recorded_form(build):
+            return run_dir
+        if run_dir.exists():
+            from .errors import RunDirBusyError
+            from .runs.lock import busy_message, holder
+
+            pid = holder(run_dir)
+            if pid is not None:  # another `dataset build` is training it right now
+                raise RunDirBusyError(busy_message(run_dir, pid))
+            shutil.rmtree(run_dir)  # an interrupted earlier build, or one from another declaration (steps, seed, recipe)
         train(build, run_dir=run_dir, progress=progress)
     finally:
         build.trainer.close()
     return run_dir
+
+
+def _recorded_form(build: Build) -> tuple[str, Any]:
+    """The backend and resolved recipe as a run's recipe.json records them (JSON types: lists, not tuples)."""
+    return build.backend, json.loads(json.dumps(build.recipe.to_table(), default=str))
+
+
+def _trained_from(run_dir: Path) -> tuple[str, Any] | None:
+    try:
+        recorded = read_json_object(run_dir / "recipe.json", DatasetError)
+    except DatasetError:
+        return None  # unreadable: train it again
+    return recorded.get("backend"), recorded.get("recipe")
 
 
 def build_declared(session: Any, name: str, *, progress: bool = True, overwrite: bool = False, log: Any = print) -> DatasetInfo:
