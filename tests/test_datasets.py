@@ -236,5 +236,10 @@ def test_a_declared_build_retrains_a_run_from_another_declaration(tmp_path):
     first = (run_dir / "summary.json").stat().st_mtime_ns
     _trained_run(rlplug.session(), "ppo-cartpole", "skrl", 512, 0, run_dir, progress=False)
     assert (run_dir / "summary.json").stat().st_mtime_ns == first  # same declaration: reused
+    recorded = json.loads((run_dir / "recipe.json").read_text())
+    recorded["recipe"]["description"] = "edited since"  # a describing field: still the same training
+    (run_dir / "recipe.json").write_text(json.dumps(recorded))
+    _trained_run(rlplug.session(), "ppo-cartpole", "skrl", 512, 0, run_dir, progress=False)
+    assert (run_dir / "summary.json").stat().st_mtime_ns == first
     _trained_run(rlplug.session(), "ppo-cartpole", "skrl", 1024, 0, run_dir, progress=False)
     assert json.loads((run_dir / "recipe.json").read_text())["recipe"]["steps"] == 1024

@@ -281,17 +281,27 @@ def _trained_run(session: Any, recipe: str, backend: str, steps: int, seed: int,
     return run_dir
 
 
-def _recorded_form(build: Build) -> tuple[str, Any]:
+_DESCRIBING_FIELDS = ("description", "target", "target_metric", "beat_dataset", "eval_episodes", "tier", "reference")
+"""Recipe fields that do not change what trains: editing them keeps a finished run."""
+
+
+def _training_form(backend: Any, table: Any) -> tuple[Any, Any]:
+    if not isinstance(table, dict):
+        return backend, table
+    return backend, {k: v for k, v in table.items() if k not in _DESCRIBING_FIELDS}
+
+
+def _recorded_form(build: Build) -> tuple[Any, Any]:
     """The backend and resolved recipe as a run's recipe.json records them (JSON types: lists, not tuples)."""
-    return build.backend, json.loads(json.dumps(build.recipe.to_table(), default=str))
+    return _training_form(build.backend, json.loads(json.dumps(build.recipe.to_table(), default=str)))
 
 
-def _trained_from(run_dir: Path) -> tuple[str, Any] | None:
+def _trained_from(run_dir: Path) -> tuple[Any, Any] | None:
     try:
         recorded = read_json_object(run_dir / "recipe.json", DatasetError)
     except DatasetError:
         return None  # unreadable: train it again
-    return recorded.get("backend"), recorded.get("recipe")
+    return _training_form(recorded.get("backend"), recorded.get("recipe"))
 
 
 def build_declared(session: Any, name: str, *, progress: bool = True, overwrite: bool = False, log: Any = print) -> DatasetInfo:
