@@ -263,18 +263,19 @@ def _trained_run(session: Any, recipe: str, backend: str, steps: int, seed: int,
     from .runs import train
 
     overrides = [f"seed={seed}"] + ([f"steps={steps}"] if steps else [])
-    build = session.build(recipe, backend, overrides)
-    try:
-        if (run_dir / "summary.json").is_file() and _trained_from(run_dir) == _recorded_form(build):
-            return run_dir
-        if run_dir.exists():
-            from .errors import RunDirBusyError
-            from .runs.lock import busy_message, holder
+    prepared = session.prepare(recipe, backend, overrides)  # resolved and checked, nothing constructed yet
+    if (run_dir / "summary.json").is_file() and _trained_from(run_dir) == _recorded_form(prepared):
+        return run_dir
+    if run_dir.exists():
+        from .errors import RunDirBusyError
+        from .runs.lock import busy_message, holder
 
-            pid = holder(run_dir)
-            if pid is not None:  # another `dataset build` is training it right now
-                raise RunDirBusyError(busy_message(run_dir, pid))
-            shutil.rmtree(run_dir)  # an interrupted earlier build, or one from another declaration (steps, seed, recipe)
+        pid = holder(run_dir)
+        if pid is not None:  # another `dataset build` is training it right now
+            raise RunDirBusyError(busy_message(run_dir, pid))
+        shutil.rmtree(run_dir)  # an interrupted earlier build, or one from another declaration (steps, seed, recipe)
+    build = session.construct(prepared)
+    try:
         train(build, run_dir=run_dir, progress=progress)
     finally:
         build.trainer.close()
