@@ -249,6 +249,17 @@ def test_minatar_games_resume_mid_episode():
     _continues_identically(lambda: make_gym_env("MinAtar/Breakout-v1"))
 
 
+def test_mujoco_warnings_are_python_warnings_not_terminal_prints(capfd):
+    pytest.importorskip("mujoco")
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        make_gym_env("HalfCheetah-v5")  # its XML uses the deprecated 'settotalmass'
+    assert any(str(w.message).startswith("MuJoCo: compiler attribute 'settotalmass'") for w in caught)
+    assert "settotalmass" not in capfd.readouterr().out + capfd.readouterr().err
+
+
 @pytest.mark.parametrize("backend", ["skrl", "torchrl"])
 def test_mujoco_resume_equivalence(backend):
     pytest.importorskip("mujoco")

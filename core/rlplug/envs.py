@@ -139,6 +139,26 @@ def register_suite(env_id: str) -> None:
         register_envs()
 
 
+def route_mujoco_warnings() -> None:
+    """Send MuJoCo's warnings through Python's ``warnings`` (once a process each, silenced with ``-W``) instead of
+    MuJoCo's own print to the terminal: gymnasium's HalfCheetah XML alone printed a 'settotalmass' deprecation for
+    every env made. A handler someone already installed is kept."""
+    import mujoco
+
+    if mujoco.get_mju_user_warning() is None:
+        mujoco.set_mju_user_warning(_warn_from_mujoco)
+
+
+def _warn_from_mujoco(message: str) -> None:
+    import sys
+    import warnings
+
+    try:
+        warnings.warn(f"MuJoCo: {message}", RuntimeWarning, stacklevel=1)
+    except Exception:  # under -W error: an exception must not cross MuJoCo's C callback (the process aborts)
+        print(f"rlplug: MuJoCo warning: {message}", file=sys.stderr)
+
+
 def resume_restart_note(env_id: str) -> str | None:
     """The note a resume of this env prints when its episodes cannot continue (Box2D, ALE), else ``None``."""
     suite = suite_of(env_id)
@@ -234,7 +254,8 @@ def resolve_env_id(spec: EnvSpec) -> str:
         import_env_module(module, spec.id)
     module, name = split_env_id(spec.id)
     register_suite(spec.id)
-    require_suite(spec.id, spec.atari)
+    if require_suite(spec.id, spec.atari) is SUITES["mujoco"]:
+        route_mujoco_warnings()
     if name not in gym.registry:
         known = gym.registry.keys()
         if module:
