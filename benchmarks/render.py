@@ -103,13 +103,13 @@ def render_bench(envelope: dict[str, Any], row_cells: Callable[[dict[str, Any]],
                  references: Mapping[str, Mapping[str, Any]] | None = None) -> list[str]:  # fmt: skip
     """The recipe table (``row_cells``: ``rlplug bench --report``'s cells), a ``curve`` column when pictures exist
     (``curves``: recipe name -> link), and the aggregate over rows (``random_returns``: its stored envelope)."""
+    from rlplug.report import machine_lines
+
     data = envelope["data"]
     machine = data.get("machine", {})
     lines = [f"## {TITLES['bench']}", "", provenance(envelope)]
     if machine:
-        lines += ["", f"Machine: {machine.get('processor')}, {machine.get('cpu_count')} cores, torch threads "
-                  f"{machine.get('torch_threads')}, {machine.get('platform')}.",
-                  "Versions: " + ", ".join(f"{k} {v}" for k, v in machine.get("versions", {}).items()) + "."]
+        lines += ["", *machine_lines(machine)]
     header, cells = list(columns), [row_cells(row) for row in data["rows"]]
     if curves:
         header.append("curve")

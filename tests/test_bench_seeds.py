@@ -185,3 +185,4 @@ def test_bench_trains_each_row_once_per_seed_in_two_processes(tmp_path):
     assert row["reference"]["value"] == 500.0 and row["passed"] is False and row["misses"] == 2
     assert json.loads(report.with_suffix(".json").read_text())["rows"] == [row]
     assert "| ppo-cartpole@1 | skrl | quick | 0,1 (2 missed) | 128 |" in report.read_text()
+    assert "torch threads 1 in each of 2 training processes at once" in report.read_text()

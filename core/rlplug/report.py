@@ -13,15 +13,16 @@ COLUMNS = ("recipe", "backend", "tier", "seeds", "steps", "wall s / seed", "step
            "95% CI of the mean", "target", "reference", "pass")
 
 
-def machine() -> dict[str, Any]:
-    """Where the numbers come from: CPU, cores, torch threads, library versions, time."""
+def machine(jobs: int = 1) -> dict[str, Any]:
+    """Where the numbers come from: CPU, cores, torch threads, library versions, time. ``jobs`` > 1: the runs trained
+    in that many processes at once, each on one torch thread (``rlplug bench --jobs``), not in this process."""
     from .runs import versions
 
-    threads = None
+    threads = 1 if jobs > 1 else None
     try:
         import torch
 
-        threads = torch.get_num_threads()
+        threads = threads or torch.get_num_threads()
     except ImportError:
         pass
     return {
@@ -30,8 +31,18 @@ def machine() -> dict[str, Any]:
         "processor": platform.processor() or platform.machine(),
         "cpu_count": os.cpu_count(),
         "torch_threads": threads,
+        "jobs": jobs,
         "versions": versions(),
     }
+
+
+def machine_lines(info: dict[str, Any]) -> list[str]:
+    """``machine()``'s record as the two lines a report shows (a record from before ``jobs`` was kept reads as one job)."""
+    jobs = info.get("jobs") or 1
+    at_once = f" in each of {jobs} training processes at once" if jobs > 1 else ""
+    return [f"Machine: {info.get('processor')}, {info.get('cpu_count')} cores, torch threads {info.get('torch_threads')}{at_once}, "
+            f"{info.get('platform')}.",
+            "Versions: " + ", ".join(f"{k} {v}" for k, v in info.get("versions", {}).items()) + "."]
 
 
 def _row(row: dict[str, Any]) -> list[str]:
@@ -68,16 +79,15 @@ NOTES = [
 ]
 
 
-def write_report(path: Path, rows: list[dict[str, Any]], command: str) -> None:
+def write_report(path: Path, rows: list[dict[str, Any]], command: str, jobs: int = 1) -> None:
     """``path`` (Markdown) and ``path`` with ``.json`` (the rows, each with its per-seed summaries, and the machine)."""
-    info = machine()
+    info = machine(jobs)
     lines = [
         "# rlplug benchmarks",
         "",
         f"Produced by `{command}` on {info['date']}.",
         "",
-        f"Machine: {info['processor']}, {info['cpu_count']} cores, torch threads {info['torch_threads']}, {info['platform']}.",
-        "Versions: " + ", ".join(f"{k} {v}" for k, v in info["versions"].items()) + ".",
+        *machine_lines(info),
         "",
         "| " + " | ".join(COLUMNS) + " |",
         "|" + "---|" * len(COLUMNS),

@@ -75,7 +75,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if report is not None:  # rewritten after each row: a long bench leaves a partial report
             from ..report import write_report
 
-            write_report(report, [finished[i] for i in sorted(finished)], command)
+            write_report(report, [finished[i] for i in sorted(finished)], command, jobs)
 
     units = [(i, s) for i, row in enumerate(rows) for s in row.seeds]
     if jobs == 1:
