@@ -140,7 +140,7 @@ def register_suite(env_id: str) -> None:
 
 
 def route_mujoco_warnings() -> None:
-    """Send MuJoCo's warnings through Python's ``warnings`` (once a process each, silenced with ``-W``) instead of
+    """Send MuJoCo's warnings through Python's ``warnings`` (once a process each; ``-W ignore:::mujoco``) instead of
     MuJoCo's own print to the terminal: gymnasium's HalfCheetah XML alone printed a 'settotalmass' deprecation for
     every env made. A handler someone already installed is kept."""
     import mujoco
@@ -149,12 +149,16 @@ def route_mujoco_warnings() -> None:
         mujoco.set_mju_user_warning(_warn_from_mujoco)
 
 
+_MUJOCO_WARNED: dict[Any, Any] = {}
+"""The warnings registry of MuJoCo's messages: each is shown once a process under Python's default filter."""
+
+
 def _warn_from_mujoco(message: str) -> None:
     import sys
     import warnings
 
-    try:
-        warnings.warn(f"MuJoCo: {message}", RuntimeWarning, stacklevel=1)
+    try:  # attributed to "mujoco" (one line, no rlplug source line; ``-W ignore:::mujoco`` silences it)
+        warnings.warn_explicit(f"MuJoCo: {message}", RuntimeWarning, "mujoco", 0, module="mujoco", registry=_MUJOCO_WARNED)
     except Exception:  # under -W error: an exception must not cross MuJoCo's C callback (the process aborts)
         print(f"rlplug: MuJoCo warning: {message}", file=sys.stderr)
 
