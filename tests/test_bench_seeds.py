@@ -154,6 +154,22 @@ def test_tier_and_reference_are_validated_recipe_fields(tmp_path):
     assert Session(recipe_files=[str(custom)]).resolve("mine").tier == "full"  # a recipe that does not say
 
 
+def test_backend_default_plans_each_recipe_on_its_own_backend(tmp_path):
+    import argparse
+
+    from rlplug.cli.bench import plan_rows
+    from rlplug.pipeline import Session
+
+    custom = tmp_path / "mine.toml"
+    custom.write_text('[recipes.mine]\nextends = "ppo-cartpole"\nbackend = "torchrl"\n')
+    session = Session(recipe_files=[str(custom)])
+    for backend, planned in (("default", [("ppo-cartpole@1", "skrl"), ("mine@1", "torchrl")]),
+                             ("default,torchrl", [("ppo-cartpole@1", "skrl"), ("ppo-cartpole@1", "torchrl"), ("mine@1", "torchrl")]),
+                             (None, [("ppo-cartpole@1", "skrl"), ("ppo-cartpole@1", "torchrl"), ("mine@1", "skrl"), ("mine@1", "torchrl")])):  # fmt: skip
+        args = argparse.Namespace(names=["ppo-cartpole", "mine"], all=False, tier=None, backend=backend, json=True, runs_dir=None)
+        assert [(row.ref, row.backend) for row in plan_rows(session, args, [], [0])] == planned
+
+
 def test_every_first_party_recipe_has_a_tier_and_every_new_one_a_reference():
     from rlplug.pipeline import Session
 

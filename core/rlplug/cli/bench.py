@@ -121,7 +121,8 @@ def plan_rows(session: Any, args: argparse.Namespace, overrides: list[str], seed
         recipe = session.resolve(name, overrides)
         spec = session.host.algorithm(recipe.algorithm)
         ensure_dataset(session, recipe, quiet=args.json)
-        for backend in backends or list(spec.backends):
+        own = [recipe.backend if b == "default" else b for b in backends]  # "default": the recipe's own backend
+        for backend in list(dict.fromkeys(own)) or list(spec.backends):
             session.prepare(recipe, backend)  # validates the cell (spaces, encoder, dataset) without building it
             rows.append(Row(recipe.ref, recipe.name, backend, list(seeds) if seeds is not None else [recipe.seed],
                             recipe.tier, recipe.reference, recipe.target))  # fmt: skip

@@ -116,7 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser("bench", parents=[common], help="train recipes and check their targets")
     bench.add_argument("names", nargs="*", metavar="NAME")
-    bench.add_argument("--backend", help="comma-separated backends (default: every backend of the algorithm)")
+    bench.add_argument("--backend", help="comma-separated backends; 'default': each recipe's own backend (default: every "
+                       "backend of the algorithm)")
     bench.add_argument("--steps", type=option_value, metavar="N", help="override every recipe's step budget")
     bench.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a field of every recipe")
     bench.add_argument("--seed", type=option_value, metavar="S", help="train every row on this one seed (default: the recipe's)")
