@@ -18,13 +18,14 @@ def machine(jobs: int = 1) -> dict[str, Any]:
     in that many processes at once, each on one torch thread (``rlplug bench --jobs``), not in this process."""
     from .runs import versions
 
-    threads = 1 if jobs > 1 else None
-    try:
-        import torch
+    threads = 1  # with --jobs each training process runs one torch thread: no need to import torch here
+    if jobs == 1:
+        try:
+            import torch
 
-        threads = threads or torch.get_num_threads()
-    except ImportError:
-        pass
+            threads = torch.get_num_threads()
+        except ImportError:
+            threads = None
     return {
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "platform": platform.platform(),
