@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import RlplugError
+from ..errors import RlplugError, UnknownNameError
 from ..seeded import aggregate, check_jobs, ci_text, parse_seeds, reference_text, result_text, seeds_text, target_text, wall_text
+from ..suggest import did_you_mean
 from ..tables import format_table
 from .common import open_session, print_json
 from .dataset import ensure_dataset
@@ -116,6 +117,7 @@ def plan_rows(session: Any, args: argparse.Namespace, overrides: list[str], seed
     """Every row checked before anything trains (a bad name, backend or seed fails here, in one line); the
     datasets the offline rows need are made here, once, before any process reads them."""
     backends = [b for b in (args.backend or "").split(",") if b]
+    check_backend_names(session, backends)
     rows = []
     for name in select_names(session, args, overrides):
         recipe = session.resolve(name, overrides)
@@ -131,6 +133,16 @@ def plan_rows(session: Any, args: argparse.Namespace, overrides: list[str], seed
                     if unit_run_dir(args, rows[-1], seed).exists():
                         raise RlplugError(f"{unit_run_dir(args, rows[-1], seed)} already exists; choose another --runs-dir")
     return rows
+
+
+def check_backend_names(session: Any, backends: list[str]) -> None:
+    """A name no algorithm runs on and not ``default`` fails here, with ``default`` among the suggestions (the
+    pipeline's per-algorithm check knows only that algorithm's backends)."""
+    known = {b for spec in session.host.algorithms.values() for b in spec.backends} | {"default"}
+    for backend in backends:
+        if backend not in known:
+            raise UnknownNameError(f"bench --backend: no backend '{backend}'{did_you_mean(backend, known)}; "
+                                   f"known: {', '.join(sorted(known))}")  # fmt: skip
 
 
 def unit_run_dir(args: argparse.Namespace, row: Row, seed: int) -> Path | None:
