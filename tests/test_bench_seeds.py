@@ -123,6 +123,7 @@ def test_seeds_option():
     (["--seed", "1", "--seeds", "2"], "give --seed S (one seed) or --seeds"),
     (["--tier", "full"], "bench --tier full: none of the recipes asked for is of tier 'full'"),
     (["--backend", "defualt"], "bench --backend: no backend 'defualt' (did you mean 'default'?); known: default, skrl, torchrl"),
+    (["--backend", "xyz"], "bench --backend: no backend 'xyz'; known: default, skrl, torchrl"),
 ])  # fmt: skip
 def test_bench_refuses_bad_options_in_one_line(argv, words, capsys):
     from rlplug.cli import main

@@ -141,8 +141,9 @@ def check_backend_names(session: Any, backends: list[str]) -> None:
     known = {b for spec in session.host.algorithms.values() for b in spec.backends} | {"default"}
     for backend in backends:
         if backend not in known:
-            raise UnknownNameError(f"bench --backend: no backend '{backend}'{did_you_mean(backend, known)}; "
-                                   f"known: {', '.join(sorted(known))}")  # fmt: skip
+            close = did_you_mean(backend, known)  # only a close spelling: the line lists every known name itself
+            hint = close if "did you mean" in close else ""
+            raise UnknownNameError(f"bench --backend: no backend '{backend}'{hint}; known: {', '.join(sorted(known))}")
 
 
 def unit_run_dir(args: argparse.Namespace, row: Row, seed: int) -> Path | None:
