@@ -2,8 +2,13 @@
 reach its first training step beyond importing the backend's libraries.
 
 Every measurement is a fresh interpreter (``python -m rlplug.cli ...`` or ``python -c ...``), repeated
-``--repeats`` times; the median and the spread are reported. Goals (issue 7): listing commands
-≤ 0.3 s; `train` ready to step ≤ 1.5 s + the backend's own import time.
+``--repeats`` times after one warm-up; the median and the spread are reported, and for the listing commands
+the CPU seconds too (less sensitive than wall time to other processes on the box). Goals (issue 7): listing
+commands ≤ 0.3 s; `train` ready to step ≤ 1.5 s + the backend's own import time.
+
+The children run with Python's bytecode cache on, as an installed package has it: with
+``PYTHONDONTWRITEBYTECODE=1`` in the environment (some shells and CI images set it) every run compiles
+rlplug's ~60 modules again, which alone doubled `rlplug list`'s CPU time here (0.31 s against 0.15 s).
 
     python benchmarks/startup.py [--repeats 5] [--json]
 """
@@ -12,6 +17,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -47,14 +54,22 @@ print(f"READY {{time.perf_counter() - started:.4f}}", flush=True)
 BACKEND_MODULES = {"skrl": "rlplug_ppo.skrl_backend", "torchrl": "rlplug_ppo.torchrl_backend"}
 
 
-def wall(argv: list[str]) -> float:
-    started = time.perf_counter()
-    subprocess.run(argv, capture_output=True, check=True)
-    return time.perf_counter() - started
+CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def wall_and_cpu(argv: list[str]) -> tuple[float, float]:
+    started, cpu = time.perf_counter(), children_cpu()
+    subprocess.run(argv, capture_output=True, check=True, env=CHILD_ENV)
+    return time.perf_counter() - started, children_cpu() - cpu
 
 
 def reported(code: str) -> float:
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=CHILD_ENV).stdout
     return float(next(line for line in out.splitlines() if line.startswith("READY")).split()[1])
 
 
@@ -69,9 +84,12 @@ def main() -> None:
     args = parser.parse_args()
     results: dict[str, dict[str, float]] = {}
     for command in COMMANDS:
-        results["rlplug " + " ".join(command)] = summary(
-            [wall([sys.executable, "-m", "rlplug.cli", *command]) for _ in range(args.repeats)]
-        )
+        argv = [sys.executable, "-m", "rlplug.cli", *command]
+        wall_and_cpu(argv)  # warm-up: writes the bytecode cache if this checkout has none yet
+        runs = [wall_and_cpu(argv) for _ in range(args.repeats)]
+        results["rlplug " + " ".join(command)] = summary([w for w, _ in runs])
+        results["rlplug " + " ".join(command) + " (CPU s)"] = summary([c for _, c in runs])
+    reported(READY.format(recipe="ppo-cartpole", backend="skrl"))  # warm-up of torch's and the backends' bytecode
     for backend, module in BACKEND_MODULES.items():
         imports = [reported(IMPORT.format(module=module)) for _ in range(args.repeats)]
         ready = [reported(READY.format(recipe="ppo-cartpole", backend=backend)) for _ in range(args.repeats)]

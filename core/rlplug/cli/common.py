@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 
@@ -16,3 +17,9 @@ def open_session(args: argparse.Namespace):
 
 def print_json(data: Any) -> None:
     print(json.dumps(data, indent=2))
+
+
+def note(line: str | None) -> None:
+    """A remark on stderr that is not an error (``rlplug: note: ...``)."""
+    if line:
+        print(f"rlplug: note: {line}", file=sys.stderr)

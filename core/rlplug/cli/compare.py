@@ -7,8 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CompareError
-from .common import print_json
-from .training import note
+from .common import note, print_json
 
 
 def add_compare_command(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .common import open_session, print_json
+from .common import note, open_session, print_json
 
 
 def add_export_command(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -26,7 +26,6 @@ def add_export_command(sub: argparse._SubParsersAction, common: argparse.Argumen
 def cmd_export(args: argparse.Namespace) -> int:
     from ..export import check_format, default_path, describe_inputs, describe_tensor, export_policy
     from ..runs import open_run
-    from .training import note
 
     check_format(args.format)  # before the run is opened: a missing onnx is one line, at once
     run_dir = Path(args.run_dir)

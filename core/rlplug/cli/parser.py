@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import re
+from collections.abc import Callable
 from typing import NoReturn
 
 from ..recipes import parse_value
-from .bench import cmd_bench
-from .catalog import cmd_doctor, cmd_guide, cmd_list, cmd_losses, cmd_recipes, cmd_show
-from .dataset import cmd_dataset_build, cmd_dataset_collect, cmd_dataset_from_run, cmd_dataset_info, cmd_dataset_list
-from .training import cmd_eval, cmd_resume, cmd_train
 
 
 class Parser(argparse.ArgumentParser):
@@ -54,6 +52,17 @@ def option_value(text: str) -> object:
 
 
 
+def command(module: str, name: str) -> Callable[[argparse.Namespace], int]:
+    """``rlplug.cli.<module>.<name>``, imported when the command runs: `rlplug list` does not pay for the
+    imports of train, bench or the run layer (about half of its start-up when they were imported here)."""
+
+    def run(args: argparse.Namespace) -> int:
+        return getattr(importlib.import_module(f"{__package__}.{module}"), name)(args)
+
+    run.__name__ = name
+    return run
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = Parser(add_help=False)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
@@ -69,18 +78,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="print the full traceback of an unexpected error")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    sub.add_parser("list", parents=[common], help="algorithms x backends, with plugin and version").set_defaults(func=cmd_list)
-    sub.add_parser("recipes", parents=[common], help="known recipes").set_defaults(func=cmd_recipes)
+    sub.add_parser("list", parents=[common], help="algorithms x backends, with plugin and version").set_defaults(func=command("catalog", "cmd_list"))
+    sub.add_parser("recipes", parents=[common], help="known recipes").set_defaults(func=command("catalog", "cmd_recipes"))
 
     show = sub.add_parser("show", parents=[common], help="print a resolved recipe and its backend settings")
     show.add_argument("name")
     show.add_argument("--backend")
     show.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a recipe field or hyperparameter")
-    show.set_defaults(func=cmd_show)
+    show.set_defaults(func=command("catalog", "cmd_show"))
 
     losses = sub.add_parser("losses", parents=[common], help="registered losses per algorithm and backend")
     losses.add_argument("algorithm", nargs="?")
-    losses.set_defaults(func=cmd_losses)
+    losses.set_defaults(func=command("catalog", "cmd_losses"))
 
     train = sub.add_parser("train", parents=[common], help="train a recipe and write a run directory")
     train.add_argument("name")
@@ -97,14 +106,14 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--logger", metavar="NAMES", help="where scalars go besides metrics.csv, comma-separated: tensorboard, "
                        "csv, mlflow, wandb (default: tensorboard,csv; mlflow and wandb are extras); resume keeps them")
     _add_launch_options(train)
-    train.set_defaults(func=cmd_train)
+    train.set_defaults(func=command("training", "cmd_train"))
 
     evaluate = sub.add_parser("eval", parents=[common], help="evaluate a saved run (imports the --plugin modules it was trained with)")
     evaluate.add_argument("run_dir")
     evaluate.add_argument("--episodes", type=option_value, metavar="N", help="evaluation episodes (default: the recipe's eval_episodes)")
     evaluate.add_argument("--video", action="store_true", help="record the episodes to RUN_DIR/videos (needs moviepy)")
     evaluate.add_argument("--exported", metavar="FILE", help="evaluate this exported policy file (rlplug export) instead of the checkpoint")
-    evaluate.set_defaults(func=cmd_eval)
+    evaluate.set_defaults(func=command("training", "cmd_eval"))
 
     resume = sub.add_parser("resume", parents=[common], help="continue a saved run (imports the --plugin modules it was trained with)")
     resume.add_argument("run_dir")
@@ -112,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     resume.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     resume.add_argument("--checkpoint-every", type=option_value, metavar="N", help="steps between checkpoints (default: the run's own)")
     _add_launch_options(resume)
-    resume.set_defaults(func=cmd_resume)
+    resume.set_defaults(func=command("training", "cmd_resume"))
 
     bench = sub.add_parser("bench", parents=[common], help="train recipes and check their targets")
     bench.add_argument("names", nargs="*", metavar="NAME")
@@ -130,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--runs-dir", metavar="DIR", help="write each row's run directory (metrics, curve.png) under DIR")
     bench.add_argument("--all", action="store_true", help="every first-party recipe on every backend; writes BENCHMARKS.md")
     bench.add_argument("--report", metavar="FILE.md", help="write the table as Markdown (and FILE.json) with the machine's details")
-    bench.set_defaults(func=cmd_bench)
+    bench.set_defaults(func=command("bench", "cmd_bench"))
 
     from .tune import add_tune_command  # tune and `show --space` (Optuna is imported when a study runs)
 
@@ -145,11 +154,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_compare_command(sub, common)
 
     _add_dataset_commands(sub, common)
-    sub.add_parser("doctor", parents=[common], help="versions, plugins, and what failed to load").set_defaults(func=cmd_doctor)
+    sub.add_parser("doctor", parents=[common], help="versions, plugins, and what failed to load").set_defaults(func=command("catalog", "cmd_doctor"))
     guide = sub.add_parser("guide", parents=[debug_only], help="print the plugin author's guide (docs/plugins.md)")
     guide.add_argument("topic", nargs="?", default="plugins", choices=("plugins",))
     guide.add_argument("--path", action="store_true", help="print where the guide is instead")
-    guide.set_defaults(func=cmd_guide)
+    guide.set_defaults(func=command("catalog", "cmd_guide"))
     _name_commands(parser)
     return parser
 
@@ -178,24 +187,24 @@ def _add_dataset_commands(sub: argparse._SubParsersAction, common: argparse.Argu
     collect.add_argument("--seed", type=option_value, default=0, metavar="S")
     collect.add_argument("--overwrite", action="store_true")
     collect.add_argument("--no-progress", action="store_true")
-    collect.set_defaults(func=cmd_dataset_collect)
+    collect.set_defaults(func=command("dataset", "cmd_dataset_collect"))
     from_run = dsub.add_parser("from-run", parents=[common], help="a training run's replay memory as a dataset")
     from_run.add_argument("run_dir")
     from_run.add_argument("--name", help="dataset name (default: RUN_DIR's name + '-replay')")
     from_run.add_argument("--expert", metavar="RUN_DIR", help="run whose return is the expert reference (default: the run itself)")
     from_run.add_argument("--seed", type=option_value, default=0, metavar="S")
     from_run.add_argument("--overwrite", action="store_true")
-    from_run.set_defaults(func=cmd_dataset_from_run)
+    from_run.set_defaults(func=command("dataset", "cmd_dataset_from_run"))
     build = dsub.add_parser("build", parents=[common], help="make a dataset declared in a recipe file ([datasets.NAME])")
     build.add_argument("name")
     build.add_argument("--overwrite", action="store_true")
     build.add_argument("--no-progress", action="store_true")
-    build.set_defaults(func=cmd_dataset_build)
+    build.set_defaults(func=command("dataset", "cmd_dataset_build"))
     info = dsub.add_parser("info", parents=[common], help="a dataset's metadata")
     info.add_argument("name")
     info.add_argument("--verify", action="store_true", help="also check every file's checksum")
-    info.set_defaults(func=cmd_dataset_info)
-    dsub.add_parser("list", parents=[common], help="datasets on this machine, and declared ones not built yet").set_defaults(func=cmd_dataset_list)
+    info.set_defaults(func=command("dataset", "cmd_dataset_info"))
+    dsub.add_parser("list", parents=[common], help="datasets on this machine, and declared ones not built yet").set_defaults(func=command("dataset", "cmd_dataset_list"))
 
 
 def _add_launch_options(command: argparse.ArgumentParser) -> None:

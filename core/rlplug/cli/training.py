@@ -12,7 +12,7 @@ from ..errors import RlplugError
 from ..recipes import check_option
 from ..runs.trackers import parse_loggers
 from ..tables import toml_value
-from .common import open_session, print_json
+from .common import note, open_session, print_json
 from .dataset import ensure_dataset
 
 
@@ -175,11 +175,6 @@ def option_override(name: str, value: Any) -> str:
     except TypeError:  # a TOML date or time: refused as the string it is not meant to be
         text = json.dumps(str(value))
     return f"{name}={text}"
-
-
-def note(line: str | None) -> None:
-    if line:
-        print(f"rlplug: note: {line}", file=sys.stderr)
 
 
 def check_budget(run_dir: Path, progress: int, steps: int) -> None:
