@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import RlplugError, UnknownNameError
+from ..errors import RlplugError, RunDirError, UnknownNameError
 from ..seeded import aggregate, check_jobs, ci_text, parse_seeds, reference_text, result_text, seeds_text, target_text, wall_text
 from ..suggest import did_you_mean
 from ..tables import format_table
-from .common import open_session, print_json
+from .common import note, open_session, print_json
 from .dataset import ensure_dataset
 from .training import option_override
 
@@ -56,6 +56,8 @@ class Row:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    if args.from_runs:
+        return bench_from_runs(args)
     jobs = check_jobs(args.jobs)
     if args.seeds is not None and args.seed is not None:
         raise RlplugError("bench: give --seed S (one seed) or --seeds (several: 0,1,2 or a count), not both")
@@ -68,27 +70,102 @@ def cmd_bench(args: argparse.Namespace) -> int:
         overrides.append(option_override("seed", args.seed))
     rows = plan_rows(session, args, overrides, seeds)
     report = Path(args.report) if args.report else (Path("BENCHMARKS.md") if args.all else None)
-    command = "rlplug " + " ".join(sys.argv[1:])
     finished: dict[int, dict[str, Any]] = {}
 
     def row_done(index: int) -> None:
         finished[index] = rows[index].aggregated()
         if report is not None:  # rewritten after each row: a long bench leaves a partial report
-            from ..report import write_report
-
-            write_report(report, [finished[i] for i in sorted(finished)], command, jobs)
+            write_bench_report(report, [finished[i] for i in sorted(finished)], jobs)
 
     units = [(i, s) for i, row in enumerate(rows) for s in row.seeds]
     if jobs == 1:
         run_here(session, args, rows, units, overrides, row_done)
     else:
         run_in_processes(args, rows, units, jobs, row_done)
-    data = [finished[i] for i in range(len(rows))]
+    return print_rows(args, [finished[i] for i in range(len(rows))])
+
+
+def print_rows(args: argparse.Namespace, data: list[dict[str, Any]]) -> int:
     if args.json:
         print_json(data)
     else:
         print(format_table(COLUMNS, [table_row(row) for row in data]))
     return 0 if all(row["passed"] for row in data) else 1
+
+
+def write_bench_report(report: Path, data: list[dict[str, Any]], jobs: int) -> None:
+    from ..report import write_report
+
+    write_report(report, data, "rlplug " + " ".join(sys.argv[1:]), jobs)
+
+
+# ---- from finished runs -----------------------------------------------------------------------------
+
+TRAINING_OPTIONS = ("steps", "set", "seed", "seeds", "tier", "runs_dir", "all")
+
+
+def bench_from_runs(args: argparse.Namespace) -> int:
+    """The seeded table from run directories trained anywhere (a Hydra sweep, a cluster): every finished run
+    (``summary.json``) under the folders given is one seed of its (recipe, backend) row; a run without a
+    summary (still training, or killed) is left out with a note."""
+    from ..jsonfiles import read_json_object
+    from ..runs.rundir import RECIPE_FILE, SUMMARY_FILE
+
+    given = [o for o in TRAINING_OPTIONS if getattr(args, o) not in (None, False, [], ())]
+    if given or args.jobs != 1:
+        flags = ", ".join(f"--{o.replace('_', '-')}" for o in given) or "--jobs"
+        raise RlplugError(f"bench --from-runs reads finished runs and trains nothing: {flags} cannot apply")
+    backends = [b for b in (args.backend or "").split(",") if b]
+    grouped: dict[tuple[str, str], list[tuple[dict[str, Any], dict[str, Any]]]] = {}
+    for folder in map(Path, args.from_runs):
+        if not folder.is_dir():
+            raise RlplugError(f"bench --from-runs: {folder} is not a directory")
+        for recipe_file in sorted(folder.rglob(RECIPE_FILE)):
+            run_dir = recipe_file.parent
+            if not (run_dir / SUMMARY_FILE).is_file():
+                note(f"left out: {run_dir} has no {SUMMARY_FILE} (not finished)")
+                continue
+            summary = read_json_object(run_dir / SUMMARY_FILE, RunDirError)
+            recipe = read_json_object(recipe_file, RunDirError).get("recipe", {})
+            name = str(summary.get("recipe", "")).partition("@")[0]
+            if (args.names and name not in args.names) or (backends and summary.get("backend") not in backends):
+                continue
+            grouped.setdefault((str(summary.get("recipe")), str(summary.get("backend"))), []).append((summary, recipe))
+    if not grouped:
+        raise RlplugError(f"bench --from-runs: no finished run directories under {', '.join(args.from_runs)}"
+                          + (" for the recipes and backends asked for" if args.names or backends else ""))
+    data = []
+    for (ref, backend), runs in sorted(grouped.items()):
+        for label, variant in variants(runs):
+            variant.sort(key=lambda run: run[0].get("seed", 0))
+            seeds = [summary.get("seed") for summary, _ in variant]
+            if len(set(seeds)) < len(seeds):
+                note(f"{ref}{label} on {backend}: seeds {seeds} repeat; each run counts once")
+            recipe = variant[0][1]
+            data.append(aggregate([summary for summary, _ in variant], recipe=ref + label, backend=backend, seeds=seeds,
+                                  tier=recipe.get("tier"), reference=recipe.get("reference"), target=recipe.get("target")))
+    if args.report:
+        write_bench_report(Path(args.report), data, 1)
+    return print_rows(args, data)
+
+
+def variants(runs: list[tuple[dict[str, Any], dict[str, Any]]]) -> list[tuple[str, list[Any]]]:
+    """Runs of one (recipe, backend) split by the recipe fields that differ between them, the seed aside (a
+    sweep over a learning rate is one row per value); each labelled by those fields, `` [lr=0.001]``."""
+    flat = [dict(flatten(recipe)) for _, recipe in runs]
+    varying = sorted({k for f in flat for k in f if k != "seed" and len({repr(g.get(k)) for g in flat}) > 1})
+    split: dict[str, list[Any]] = {}
+    for run, fields in zip(runs, flat):
+        label = ", ".join(f"{k.rpartition('.')[2]}={fields.get(k)}" for k in varying)
+        split.setdefault(f" [{label}]" if label else "", []).append(run)
+    return sorted(split.items())
+
+
+def flatten(table: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    items: list[tuple[str, Any]] = []
+    for key, value in table.items():
+        items += flatten(value, f"{prefix}{key}.") if isinstance(value, dict) else [(prefix + key, value)]
+    return items
 
 
 def select_names(session: Any, args: argparse.Namespace, overrides: list[str]) -> list[str]:

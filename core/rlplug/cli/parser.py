@@ -139,6 +139,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--runs-dir", metavar="DIR", help="write each row's run directory (metrics, curve.png) under DIR")
     bench.add_argument("--all", action="store_true", help="every first-party recipe on every backend; writes BENCHMARKS.md")
     bench.add_argument("--report", metavar="FILE.md", help="write the table as Markdown (and FILE.json) with the machine's details")
+    bench.add_argument("--from-runs", action="append", metavar="DIR", help="train nothing: build the table from the finished "
+                       "run directories under DIR (any depth: a Hydra multirun, a cluster's output), grouped by recipe and "
+                       "backend, one seed per run; NAMEs and --backend select rows")
     bench.set_defaults(func=command("bench", "cmd_bench"))
 
     from .tune import add_tune_command  # tune and `show --space` (Optuna is imported when a study runs)

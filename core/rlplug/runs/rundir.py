@@ -30,6 +30,7 @@ from .lock import LOCK_FILE, busy_message, held_here, holder, lock_run_dir, os_r
 from .versions import versions
 
 RECIPE_FILE = "recipe.json"
+SUMMARY_FILE = "summary.json"
 CHECKPOINT = Path("checkpoints") / "latest.pt"
 PREVIOUS_CHECKPOINT = CHECKPOINT.with_name(PREVIOUS)
 

@@ -15,6 +15,7 @@ from .lock import check_still_held, lock_run_dir, unlock_run_dir
 from .trackers import DEFAULT_LOGGERS, Trackers, check_installed
 from .rundir import (
     CHECKPOINT,
+    SUMMARY_FILE,
     clear_interrupted_writes,
     create_run_dir,
     file_errors,
@@ -105,9 +106,9 @@ class RunWriter:
             final["eval/normalised_score"] = summary["normalised_score"]
         self.log(summary["steps"], wall, final)
         self.metrics.close()
-        write_json(self.dir / "summary.json", summary)
+        write_json(self.dir / SUMMARY_FILE, summary)
         if self.trackers is not None:
-            self.trackers.finish([self.dir / "curve.png", self.dir / "summary.json", self.dir / CHECKPOINT])
+            self.trackers.finish([self.dir / "curve.png", self.dir / SUMMARY_FILE, self.dir / CHECKPOINT])
 
 
 def declared_metrics(build: Build) -> list[str]:
