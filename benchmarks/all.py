@@ -12,6 +12,7 @@ Sections (each run in its own process; each writes ``benchmarks/results/<section
   time_to_target  ``sb3_time_to_target.py``: seconds to the target ÷ Stable-Baselines3 (needs the bench extra)
   scaling         ``scaling.py``: steps/s of one process against ``rlplug train --nproc 2``
   vector_modes    ``vector_modes.py``: steps/s with vector_mode sync vs async (ppo-halfcheetah and Pong, 2 and 4 envs)
+  wide_envs       ``wide_envs.py``: PPO steps/s at 8-1024 envs on both backends against a plain batched PyTorch PPO loop
 
 BENCHMARKS.md (and BENCHMARKS.json) at the repository root are then rendered from all stored results,
 including the TorchRL ÷ skrl backend ratios the bench rows give beside the interleaved ones (``render.py``). Where they exist, the
@@ -116,6 +117,10 @@ def run_section(section: str, scratch: Path) -> None:
     elif section == "vector_modes":
         out = scratch / "vector_modes.json"
         command = [PY, str(HERE / "vector_modes.py"), "--steps", "8192", "--repeats", "2", "--json", str(out)]
+        store(section, shown(command[:-2]), run_json(command, out))
+    elif section == "wide_envs":
+        out = scratch / "wide_envs.json"
+        command = [PY, str(HERE / "wide_envs.py"), "--repeats", "2", "--json", str(out)]
         store(section, shown(command[:-2]), run_json(command, out))
     elif section == "time_to_target":
         out = scratch / "time_to_target.json"

@@ -27,7 +27,7 @@ if str(Path(__file__).resolve().parent) not in sys.path:  # loaded by path (the 
 from aggregate import aggregate_rows  # noqa: E402
 
 SECTIONS = ("bench", "overhead", "startup", "backend_ratio", "floor", "optimizer", "compile", "time_to_target", "scaling",
-            "vector_modes")
+            "vector_modes", "wide_envs")
 STORED = SECTIONS  # backend_ratio: backend_ratio.py's interleaved runs, and the ratios the bench rows give
 
 GOALS = {
@@ -50,6 +50,7 @@ TITLES = {
     "scaling": "Scaling: one process against --nproc N",
     "compile": "Compiled updates (compile = true)",
     "vector_modes": "Parallel environments (vector_mode)",
+    "wide_envs": "Wide vector environments against a plain batched PPO loop",
 }
 
 LISTING_COMMANDS = ("rlplug list", "rlplug recipes", "rlplug show ppo-cartpole", "rlplug --help")
@@ -364,6 +365,32 @@ def render_vector_modes(envelope: dict[str, Any]) -> list[str]:
     return lines + (["", envelope["data"]["note"]] if envelope["data"].get("note") else []) + [""]
 
 
+def render_wide_envs(envelope: dict[str, Any]) -> list[str]:
+    data = envelope["data"]
+    backends = [b for b in data["rows"][0]["runs"] if b != "plain"] if data["rows"] else []
+    goal = data.get("goal", {})
+    rows = []
+    for r in data["rows"]:
+        def rate(name: str, key: str) -> str:
+            return f"{statistics.mean(x[key] for x in r['runs'][name]):,.0f}"
+        cells = [str(r["num_envs"]), f"{r['steps']:,}", f"{rate('plain', 'steps_per_cpu_s')} ({rate('plain', 'steps_per_s')})"]
+        for backend in backends:
+            met = None if r["num_envs"] != goal.get("num_envs") else statistics.mean(r["ratios"][backend]) >= goal["ratio"]
+            cells += [f"{rate(backend, 'steps_per_cpu_s')} ({rate(backend, 'steps_per_s')})",
+                      spread(r["ratios"][backend]) + ("" if met is None else f" {verdict(met)}")]
+        rows.append(cells)
+    header = ["envs", "steps", "plain steps/CPU s (steps/s)"]
+    for backend in backends:
+        header += [f"{backend} steps/CPU s (steps/s)", f"{backend} ÷ plain"]
+    lines = [f"## {TITLES['wide_envs']}", "", provenance(envelope), "",
+             f"PPO with {data['rollout_steps']}-step rollouts, {data['epochs']} epochs × {data['minibatches']} minibatches: "
+             f"`{data['recipe']}` with `{' '.join(data['overrides'])}` against benchmarks/plain_batched_ppo.py (plain PyTorch, "
+             "the same gymnasium SyncVectorEnv), fresh processes alternating, one torch thread each, on a "
+             f"{data.get('cpu_count', '?')}-core machine. Rates are the training loop's steps per CPU second (wall steps/s in "
+             f"brackets); the ratio is per repeat on CPU rates; goal: ≥ {goal.get('ratio')} at {goal.get('num_envs')} envs.", ""]
+    return lines + table(header, rows) + [""]
+
+
 def spread_from(summary: dict[str, float]) -> str:
     return f"{summary['mean']:.3f} ({summary['min']:.3f}–{summary['max']:.3f})"
 
@@ -435,6 +462,7 @@ def render(results: dict[str, dict[str, Any]], row_cells: Callable[[dict[str, An
         "time_to_target": render_time_to_target,
         "scaling": render_scaling,
         "vector_modes": render_vector_modes,
+        "wide_envs": render_wide_envs,
     }
     for section, fn in renderers.items():
         if section == "backend_ratio" and "bench" in results:

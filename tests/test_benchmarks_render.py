@@ -144,6 +144,19 @@ def test_compile_and_vector_mode_sections(render):
     assert "| ppo-pendulum | HalfCheetah-v5 | skrl | 4 | 8,192 | 1000 | 1500 | 1.500 |" in text and "2-core" in text
 
 
+def test_wide_envs_section_judges_the_goal_at_its_width(render):
+    def run(cpu_rate):
+        return {"steps": 4096, "wall_s": 1.0, "cpu_s": 4096 / cpu_rate, "steps_per_s": 2000.0, "steps_per_cpu_s": cpu_rate}
+
+    rows = [{"num_envs": n, "steps": 4096, "runs": {"plain": [run(20000.0)], "skrl": [run(18000.0)], "torchrl": [run(14000.0)]},
+             "ratios": {"skrl": [0.9], "torchrl": [0.7]}} for n in (8, 256)]
+    data = {"recipe": "ppo-cartpole", "overrides": ["normalize_values=false"], "rollout_steps": 16, "epochs": 4,
+            "minibatches": 4, "iterations": 1, "rows": rows, "cpu_count": 2, "goal": {"num_envs": 256, "ratio": 0.8}}
+    text = "\n".join(render.render_wide_envs(envelope("wide_envs", data)))
+    assert "| 8 | 4,096 | 20,000 (2,000) | 18,000 (2,000) | 0.900 | 14,000 (2,000) | 0.700 |" in text
+    assert "| 256 | 4,096 | 20,000 (2,000) | 18,000 (2,000) | 0.900 yes | 14,000 (2,000) | 0.700 **no** |" in text
+
+
 # ---- the aggregate over recipes (benchmarks/aggregate.py) --------------------------------------------------
 
 
