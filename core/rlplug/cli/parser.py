@@ -6,6 +6,7 @@ import argparse
 import re
 from typing import NoReturn
 
+from ..errors import RlplugError
 from ..recipes import parse_value
 from .bench import cmd_bench
 from .catalog import cmd_doctor, cmd_guide, cmd_list, cmd_losses, cmd_recipes, cmd_show
@@ -50,7 +51,10 @@ class Parser(argparse.ArgumentParser):
 def option_value(text: str) -> object:
     """A number option (``--steps 1e6``, ``--seed 7``) read as ``--set`` reads values, so that any text reaches
     the option's domain check (``rlplug.recipes.check_option``) and is refused there in its words."""
-    return parse_value(text)
+    try:
+        return parse_value(text)
+    except RlplugError as err:  # nested past the limit: the parser's own one-line refusal
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 
