@@ -19,7 +19,10 @@ MAX_NESTING = 32
 search.lr = {low, high}`` is level 3). Python's parser and ``copy.deepcopy`` recurse, and would exhaust
 the stack a few hundred levels down."""
 TRACKER_CONNECT_TIMEOUT_S = 5.0
-"""How long opening an MLflow or W&B run waits for its server before giving up with a line naming it."""
+"""How long opening an MLflow or W&B run waits for its server (a connection; an MLflow request while the
+run is opened) before giving up with a line naming it."""
+WANDB_INIT_TIMEOUT_S = 30.0
+"""How long ``wandb.init`` may take once its server took the connection (W&B's own default is 90 s)."""
 
 
 def nesting_depth(value: Any) -> tuple[int, str]:
