@@ -181,10 +181,11 @@ REFUSING = "http://127.0.0.1:9"  # loopback's discard port: nothing listens, the
 
 
 @pytest.mark.parametrize("name", ["mlflow", "wandb"])
-def test_an_unreachable_tracking_server_is_one_line_naming_it_within_seconds(tmp_path, monkeypatch, name):
+def test_an_unreachable_tracking_server_is_one_line_naming_it_within_seconds(tmp_path, monkeypatch, capsys, name):
     import time
 
     import rlplug
+    from rlplug.cli import main
     from rlplug.errors import TrackerError
     from rlplug.runs.trackers import MlflowTracker, WandbTracker
 
@@ -202,12 +203,17 @@ def test_an_unreachable_tracking_server_is_one_line_naming_it_within_seconds(tmp
     signal.alarm(20)  # the old code waited 96 s and more: fail here instead of hanging the suite
     start = time.monotonic()
     try:
-        with pytest.raises(TrackerError) as refused:
+        with pytest.raises(TrackerError) as refused:  # a resumed run or a Python caller opens the tracker itself
             (MlflowTracker if name == "mlflow" else WandbTracker)(tmp_path, build, None)
+        capsys.readouterr()
+        code = main(["train", "ppo-cartpole", "--logger", name, "--run-dir", str(tmp_path / "run"), "--steps", "64"])
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
     assert time.monotonic() - start < 10
     hint = "is the tracking server running? (MLFLOW_TRACKING_URI names it)" if name == "mlflow" else \
         "is the W&B server up? (WANDB_BASE_URL names it; WANDB_MODE=offline logs to files)"
-    assert str(refused.value) == f"{name}: cannot reach the server at {REFUSING} (connection refused); {hint}"
+    line = f"{name}: cannot reach the server at {REFUSING} (connection refused); {hint}"
+    assert str(refused.value) == line
+    assert code == 2 and capsys.readouterr().err == f"rlplug: error: {line}\n"
+    assert not (tmp_path / "run").exists()  # refused before the run directory is made

@@ -55,6 +55,8 @@ def parse_loggers(text: str | Iterable[str] | None) -> tuple[str, ...]:
             raise RecipeError(f"--logger {text}: unknown logger '{name}'{did_you_mean(name, LOGGERS)}")
     for name in names:
         check_installed(name)
+    for name in names:  # before the run directory is made: a refused tracker leaves nothing behind
+        check_server(name, configured_server(name))
     return tuple(dict.fromkeys([*names, "csv"]))
 
 
@@ -77,7 +79,30 @@ def tracker_errors(name: str, doing: str) -> Iterator[None]:
         raise TrackerError(f"{name}: cannot {doing}: {detail}") from None
 
 
-def check_reachable(name: str, uri: str, hint: str) -> None:
+_SERVER_HINTS = {
+    "mlflow": "is the tracking server running? (MLFLOW_TRACKING_URI names it)",
+    "wandb": "is the W&B server up? (WANDB_BASE_URL names it; WANDB_MODE=offline logs to files)",
+}
+
+
+def configured_server(name: str) -> str | None:
+    """The server a new run of tracker ``name`` would talk to, as the environment configures it (``None``:
+    none, or files: MLflow's default local store, W&B offline)."""
+    if name == "mlflow":
+        return os.environ.get("MLFLOW_TRACKING_URI")
+    if name == "wandb":
+        return wandb_server(wandb_mode())
+    return None
+
+
+def wandb_server(mode: str | None) -> str | None:
+    """The W&B server a run started in ``mode`` (``wandb_mode()``'s answer, or a resumed run's) talks to."""
+    if (mode or os.environ.get("WANDB_MODE") or "online") not in ("online", "run"):
+        return None
+    return os.environ.get("WANDB_BASE_URL") or "https://api.wandb.ai"
+
+
+def check_server(name: str, uri: str | None) -> None:
     """Refuse at once a tracking server that does not take a connection within ``TRACKER_CONNECT_TIMEOUT_S``:
     the libraries' own retries wait minutes (MLflow 96 s and more, W&B 90 s) before they say anything.
     Only ``http(s)`` URIs reached directly are tried (a proxy's own reachability is the library's to find)."""
@@ -85,6 +110,9 @@ def check_reachable(name: str, uri: str, hint: str) -> None:
     import urllib.request
     from urllib.parse import urlsplit
 
+    if not uri:
+        return
+    hint = _SERVER_HINTS[name]
     parts = urlsplit(uri)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return
@@ -148,7 +176,7 @@ class MlflowTracker:
         logging.getLogger("mlflow").setLevel(logging.WARNING)  # its store set-up chatter is not the user's business
 
         uri = saved["tracking_uri"] if saved else mlflow.get_tracking_uri()
-        check_reachable(self.name, uri, "is the tracking server running? (MLFLOW_TRACKING_URI names it)")
+        check_server(self.name, uri)  # again: a resumed run's recorded URI, a Python caller's set_tracking_uri
         with bounded_mlflow_requests(), tracker_errors(self.name, f"open the tracking store {uri}"):
             self.client = MlflowClient(uri)
             if saved:
@@ -205,9 +233,7 @@ class WandbTracker:
 
         mode = saved["mode"] if saved else wandb_mode()
         run_id = saved["id"] if saved else secrets.token_hex(6)
-        if (mode or os.environ.get("WANDB_MODE") or "online") in ("online", "run"):
-            base_url = os.environ.get("WANDB_BASE_URL") or "https://api.wandb.ai"
-            check_reachable(self.name, base_url, "is the W&B server up? (WANDB_BASE_URL names it; WANDB_MODE=offline logs to files)")
+        check_server(self.name, wandb_server(mode))
         # W&B waits 90 s for a server that takes the connection but never answers; a user's WANDB_INIT_TIMEOUT stands
         timeout = {} if os.environ.get("WANDB_INIT_TIMEOUT") else {"init_timeout": WANDB_INIT_TIMEOUT_S}
         with tracker_errors(self.name, f"start a run ({mode})"):
