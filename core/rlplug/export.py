@@ -179,7 +179,8 @@ class ExportedFile:
             actions = actions.numpy()
         problem = action_problem(self.metadata["action"], actions, len(arrays[0]))
         if problem:
-            raise ExportedFileError(f"{self.path} returns actions that do not fit its metadata's {describe_action(self.metadata['action'])}: {problem}")
+            declared = describe_action(self.metadata["action"])
+            raise ExportedFileError(f"{self.path} returns actions that do not fit its metadata's {declared}: {problem}")
         return actions
 
 
@@ -299,8 +300,9 @@ def _signature_problem(meta: dict[str, Any]) -> str | None:
         if action.get("dtype") != "int64" or not isinstance(n, int) or isinstance(n, bool) or n < 1:
             return f"'action' {action!r} is not a discrete action (int64, n >= 1)"
     elif action.get("kind") == "box":
+        bounds = [action.get("low"), action.get("high")]
         if action.get("dtype") != "float32" or not all(
-                isinstance(action.get(k), list) and action[k] and all(isinstance(v, (int, float)) for v in action[k]) for k in ("low", "high")):
+                isinstance(b, list) and b and all(isinstance(v, (int, float)) for v in b) for b in bounds):
             return f"'action' {action!r} is not a box action (float32, low, high)"
     else:
         return f"'action' has kind {action.get('kind')!r}, not 'discrete' or 'box'"
