@@ -243,3 +243,60 @@ def test_a_declared_build_retrains_a_run_from_another_declaration(tmp_path):
     assert (run_dir / "summary.json").stat().st_mtime_ns == first
     _trained_run(rlplug.session(), "ppo-cartpole", "skrl", 1024, 0, run_dir, progress=False)
     assert json.loads((run_dir / "recipe.json").read_text())["recipe"]["steps"] == 1024
+
+
+# ---- what training needs, checked before it starts -----------------------------------------------------
+
+
+def _forge(directory, key, array):
+    """Replace ``key``'s array by ``array`` and record it as if it had been written so (file, tensordict's
+    meta.json and metadata.json agree, checksum included): only its shape or dtype gives it away."""
+    import hashlib
+
+    array = np.ascontiguousarray(array)
+    data = directory / "data"
+    (data / f"{key}.memmap").write_bytes(array.tobytes())
+    td_meta = json.loads((data / "meta.json").read_text())
+    td_meta[key].update(shape=list(array.shape), dtype=f"torch.{array.dtype}")
+    td_meta["shape"] = []  # no batch size: tensordict then loads arrays of any lengths
+    (data / "meta.json").write_text(json.dumps(td_meta))
+    meta = json.loads((directory / "metadata.json").read_text())
+    meta["files"][key].update(shape=list(array.shape), dtype=str(array.dtype), sha256=hashlib.sha256(array.tobytes()).hexdigest())
+    (directory / "metadata.json").write_text(json.dumps(meta))
+
+
+def _refused_in_process(capsys, *argv):
+    from rlplug.cli import main
+
+    capsys.readouterr()
+    code = main(list(argv))
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, (code, err)
+    return err.strip()
+
+
+def test_arrays_of_unequal_lengths_fail_verify_and_training_with_one_line(tmp_path, capsys):
+    path = write_dataset(tmp_path / "pend", steps=200)
+    _forge(tmp_path / "pend", "reward", np.zeros((150, 1), np.float32))
+    expected = (f"rlplug: error: dataset '{path}' cannot be trained on: its arrays have unequal lengths (observation 200, "
+                "action 200, reward 150, next_observation 200, terminated 200, truncated 200; transitions 200)")  # fmt: skip
+    assert _refused_in_process(capsys, "dataset", "info", path, "--verify") == expected
+    assert _refused_in_process(capsys, "train", "iql-pendulum-medium", "--set", f"dataset={path}", "--set", "steps=8",
+                               "--no-write", "--no-progress") == expected  # fmt: skip
+
+
+def test_arrays_of_the_wrong_size_or_dtype_fail_verify(tmp_path, capsys):
+    path = write_dataset(tmp_path / "pend", steps=200)
+    _forge(tmp_path / "pend", "action", np.zeros((200, 2), np.float32))
+    assert _refused_in_process(capsys, "dataset", "info", path, "--verify").endswith(
+        "cannot be trained on: action has 2 values per row ([200, 2]), its space 1")
+    path = write_dataset(tmp_path / "pend2", steps=200)
+    _forge(tmp_path / "pend2", "observation", np.zeros((200, 3), np.float64))
+    assert _refused_in_process(capsys, "dataset", "info", path, "--verify").endswith(
+        "cannot be trained on: observation is float64, training reads float32")
+    meta = json.loads((tmp_path / "pend2" / "metadata.json").read_text())
+    del meta["files"]["truncated"]
+    (tmp_path / "pend2" / "metadata.json").write_text(json.dumps(meta))
+    assert _refused_in_process(capsys, "dataset", "info", path).endswith(
+        "cannot be trained on: it has no truncated array (a dataset holds observation, action, reward, next_observation, "
+        "terminated, truncated)")

@@ -374,3 +374,62 @@ def test_a_cell_that_cannot_export_is_refused(capsys, tmp_path, monkeypatch):
         "rlplug: error: ppo/skrl cannot export its policy: NoExportTrainer implements no export_policy"
     )
     assert not (run / "policy.pt").exists()
+
+
+def _forged(path, meta, module, example):
+    """A TorchScript file of ``module`` carrying ``meta`` as its rlplug metadata (a forged or edited export)."""
+    import torch
+
+    torch.jit.save(torch.jit.trace(module, (example,)), str(path), _extra_files={"rlplug.json": json.dumps(meta)})
+    return path
+
+
+def test_a_truncated_forged_or_renamed_file_gets_the_line_that_says_which(capsys, tmp_path, run_dir):
+    import os
+    import shutil
+
+    import torch
+
+    policy = tmp_path / "policy.pt"
+    assert _cli(capsys, "export", run_dir, "--out", policy)[0] == 0
+    extra = {"rlplug.json": ""}
+    torch.jit.load(str(policy), _extra_files=extra)
+    meta = json.loads(extra["rlplug.json"])
+    size = meta["inputs"][0]["shape"][1]
+    data = policy.read_bytes()
+
+    def refused(expected, name, content):
+        (tmp_path / name).write_bytes(content)
+        return _refused(capsys, expected, "eval", run_dir, "--exported", tmp_path / name)
+
+    refused("cut.pt is a truncated or damaged TorchScript file: a zip archive without its end", "cut.pt", data[: len(data) // 2])
+    refused("noise.pt is not an exported policy: neither a TorchScript (zip) nor an ONNX file", "noise.pt", os.urandom(4096))
+    refused("empty.pt is not an exported policy: it is empty", "empty.pt", b"")
+    refused("(a torch.save file, like a checkpoint: `rlplug export RUN_DIR` writes the policy)", "ckpt.pt",
+            (run_dir / "checkpoints" / "latest.pt").read_bytes())  # fmt: skip
+
+    example = torch.zeros(2, size)
+    wrong_input = _forged(tmp_path / "in.pt", meta, torch.nn.Linear(size + 1, 2), torch.zeros(2, size + 1))
+    _refused(capsys, f"in.pt does not run on the inputs its metadata declares (observation float32 [B, {size}]): mat1 and mat2 shapes",
+             "eval", run_dir, "--exported", wrong_input)  # fmt: skip
+    wrong_output = _forged(tmp_path / "out.pt", meta, torch.nn.Linear(size, 7), example)
+    _refused(capsys, "out.pt returns actions that do not fit its metadata's action", "eval", run_dir, "--exported", wrong_output)
+    box = meta["action"]["kind"] == "box"  # metadata that its network meets, for another action space
+    other_action = dict(meta, action={**meta["action"], "low": [-9.0], "high": [9.0]} if box else {**meta["action"], "n": 9})
+    forged = tmp_path / "other.pt"
+    shutil.copy(policy, forged)
+    torch.jit.save(torch.jit.load(str(policy)), str(forged), _extra_files={"rlplug.json": json.dumps(other_action)})
+    _refused(capsys, "it does not fit this run's environment " + ("Pendulum-v1: it returns action float32 [B, 1] in [-9.0, 9.0], the "
+             "run's environment takes action float32 [B, 1] in [-2.0, 2.0]" if box else "CartPole-v1: it returns action int64 [B] in "
+             "Discrete(9), the run's environment takes action int64 [B] in Discrete(2)"), "eval", run_dir, "--exported", forged)
+    _refused(capsys, "bad.pt has damaged rlplug.json metadata: 'inputs' is 'x'", "eval", run_dir, "--exported",
+             _forged(tmp_path / "bad.pt", dict(meta, inputs="x"), torch.nn.Linear(size, 2), example))  # fmt: skip
+
+    if HAS_ONNX:
+        onnx_file = tmp_path / "policy.onnx"
+        assert _cli(capsys, "export", run_dir, "--format", "onnx", "--out", onnx_file)[0] == 0
+        refused("cut.onnx is a truncated or damaged ONNX file (onnxruntime: ", "cut.onnx", onnx_file.read_bytes()[:200])
+        for renamed, fmt in ((tmp_path / "onnx-named.pt", "onnx"), (tmp_path / "pt-named.onnx", "torchscript")):
+            shutil.copy(onnx_file if fmt == "onnx" else policy, renamed)  # the file says what it is, not its name
+            code, out, err = _cli(capsys, "eval", run_dir, "--exported", renamed, "--episodes", "1", "--json")
+            assert code == 0 and json.loads(out)["format"] == fmt, err

@@ -139,3 +139,77 @@ def test_apply_override_requires_key_value():
 def test_nothing_is_evaluated(book):
     recipe = book.resolve("walk", ["description=__import__('os').system('false')"])
     assert recipe.description == "__import__('os').system('false')"
+
+
+# ---- bounded inputs: extends depth, nesting, file size (rlplug.limits) -----------------------------------
+
+
+def _chain(links: int) -> str:
+    """``r{links}`` extends ``r{links-1}`` ... extends ``r0``: ``links`` extends links."""
+    parts = ['[recipes.r0]\nalgorithm = "ppo"\nenv = "CartPole-v1"\nbackend = "skrl"\nsteps = 5\ntarget = 1.0\n']
+    parts += [f'[recipes.r{i}]\nextends = "r{i - 1}"\n' for i in range(1, links + 1)]
+    return "".join(parts)
+
+
+def test_an_extends_chain_deeper_than_the_limit_is_refused(tmp_path):
+    from rlplug.limits import MAX_EXTENDS_DEPTH
+
+    path = tmp_path / "chain.toml"
+    path.write_text(_chain(2000))  # deep enough to exhaust Python's stack without the limit
+    book = RecipeBook()
+    book.add_file(path)
+    assert book.resolve(f"r{MAX_EXTENDS_DEPTH}").steps == 5
+    for deep in (MAX_EXTENDS_DEPTH + 1, 2000):
+        with pytest.raises(RecipeError, match=rf"recipe 'r{deep}' extends a chain of more than 32 recipes \(r{deep}@1 -> .*\); the limit is 32"):
+            book.resolve(f"r{deep}")
+
+
+def _nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+@pytest.mark.parametrize("depth", [40, 3000])  # 3000: deeper than tomllib itself can recurse
+def test_a_value_nested_deeper_than_the_limit_is_refused_in_a_file(tmp_path, depth):
+    path = tmp_path / "deep.toml"
+    path.write_text(f'[recipes.x]\nalgorithm = "ppo"\nenv_kwargs = {{a = {_nested(depth)}}}\n')
+    expected = "recipe 'x' in .*deep.toml nests tables and arrays 42 levels deep \\(under 'env_kwargs'\\); the limit is 32" \
+        if depth == 40 else "deep.toml: values nested deeper than 32 levels, the limit for a recipe"
+    with pytest.raises(RecipeError, match=expected):
+        RecipeBook().add_file(path)
+
+
+def test_tables_nested_deeper_than_the_limit_are_refused_in_a_file(tmp_path):
+    path = tmp_path / "tables.toml"
+    path.write_text(f'[recipes.x]\nalgorithm = "ppo"\n[recipes.x.env_kwargs.{".".join(["a"] * 2000)}]\nb = 1\n')
+    with pytest.raises(RecipeError, match="recipe 'x' in .*tables.toml nests tables and arrays 2002 levels deep"):
+        RecipeBook().add_file(path)
+
+
+def test_a_set_value_nested_deeper_than_the_limit_is_refused(book):
+    assert "a" in book.resolve("walk", [f"env_kwargs.a={_nested(30)}"]).env_kwargs  # 32 levels: at the limit
+    with pytest.raises(RecipeError, match="recipe 'walk' with its --set values nests tables and arrays 42 levels deep \\(under 'env_kwargs'\\); the limit is 32"):
+        book.resolve("walk", [f"env_kwargs.a={_nested(40)}"])
+    with pytest.raises(RecipeError, match="--set env_kwargs.a: the value nests arrays or tables deeper than 32 levels"):
+        book.resolve("walk", [f"env_kwargs.a={_nested(3000)}"])
+    with pytest.raises(RecipeError, match="nests tables and arrays 2001 levels deep \\(under 'hyperparameters'\\)"):
+        book.resolve("walk", ["hyperparameters." + ".".join(["a"] * 2000) + "=1"])
+
+
+def test_a_recipe_file_over_the_size_limit_is_refused(tmp_path):
+    from rlplug.limits import MAX_RECIPE_FILE_BYTES
+
+    path = tmp_path / "big.toml"
+    path.write_text("# padding\n" * (MAX_RECIPE_FILE_BYTES // 10 + 1))
+    with pytest.raises(RecipeError, match=f"recipe file {path} is over 4 MiB, the limit for a recipe file"):
+        RecipeBook().add_file(path)
+
+
+def test_a_recipe_file_that_is_not_a_regular_file_is_refused_unread(tmp_path):
+    import os
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)  # opening it to read would wait for a writer forever
+    with pytest.raises(RecipeError, match=f"recipe file {fifo} is a FIFO \\(named pipe\\), not a regular file; --recipes takes a TOML file"):
+        RecipeBook().add_file(fifo)
+    with pytest.raises(RecipeError, match="recipe file /dev/zero is a character device, not a regular file"):
+        RecipeBook().add_file("/dev/zero")  # endless

@@ -175,3 +175,45 @@ def test_logger_names_are_checked_before_anything_is_written(tmp_path, monkeypat
                                                   r"pip install 'rlplug\[wandb\]'"):
         parse_loggers("tensorboard,wandb")
     assert parse_loggers(None) == ("tensorboard", "csv") and parse_loggers(["mlflow"]) == ("mlflow", "csv")
+
+
+REFUSING = "http://127.0.0.1:9"  # loopback's discard port: nothing listens, the connection is refused at once
+
+
+@pytest.mark.parametrize("name", ["mlflow", "wandb"])
+def test_an_unreachable_tracking_server_is_one_line_naming_it_within_seconds(tmp_path, monkeypatch, capsys, name):
+    import time
+
+    import rlplug
+    from rlplug.cli import main
+    from rlplug.errors import TrackerError
+    from rlplug.runs.trackers import MlflowTracker, WandbTracker
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", REFUSING)
+    monkeypatch.setenv("WANDB_MODE", "online")
+    monkeypatch.setenv("WANDB_BASE_URL", REFUSING)
+    monkeypatch.setenv("WANDB_API_KEY", "0" * 40)
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path))
+    build = rlplug.Session().prepare("ppo-cartpole", "skrl")  # nothing built: a tracker reads the recipe only
+
+    def too_slow(*_):
+        raise AssertionError("still waiting for the tracker after 20 s")
+
+    previous = signal.signal(signal.SIGALRM, too_slow)
+    signal.alarm(20)  # the old code waited 96 s and more: fail here instead of hanging the suite
+    start = time.monotonic()
+    try:
+        with pytest.raises(TrackerError) as refused:  # a resumed run or a Python caller opens the tracker itself
+            (MlflowTracker if name == "mlflow" else WandbTracker)(tmp_path, build, None)
+        capsys.readouterr()
+        code = main(["train", "ppo-cartpole", "--logger", name, "--run-dir", str(tmp_path / "run"), "--steps", "64"])
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert time.monotonic() - start < 10
+    hint = "is the tracking server running? (MLFLOW_TRACKING_URI names it)" if name == "mlflow" else \
+        "is the W&B server up? (WANDB_BASE_URL names it; WANDB_MODE=offline logs to files)"
+    line = f"{name}: cannot reach the server at {REFUSING} (connection refused); {hint}"
+    assert str(refused.value) == line
+    assert code == 2 and capsys.readouterr().err == f"rlplug: error: {line}\n"
+    assert not (tmp_path / "run").exists()  # refused before the run directory is made

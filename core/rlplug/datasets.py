@@ -169,7 +169,36 @@ def read_info(name: str) -> DatasetInfo:
     problem = _metadata_problem(metadata)
     if problem:
         raise DatasetError(f"dataset '{name}': {meta_file} is unreadable: {problem}")
+    problem = _arrays_problem(metadata)
+    if problem:
+        raise DatasetError(f"dataset '{name}' cannot be trained on: {problem}")
     return DatasetInfo(name=name, path=path, metadata=metadata)
+
+
+def _flat_size(space: dict[str, Any]) -> int:
+    return int(np.prod(space["shape"])) if space["type"] == "Box" else 1
+
+
+def _arrays_problem(meta: dict[str, Any]) -> str | None:
+    """What training would trip over in the arrays the metadata records (names, lengths, per-row sizes),
+    or ``None``: every key of ``KEYS``, each with one row per transition, observations and actions of the
+    spaces' sizes, one reward and flag per row. ``load_data`` then checks the files hold these shapes."""
+    files, count = meta["files"], meta["transitions"]
+    missing = [key for key in KEYS if key not in files]
+    if missing:
+        return f"it has no {', '.join(missing)} array (a dataset holds {', '.join(KEYS)})"
+    sizes = {"observation": _flat_size(meta["observation_space"]), "next_observation": _flat_size(meta["observation_space"]),
+             "action": _flat_size(meta["action_space"]), "reward": 1, "terminated": 1, "truncated": 1}  # fmt: skip
+    for key in KEYS:
+        shape = files[key]["shape"]
+        if not shape or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+            return f"{key} has shape {shape!r}, not a list of sizes"
+        if shape[0] != count:
+            lengths = ", ".join(f"{k} {files[k]['shape'][0] if files[k]['shape'] else '?'}" for k in KEYS)
+            return f"its arrays have unequal lengths ({lengths}; transitions {count})"
+        if int(np.prod(shape[1:])) != sizes[key]:
+            return f"{key} has {int(np.prod(shape[1:]))} values per row ({shape}), its space {sizes[key]}"
+    return None
 
 
 def _metadata_problem(meta: dict[str, Any]) -> str | None:
@@ -236,13 +265,30 @@ def load_data(info: DatasetInfo, verify: bool = True) -> dict[str, Any]:
         raise DatasetError(f"dataset '{info.name}' is corrupt: {str(err).splitlines()[0] if str(err) else type(err).__name__}") from None
     tensors = {}
     for key in KEYS:
-        tensor = td.get(key)
+        tensor = td.get(key, None)
+        if tensor is None:
+            raise DatasetError(f"dataset '{info.name}' is incomplete: {key} is missing from {data_dir}")
         if list(tensor.shape) != files[key]["shape"]:
             raise DatasetError(
                 f"dataset '{info.name}' is truncated: {key} has shape {list(tensor.shape)}, metadata says {files[key]['shape']}"
             )
+        wanted = _dtype(key, info.metadata["action_space"])
+        if tensor.dtype != wanted:
+            raise DatasetError(
+                f"dataset '{info.name}' cannot be trained on: {key} is {str(tensor.dtype).removeprefix('torch.')}, "
+                f"training reads {str(wanted).removeprefix('torch.')}"
+            )
         tensors[key] = tensor.clone()  # a plain tensor in memory, detached from the memmap file
     return tensors
+
+
+def _dtype(key: str, action_space: dict[str, Any]) -> Any:
+    """The dtype ``write`` stores ``key`` in (and training reads): bool flags, int64 Discrete actions, else float32."""
+    import torch
+
+    if key in ("terminated", "truncated"):
+        return torch.bool
+    return torch.int64 if key == "action" and action_space["type"] == "Discrete" else torch.float32
 
 
 def list_datasets() -> list[DatasetInfo | tuple[str, str]]:
@@ -352,12 +398,10 @@ def write(
     count = len(arrays["reward"])
     if count == 0:
         raise DatasetError(f"cannot write dataset '{name}': no transitions")
-    dtypes = {"terminated": torch.bool, "truncated": torch.bool}
-    if describe_space(action_space)["type"] == "Discrete":
-        dtypes["action"] = torch.int64
+    stored_action_space = describe_space(action_space)
     tensors = {}
     for key in KEYS:
-        value = torch.as_tensor(np.asarray(arrays[key])).to(dtypes.get(key, torch.float32))
+        value = torch.as_tensor(np.asarray(arrays[key])).to(_dtype(key, stored_action_space))
         if key in ("reward", "terminated", "truncated"):
             value = value.reshape(count, 1)
         elif value.ndim == 1:

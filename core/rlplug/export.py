@@ -164,24 +164,59 @@ class ExportedFile:
         return [np.ascontiguousarray(np.asarray(p), dtype=spec["dtype"]) for p, spec in zip(parts, self.metadata["inputs"])]
 
     def act(self, observations: Any) -> Any:
-        """The actions for a batch of observations, as a numpy array."""
+        """The actions for a batch of observations, as a numpy array; refused unless they are what the
+        metadata declares (dtype, shape, inside Discrete(n) or the Box's bounds)."""
         arrays = self.inputs(observations)
         if self.format == "onnx":
-            return self.runner.run(["action"], dict(zip(self.input_names, arrays)))[0]
-        import torch
+            actions = self.runner.run(["action"], dict(zip(self.input_names, arrays)))[0]
+        else:
+            import torch
 
-        with torch.no_grad():
-            return self.runner(*(torch.from_numpy(a) for a in arrays)).numpy()
+            with torch.no_grad():
+                actions = self.runner(*(torch.from_numpy(a) for a in arrays))
+            if not isinstance(actions, torch.Tensor):
+                raise ExportedFileError(f"{self.path} returns a {type(actions).__name__}, not an action tensor")
+            actions = actions.numpy()
+        problem = action_problem(self.metadata["action"], actions, len(arrays[0]))
+        if problem:
+            declared = describe_action(self.metadata["action"])
+            raise ExportedFileError(f"{self.path} returns actions that do not fit its metadata's {declared}: {problem}")
+        return actions
+
+
+ZIP_MAGIC = b"PK\x03\x04"
+"""How a TorchScript file (a zip archive) begins."""
+PROBE_BATCH = 2
+"""Observations a file is run on when it is read, to check it against its own metadata."""
 
 
 def load_exported(path: str | Path) -> ExportedFile:
-    """Read a TorchScript or ONNX file written by ``export_policy`` (the format is told by the file itself)."""
+    """Read a TorchScript or ONNX file written by ``export_policy`` (the format is told by the file itself,
+    whatever its name), check its metadata and run it once on inputs of the shapes the metadata declares:
+    a truncated, forged or foreign file is one ``ExportedFileError`` line saying which it is."""
     path = Path(path)
     if not path.is_file():
         raise ExportedFileError(f"exported policy {path} does not exist" if not path.exists() else f"exported policy {path} is not a file")
-    if zipfile.is_zipfile(path):
-        return _load_torchscript(path)
-    return _load_onnx(path)
+    with path.open("rb") as handle:
+        head = handle.read(8)
+    if not head:
+        raise ExportedFileError(f"{path} is not an exported policy: it is empty")
+    if head.startswith(ZIP_MAGIC):
+        if not zipfile.is_zipfile(path):
+            raise ExportedFileError(f"{path} is a truncated or damaged TorchScript file: a zip archive without its end; export it again")
+        exported = _load_torchscript(path)
+    elif _looks_like_onnx(head):
+        exported = _load_onnx(path)
+    else:
+        raise ExportedFileError(f"{path} is not an exported policy: neither a TorchScript (zip) nor an ONNX file")
+    _check_runs(exported)
+    return exported
+
+
+def _looks_like_onnx(head: bytes) -> bool:
+    """An ONNX ``ModelProto`` begins with its ``ir_version`` (field 1, a small varint), then a field up to
+    ``graph`` (7) or ``opset_import`` (8); torch writes ``08 08 12 07 pytorch``."""
+    return len(head) >= 3 and head[0] == 0x08 and 1 <= head[1] <= 0x7F and head[2] in (0x12, 0x1A, 0x22, 0x28, 0x32, 0x3A, 0x42)
 
 
 def _load_torchscript(path: Path) -> ExportedFile:
@@ -190,34 +225,108 @@ def _load_torchscript(path: Path) -> ExportedFile:
     extra = {METADATA_KEY: ""}
     try:
         module = torch.jit.load(str(path), map_location="cpu", _extra_files=extra)
-    except Exception:  # noqa: BLE001 - a zip that is not TorchScript (a checkpoint, an archive)
-        raise ExportedFileError(f"{path} is not an exported policy: a zip archive, but not a TorchScript module") from None
+    except Exception as err:  # noqa: BLE001 - a zip that is not TorchScript (a checkpoint, an archive), or a damaged one
+        with zipfile.ZipFile(path) as archive:
+            names = archive.namelist()
+        if any("/code/" in name for name in names):
+            raise ExportedFileError(f"{path} is a damaged TorchScript file ({_first_line(err)}); export it again") from None
+        what = " (a torch.save file, like a checkpoint: `rlplug export RUN_DIR` writes the policy)" if any(
+            name.endswith("/data.pkl") for name in names) else ""
+        raise ExportedFileError(f"{path} is not an exported policy: a zip archive, but not a TorchScript module{what}") from None
     return ExportedFile(path, "torchscript", _metadata(path, extra[METADATA_KEY]), module.eval())
 
 
 def _load_onnx(path: Path) -> ExportedFile:
     if importlib.util.find_spec("onnxruntime") is None:
-        raise ExportUnsupportedError(f"{path} is not a TorchScript file; reading it as ONNX needs onnxruntime: pip install 'rlplug[onnx]'")
+        raise ExportUnsupportedError(f"{path} is an ONNX file; reading it needs onnxruntime: pip install 'rlplug[onnx]'")
     import onnxruntime
 
     try:
         session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    except Exception:  # noqa: BLE001 - onnxruntime raises its own untyped errors for any bad file
-        raise ExportedFileError(f"{path} is not an exported policy: neither a TorchScript nor an ONNX file") from None
+    except Exception as err:  # noqa: BLE001 - onnxruntime raises its own untyped errors for any bad file
+        reason = _first_line(err).rpartition(":")[2].strip().rstrip(".") or type(err).__name__
+        raise ExportedFileError(f"{path} is a truncated or damaged ONNX file (onnxruntime: {reason}); export it again") from None
     props = session.get_modelmeta().custom_metadata_map
-    return ExportedFile(path, "onnx", _metadata(path, props.get(METADATA_KEY, "")), session)
+    exported = ExportedFile(path, "onnx", _metadata(path, props.get(METADATA_KEY, "")), session)
+    declared = [spec["name"] for spec in exported.metadata["inputs"]]
+    names = [node.name for node in session.get_inputs()]
+    outputs = [node.name for node in session.get_outputs()]
+    if names != declared or "action" not in outputs:
+        raise ExportedFileError(
+            f"{path} does not match its own metadata: the graph takes {', '.join(names) or 'nothing'} and returns "
+            f"{', '.join(outputs) or 'nothing'}; its metadata says {', '.join(declared)} -> action"
+        )
+    return exported
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
 
 
 def _metadata(path: Path, text: Any) -> dict[str, Any]:
     if isinstance(text, bytes):
-        text = text.decode()
+        text = text.decode(errors="replace")
     try:
         metadata = json.loads(text) if text else None
     except ValueError:
         metadata = None
     if not isinstance(metadata, dict) or "inputs" not in metadata or "action" not in metadata:
         raise ExportedFileError(f"{path} is not a policy exported by rlplug (no {METADATA_KEY} metadata)")
+    problem = _signature_problem(metadata)
+    if problem:
+        raise ExportedFileError(f"{path} has damaged {METADATA_KEY} metadata: {problem}")
     return metadata
+
+
+def _signature_problem(meta: dict[str, Any]) -> str | None:
+    """What is wrong with the metadata's input and action signature (everything read later), or ``None``."""
+
+    def shape_ok(shape: Any) -> bool:
+        return isinstance(shape, list) and shape[:1] == ["B"] and all(
+            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape[1:])
+
+    inputs, action = meta["inputs"], meta["action"]
+    if not isinstance(inputs, list) or not inputs:
+        return f"'inputs' is {inputs!r}, not a list of inputs"
+    for spec in inputs:
+        if not (isinstance(spec, dict) and isinstance(spec.get("name"), str) and spec.get("dtype") in ("float32", "uint8")
+                and shape_ok(spec.get("shape"))):
+            return f"input {spec!r} is not {{name, dtype float32 or uint8, shape [B, ...]}}"
+    if not (isinstance(action, dict) and shape_ok(action.get("shape"))):
+        return f"'action' is {action!r}, not {{kind, dtype, shape [B, ...]}}"
+    if action.get("kind") == "discrete":
+        n = action.get("n")
+        if action.get("dtype") != "int64" or not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            return f"'action' {action!r} is not a discrete action (int64, n >= 1)"
+    elif action.get("kind") == "box":
+        bounds = [action.get("low"), action.get("high")]
+        if action.get("dtype") != "float32" or not all(
+                isinstance(b, list) and b and all(isinstance(v, (int, float)) for v in b) for b in bounds):
+            return f"'action' {action!r} is not a box action (float32, low, high)"
+    else:
+        return f"'action' has kind {action.get('kind')!r}, not 'discrete' or 'box'"
+    return None
+
+
+def _check_runs(exported: ExportedFile) -> None:
+    """Run ``exported`` once on zeros of the shapes its metadata declares: a file whose network takes other
+    inputs or returns other actions than its metadata says (a forged or edited file) is refused here,
+    before it meets an environment."""
+    import numpy as np
+
+    inputs = [np.zeros([PROBE_BATCH, *spec["shape"][1:]], dtype=spec["dtype"]) for spec in exported.metadata["inputs"]]
+    batch = inputs[0] if len(inputs) == 1 and exported.input_names == ["observation"] else dict(zip(exported.input_names, inputs))
+    try:
+        exported.act(batch)
+    except ExportedFileError:
+        raise
+    except Exception as err:  # noqa: BLE001 - torch and onnxruntime raise their own errors for a mismatch
+        lines = [line.strip() for line in str(err).splitlines() if line.strip()]  # TorchScript's reason comes last
+        reason = lines[-1].removeprefix("RuntimeError: ") if lines else type(err).__name__
+        raise ExportedFileError(
+            f"{exported.path} does not run on the inputs its metadata declares ({describe_inputs(exported.metadata['inputs'])}): {reason}"
+        ) from None
 
 
 def check_against_trainer(exported: ExportedFile, trainer: Any, seed: int = 0) -> float:
@@ -250,16 +359,52 @@ def check_against_trainer(exported: ExportedFile, trainer: Any, seed: int = 0) -
 
 
 def check_fits(exported: ExportedFile, build: Any) -> None:
-    """Refuse a file exported for another environment or with other inputs than ``build``'s."""
+    """Refuse a file exported for another environment, or whose inputs or action (names, dtypes, shapes,
+    action count or bounds) are not those of ``build``'s spaces."""
     from .backends.common.export import policy_signature
 
     meta = exported.metadata
     wanted = policy_signature(build)
-    if meta.get("env") != build.env_id or meta["inputs"] != wanted["inputs"] or meta["action"] != wanted["action"]:
-        raise ExportedFileError(
-            f"{exported.path} was exported from {meta.get('recipe', '?')} on {meta.get('env', '?')}; it does not fit this run's "
-            f"environment {build.env_id} (inputs {describe_inputs(meta['inputs'])}, the run's {describe_inputs(wanted['inputs'])})"
-        )
+    if meta["inputs"] != wanted["inputs"]:
+        differs = f"it takes {describe_inputs(meta['inputs'])}, the run's environment gives {describe_inputs(wanted['inputs'])}"
+    elif meta["action"] != wanted["action"]:
+        differs = f"it returns {describe_action(meta['action'])}, the run's environment takes {describe_action(wanted['action'])}"
+    elif meta.get("env") != build.env_id:
+        differs = "its spaces match, but the environment is another"
+    else:
+        return
+    raise ExportedFileError(
+        f"{exported.path} was exported from {meta.get('recipe', '?')} on {meta.get('env', '?')}; it does not fit this run's "
+        f"environment {build.env_id}: {differs}"
+    )
+
+
+def describe_action(spec: dict[str, Any]) -> str:
+    """``action int64 [B] in Discrete(2)``, ``action float32 [B, 1] in [-2.0, 2.0]``."""
+    if spec["kind"] == "discrete":
+        return f"action {describe_tensor(spec)} in Discrete({spec['n']})"
+    low, high = spec["low"], spec["high"]
+    bounds = f"[{low[0]}, {high[0]}]" if len(set(low)) == 1 and len(set(high)) == 1 else f"[{low}, {high}]"
+    return f"action {describe_tensor(spec)} in {bounds}"
+
+
+def action_problem(spec: dict[str, Any], actions: Any, batch: int) -> str | None:
+    """What is wrong with ``actions`` (a numpy array for ``batch`` observations) for the declared ``spec``."""
+    import numpy as np
+
+    shape = [batch, *spec["shape"][1:]]
+    if not isinstance(actions, np.ndarray) or list(actions.shape) != shape or str(actions.dtype) != spec["dtype"]:
+        got = f"{actions.dtype} {list(actions.shape)}" if isinstance(actions, np.ndarray) else type(actions).__name__
+        return f"got {got} for {batch} observations"
+    if not actions.size:
+        return None
+    if spec["kind"] == "discrete":
+        low, high = 0, spec["n"] - 1
+    else:  # the loosest bounds: a multi-agent action's per-agent bounds need no broadcasting then
+        low, high = min(spec["low"]), max(spec["high"])
+    if not np.all(np.isfinite(actions)) or actions.min() < low - TOLERANCE or actions.max() > high + TOLERANCE:
+        return f"values from {actions.min()} to {actions.max()}, outside [{low}, {high}]"
+    return None
 
 
 def describe_inputs(inputs: Sequence[dict[str, Any]]) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import math
 import re
+import stat
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import RecipeError, UnknownNameError
+from .limits import MAX_EXTENDS_DEPTH, MAX_NESTING, MAX_RECIPE_FILE_BYTES, nesting_depth
 from .schema import Param
 from .suggest import did_you_mean
 
@@ -280,20 +282,13 @@ def parse_recipe_file(path: Path | str) -> list[_Entry]:
 def read_recipe_file(path: Path | str) -> tuple[list[_Entry], dict[str, DatasetTable]]:
     """The recipes of a TOML file and its dataset declarations."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise RecipeError(f"recipe file {path} does not exist") from None
-    except IsADirectoryError:
-        raise RecipeError(f"recipe file {path} is a directory; --recipes takes a TOML file") from None
-    except OSError as err:
-        raise RecipeError(f"recipe file {path} cannot be read: {err.strerror or type(err).__name__}") from None
-    except UnicodeDecodeError as err:
-        raise RecipeError(f"recipe file {path} is not UTF-8 text (byte {err.start}: {err.reason}); a recipe file is TOML") from None
+    text = _read_bounded(path)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise RecipeError(f"{path}: malformed TOML: {err}") from None
+    except RecursionError:  # tomllib recurses into nested arrays and inline tables
+        raise RecipeError(f"{path}: values nested deeper than {MAX_NESTING} levels, the limit for a recipe") from None
     unknown = set(data) - {"recipes", "datasets"}
     if unknown:
         key = sorted(unknown)[0]
@@ -303,13 +298,53 @@ def read_recipe_file(path: Path | str) -> tuple[list[_Entry], dict[str, DatasetT
     for label, value in (("recipes", recipes), ("datasets", datasets)):
         if not isinstance(value, dict) or not all(isinstance(t, dict) for t in value.values()):
             raise RecipeError(f"{path}: '{label}' must be a table of tables")
+    for name, table in datasets.items():
+        check_nesting(table, f"dataset '{name}' in {path}")
     entries = [_entry_from_table(key, table, str(path)) for key, table in recipes.items()]
     return entries, {name: {**table, "source": str(path)} for name, table in datasets.items()}
+
+
+def _read_bounded(path: Path) -> str:
+    """A recipe file's text, refused in one line if it is not a regular file or is over the size limit
+    (a FIFO would block the open, ``/dev/zero`` never ends)."""
+    try:
+        mode = path.stat().st_mode
+        if stat.S_ISDIR(mode):
+            raise RecipeError(f"recipe file {path} is a directory; --recipes takes a TOML file")
+        if not stat.S_ISREG(mode):
+            raise RecipeError(f"recipe file {path} is {_file_kind(mode)}, not a regular file; --recipes takes a TOML file")
+        with path.open("rb") as handle:
+            data = handle.read(MAX_RECIPE_FILE_BYTES + 1)  # the size stat gave may be stale or 0 (/proc)
+    except FileNotFoundError:
+        raise RecipeError(f"recipe file {path} does not exist") from None
+    except OSError as err:
+        raise RecipeError(f"recipe file {path} cannot be read: {err.strerror or type(err).__name__}") from None
+    if len(data) > MAX_RECIPE_FILE_BYTES:
+        raise RecipeError(f"recipe file {path} is over {MAX_RECIPE_FILE_BYTES // 2**20} MiB, the limit for a recipe file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise RecipeError(f"recipe file {path} is not UTF-8 text (byte {err.start}: {err.reason}); a recipe file is TOML") from None
+
+
+def _file_kind(mode: int) -> str:
+    kinds = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+             (stat.S_ISSOCK, "a socket"))  # fmt: skip
+    return next((text for test, text in kinds if test(mode)), "not a file")
+
+
+def check_nesting(table: Any, where: str) -> None:
+    """Refuse a recipe (or dataset) table that nests deeper than ``MAX_NESTING``, before anything recurses into it."""
+    depth, key = nesting_depth(table)
+    if depth > MAX_NESTING:
+        under = f" (under '{key}')" if key else ""
+        raise RecipeError(f"{where} nests tables and arrays {depth} levels deep{under}; the limit is {MAX_NESTING}")
 
 
 def _entry_from_table(key: str, table: Any, source: str) -> _Entry:
     if not isinstance(table, dict):
         raise RecipeError(f"{source}: recipe '{key}' must be a table")
+    check_nesting(table, f"recipe '{key}' in {source}")
     name, version = split_ref(key)
     check_recipe_name(name, source)
     table = dict(table)
@@ -364,6 +399,8 @@ def parse_value(text: str) -> Any:
         return tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
         return text
+    except RecursionError:  # tomllib recurses into nested arrays and inline tables
+        raise RecipeError(f"the value nests arrays or tables deeper than {MAX_NESTING} levels, the limit for a recipe") from None
 
 
 class RecipeBook:
@@ -427,6 +464,12 @@ class RecipeBook:
             raise RecipeError(f"recipe '{entry.name}' extends itself: {' -> '.join((*_seen, key))}")
         table = entry.table
         parent_ref = table.get("extends")
+        if parent_ref and len(_seen) >= MAX_EXTENDS_DEPTH:
+            chain = [*_seen[:3], "...", key]
+            raise RecipeError(
+                f"recipe '{_seen[0].partition('@')[0]}' extends a chain of more than {MAX_EXTENDS_DEPTH} recipes "
+                f"({' -> '.join(chain)} -> {parent_ref}); the limit is {MAX_EXTENDS_DEPTH}"
+            )
         if parent_ref:
             parent, _ = self.raw(parent_ref, (*_seen, key))
             parent.pop("version", None)
@@ -445,6 +488,7 @@ class RecipeBook:
         for item in overrides:
             apply_override(table, item, hp_names)
         where = f"recipe '{entry.name}'"
+        check_nesting(table, f"{where} with its --set values")
         _check_fields(table, where)
         missing = [k for k, (_, default, _) in FIELDS.items() if default is None and k not in table]
         if missing:
@@ -501,7 +545,10 @@ def apply_override(table: dict[str, Any], item: str, hp_names: set[str]) -> None
     key = key.strip()
     if not eq or not key:
         raise RecipeError(f"--set expects key=value, got '{item}'")
-    value = parse_value(text.strip())
+    try:
+        value = parse_value(text.strip())
+    except RecipeError as err:
+        raise RecipeError(f"--set {key}: {err}") from None
     path = key.split(".")
     if len(path) == 1:
         if key in FIELDS:

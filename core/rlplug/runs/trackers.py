@@ -31,6 +31,7 @@ from typing import Any
 from ..errors import RecipeError, RlplugError, RunDirError, TrackerError, TrackerMissingError
 from ..hookspecs import Build
 from ..jsonfiles import read_json_object
+from ..limits import TRACKER_CONNECT_TIMEOUT_S, WANDB_INIT_TIMEOUT_S
 from ..suggest import did_you_mean
 
 LOGGERS = ("tensorboard", "csv", "mlflow", "wandb")
@@ -54,6 +55,8 @@ def parse_loggers(text: str | Iterable[str] | None) -> tuple[str, ...]:
             raise RecipeError(f"--logger {text}: unknown logger '{name}'{did_you_mean(name, LOGGERS)}")
     for name in names:
         check_installed(name)
+    for name in names:  # before the run directory is made: a refused tracker leaves nothing behind
+        check_server(name, configured_server(name))
     return tuple(dict.fromkeys([*names, "csv"]))
 
 
@@ -74,6 +77,78 @@ def tracker_errors(name: str, doing: str) -> Iterator[None]:
     except Exception as err:  # a tracker's failures come in its own exception types
         detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise TrackerError(f"{name}: cannot {doing}: {detail}") from None
+
+
+_SERVER_HINTS = {
+    "mlflow": "is the tracking server running? (MLFLOW_TRACKING_URI names it)",
+    "wandb": "is the W&B server up? (WANDB_BASE_URL names it; WANDB_MODE=offline logs to files)",
+}
+
+
+def configured_server(name: str) -> str | None:
+    """The server a new run of tracker ``name`` would talk to, as the environment configures it (``None``:
+    none, or files: MLflow's default local store, W&B offline)."""
+    if name == "mlflow":
+        return os.environ.get("MLFLOW_TRACKING_URI")
+    if name == "wandb":
+        return wandb_server(wandb_mode())
+    return None
+
+
+def wandb_server(mode: str | None) -> str | None:
+    """The W&B server a run started in ``mode`` (``wandb_mode()``'s answer, or a resumed run's) talks to."""
+    if (mode or os.environ.get("WANDB_MODE") or "online") not in ("online", "run"):
+        return None
+    return os.environ.get("WANDB_BASE_URL") or "https://api.wandb.ai"
+
+
+def check_server(name: str, uri: str | None) -> None:
+    """Refuse at once a tracking server that does not take a connection within ``TRACKER_CONNECT_TIMEOUT_S``:
+    the libraries' own retries wait minutes (MLflow 96 s and more, W&B 90 s) before they say anything.
+    Only ``http(s)`` URIs reached directly are tried (a proxy's own reachability is the library's to find)."""
+    import socket
+    import urllib.request
+    from urllib.parse import urlsplit
+
+    if not uri:
+        return
+    hint = _SERVER_HINTS[name]
+    parts = urlsplit(uri)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return
+    if urllib.request.getproxies().get(parts.scheme) and not urllib.request.proxy_bypass(parts.hostname):
+        return
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        raise TrackerError(f"{name}: {uri} is not a server address (its port is not a number); {hint}") from None
+    try:
+        socket.create_connection((parts.hostname, port), timeout=TRACKER_CONNECT_TIMEOUT_S).close()
+    except OSError as err:
+        if isinstance(err, ConnectionRefusedError):
+            reason = "connection refused"
+        elif isinstance(err, TimeoutError):
+            reason = f"no answer within {TRACKER_CONNECT_TIMEOUT_S:g} s"
+        elif isinstance(err, socket.gaierror):
+            reason = f"unknown host {parts.hostname}"
+        else:
+            reason = err.strerror or type(err).__name__
+        raise TrackerError(f"{name}: cannot reach the server at {uri} ({reason}); {hint}") from None
+
+
+@contextmanager
+def bounded_mlflow_requests() -> Iterator[None]:
+    """MLflow's HTTP requests time out after ``TRACKER_CONNECT_TIMEOUT_S`` and are not retried while a run is
+    opened (a server that takes a connection but never answers), unless the user set either; the defaults
+    (120 s, 7 retries) come back for the run's own logging, where a passing failure should be retried."""
+    bounds = {"MLFLOW_HTTP_REQUEST_TIMEOUT": str(int(TRACKER_CONNECT_TIMEOUT_S)), "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0"}
+    added = [key for key in bounds if key not in os.environ]
+    os.environ.update({key: bounds[key] for key in added})
+    try:
+        yield
+    finally:
+        for key in added:
+            os.environ.pop(key, None)
 
 
 def recipe_params(build: Build) -> dict[str, Any]:
@@ -101,7 +176,8 @@ class MlflowTracker:
         logging.getLogger("mlflow").setLevel(logging.WARNING)  # its store set-up chatter is not the user's business
 
         uri = saved["tracking_uri"] if saved else mlflow.get_tracking_uri()
-        with tracker_errors(self.name, f"open the tracking store {uri}"):
+        check_server(self.name, uri)  # again: a resumed run's recorded URI, a Python caller's set_tracking_uri
+        with bounded_mlflow_requests(), tracker_errors(self.name, f"open the tracking store {uri}"):
             self.client = MlflowClient(uri)
             if saved:
                 self.run_id = saved["run_id"]
@@ -157,11 +233,14 @@ class WandbTracker:
 
         mode = saved["mode"] if saved else wandb_mode()
         run_id = saved["id"] if saved else secrets.token_hex(6)
+        check_server(self.name, wandb_server(mode))
+        # W&B waits 90 s for a server that takes the connection but never answers; a user's WANDB_INIT_TIMEOUT stands
+        timeout = {} if os.environ.get("WANDB_INIT_TIMEOUT") else {"init_timeout": WANDB_INIT_TIMEOUT_S}
         with tracker_errors(self.name, f"start a run ({mode})"):
             self.run = wandb.init(
                 project=os.environ.get("WANDB_PROJECT", "rlplug"), name=run_dir.name, id=run_id, resume="allow",
                 mode=mode, config=recipe_params(build), tags=[build.recipe.name, build.backend], job_type="train",
-                settings=wandb.Settings(silent=True, console="off"),  # stdout stays rlplug's (--json is one document)
+                settings=wandb.Settings(silent=True, console="off", **timeout),  # stdout stays rlplug's (--json is one document)
             )
         self.state = {"id": run_id, "mode": mode, "dir": str(Path(self.run.dir).parent)}
         self.defined = False
