@@ -68,6 +68,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         overrides.append(option_override("seed", args.seed))
     rows = plan_rows(session, args, overrides, seeds)
     report = Path(args.report) if args.report else (Path("BENCHMARKS.md") if args.all else None)
+    if report is not None:
+        from ..report import check_report_paths
+
+        check_report_paths(report)
     command = "rlplug " + " ".join(sys.argv[1:])
     finished: dict[int, dict[str, Any]] = {}
 

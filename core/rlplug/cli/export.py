@@ -25,12 +25,14 @@ def add_export_command(sub: argparse._SubParsersAction, common: argparse.Argumen
 
 def cmd_export(args: argparse.Namespace) -> int:
     from ..export import check_format, default_path, describe_inputs, describe_tensor, export_policy
+    from ..outputs import EXPORTED_POLICY, check_output
     from ..runs import open_run
     from .training import note
 
     check_format(args.format)  # before the run is opened: a missing onnx is one line, at once
     run_dir = Path(args.run_dir)
     out = Path(args.out) if args.out else default_path(run_dir, args.format)
+    check_output(out, EXPORTED_POLICY, "export --out")  # at once, not after the run is loaded
     build = open_run(open_session(args), run_dir)
     try:
         note(build.extras["saved_run"].note)
