@@ -216,6 +216,11 @@ def test_an_earlier_tuned_recipe_is_replaced_and_a_hand_written_one_is_not(tmp_p
 
 
 def test_bench_report_refuses_a_user_s_file_before_anything_trains(capsys, tmp_path):
+    from rlplug.outputs import BENCH_JSON, BENCH_REPORT, check_output
+
+    root = Path(__file__).resolve().parent.parent  # `bench --all` rewrites the project's own report
+    assert check_output(root / "BENCHMARKS.md", BENCH_REPORT, "bench --report")
+    assert check_output(root / "BENCHMARKS.json", BENCH_JSON, "bench --report")
     report = tmp_path / "notes.md"
     report.write_text("# my notes\n")
     _refused(capsys, f"bench --report: {report} is a file (11 bytes), not a bench report rlplug wrote",

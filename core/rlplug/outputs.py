@@ -8,8 +8,9 @@ there or what is there is provably rlplug's own output of the same kind, recogni
 * an exported policy: a TorchScript zip with the ``extra/rlplug.json`` record, or an ONNX model with the
   ``rlplug.json`` metadata entry;
 * a tuned recipe: a TOML file whose first line is ``# Tuned by rlplug tune``;
-* a Markdown report: its first line, ``<!-- written by rlplug tune -->`` or ``# rlplug benchmarks`` (and the
-  bench report's JSON: an object with ``machine``, ``command`` and ``rows``);
+* a tune report: a Markdown file titled ``# Tuning ...`` whose summary starts ``Tuned by rlplug tune (rlplug``;
+* a bench report: a Markdown file whose first line is ``# rlplug benchmarks``, and its JSON, an object with
+  ``machine``, ``command`` and ``rows``;
 * a picture (``compare``, the tune report's plots): a PNG whose ``Software`` text chunk starts with ``rlplug``.
 
 Anything else (a run directory, a folder of the user's, the current directory, a recipe file) is refused in one
@@ -25,7 +26,7 @@ import shutil
 import tempfile
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,7 +34,6 @@ from .errors import OutputError
 
 PNG_SOFTWARE = "rlplug"
 """The start of the ``Software`` text chunk of every PNG rlplug writes as an output (``png_metadata``)."""
-TUNE_REPORT_MARK = "<!-- written by rlplug tune -->"
 BENCH_REPORT_HEAD = "# rlplug benchmarks"
 TUNED_RECIPE_HEAD = "# Tuned by rlplug tune"
 _SNIFF = 1 << 16
@@ -96,7 +96,8 @@ def _bench_report(path: Path) -> bool:
 DATASET = Kind("dataset", True, _dataset_dir)
 EXPORTED_POLICY = Kind("exported policy", False, _exported_policy)
 TUNED_RECIPE = Kind("tuned recipe", False, lambda p: _first_line(p).startswith(TUNED_RECIPE_HEAD))
-TUNE_REPORT = Kind("tune report", False, lambda p: _first_line(p) == TUNE_REPORT_MARK)
+TUNE_REPORT = Kind("tune report", False, lambda p: _first_line(p).startswith("# Tuning ")
+                   and f"\n    {TUNED_RECIPE_HEAD[2:]} (rlplug " in _head(p))  # its summary, as the tuned recipe's head
 BENCH_REPORT = Kind("bench report", False, _bench_report)
 PICTURE = Kind("picture", False, _png)
 
@@ -248,10 +249,18 @@ def swap_in_dir(partial: Path, path: Path) -> None:
 def writing(path: Path, what: str) -> Iterator[None]:
     """Hold the lock on writing ``path`` (``.NAME.lock`` beside it) for the block, or refuse in one line when
     another process holds it: two commands writing one output at once would silently lose one's work."""
-    from .runs.lock import hold
+    from .runs.lock import hold, os_reason
 
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with hold(path.parent / f".{path.name}.lock", wait=False,
-              busy=lambda who: OutputError(f"{what} {path} is being written by {who}; wait for it to end or choose another name")):  # fmt: skip
+    where = path.resolve()  # "." locks beside the current directory, not inside it
+
+    def busy(who: str) -> OutputError:
+        return OutputError(f"{what} {path} is being written by {who}; wait for it to end or choose another name")
+
+    with ExitStack() as stack:
+        try:
+            where.parent.mkdir(parents=True, exist_ok=True)
+            stack.enter_context(hold(where.parent / f".{where.name}.lock", wait=False, busy=busy))
+        except OSError as err:
+            raise OutputError(f"cannot write {what} {path}: {os_reason(err)}") from None
         yield

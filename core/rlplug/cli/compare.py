@@ -19,7 +19,7 @@ def add_compare_command(sub: argparse._SubParsersAction, common: argparse.Argume
     compare.add_argument("run_dirs", nargs="*", metavar="RUN_DIR", help="run directories to compare")
     compare.add_argument("--recipe", metavar="NAME", help="every run of this recipe (NAME or NAME@VERSION) under --runs-dir")
     compare.add_argument("--runs-dir", default="runs", metavar="DIR", help="where --recipe looks (default: runs)")
-    compare.add_argument("--out", metavar="FILE.png", help="the picture (default: compare.png, or compare-NAME.png with --recipe)")
+    compare.add_argument("--out", metavar="FILE.png", help="the picture (default: compare.png, or compare-NAME.png with --recipe); replaces only a picture rlplug drew")
     compare.set_defaults(func=cmd_compare)
 
 

@@ -18,7 +18,7 @@ def add_export_command(sub: argparse._SubParsersAction, common: argparse.Argumen
     )  # fmt: skip
     export.add_argument("run_dir")
     export.add_argument("--format", default="torchscript", choices=FORMATS, help="torchscript (default) or onnx (needs rlplug[onnx])")
-    export.add_argument("--out", metavar="FILE", help="where to write it (default: RUN_DIR/policy.pt, or RUN_DIR/policy.onnx)")
+    export.add_argument("--out", metavar="FILE", help="where to write it (default: RUN_DIR/policy.pt, or RUN_DIR/policy.onnx); replaces only an earlier export")
     export.add_argument("--no-check", action="store_true", help="skip reading the file back and comparing its actions with the run's")
     export.set_defaults(func=cmd_export)
 

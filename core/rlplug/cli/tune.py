@@ -44,7 +44,7 @@ def add_tune_command(sub: argparse._SubParsersAction, common: argparse.ArgumentP
     tune.add_argument("--export", action="store_true", help="run no trial: re-evaluate and export the best of an existing study")
     tune.add_argument("--eval-seeds", type=int, default=DEFAULT_EVAL_SEEDS, metavar="K",
                       help=f"fresh seeds the best trial and the recipe as written are re-evaluated on (default: {DEFAULT_EVAL_SEEDS}; 0: none)")
-    tune.add_argument("--out", metavar="FILE", help="where the tuned recipe goes (default: ./NAME-tuned.toml)")
+    tune.add_argument("--out", metavar="FILE", help="where the tuned recipe goes (default: ./NAME-tuned.toml); replaces only an earlier tuned recipe")
     tune.add_argument("--as", dest="as_ref", metavar="NAME[@N]", help="name (and version) of the tuned recipe "
                       "(default: NAME-tuned; NAME alone: its next version)")  # fmt: skip
     tune.add_argument("--report", metavar="FILE.md", help="write a Markdown summary with Optuna's plots (PNGs next to it)")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..outputs import PICTURE, TUNE_REPORT, TUNE_REPORT_MARK, check_output, png_metadata, write_file
+from ..outputs import PICTURE, TUNE_REPORT, check_output, png_metadata, write_file
 from ..schema import choice_text
 from ..space import SearchSpace
 from .export import Reevaluation, best_values
@@ -55,7 +55,7 @@ def write_report(path: Path, study: Any, config: dict[str, Any], best: Any, spac
     for file, title in plots:
         lines += [f"![{title}]({file.name})", ""]
     lines += [f"* {note}" for note in notes]
-    text = "\n".join([TUNE_REPORT_MARK, *lines]).rstrip() + "\n"
+    text = "\n".join(lines).rstrip() + "\n"
     write_file(path, TUNE_REPORT, "tune --report", lambda partial: partial.write_text(text, encoding="utf-8"))
     return [path, *(file for file, _ in plots)]
 
