@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .datasets import DatasetError, DatasetInfo, data_root, dataset_path, episode_returns, write
+from .datasets import DatasetError, DatasetInfo, check_target, data_root, episode_returns, write, writing_dataset
 from .envs import env_errors, probe_spaces
 from .errors import NoReplayMemoryError
 from .evaluation import EVAL_SEED_OFFSET
@@ -168,8 +168,13 @@ def collect(
         raise DatasetError(f"--steps must be at least 1, got {steps}")
     if not 0.0 <= noise <= 1.0:
         raise DatasetError(f"--noise must be in [0, 1], got {noise}")
-    if dataset_path(name).exists() and not overwrite:
-        raise DatasetError(f"dataset '{name}' already exists at {dataset_path(name)}; pass --overwrite to replace it")
+    with writing_dataset(name):  # held until it is written: a second collect of this name is refused, not raced
+        check_target(name, overwrite)
+        return _collect(session, name, env_id, policy_run, expert_run, noise, steps, seed, overwrite, progress, extra_source)
+
+
+def _collect(session: Any, name: str, env_id: str, policy_run: str | Path | None, expert_run: str | Path | None, noise: float,
+             steps: int, seed: int, overwrite: bool, progress: bool, extra_source: dict[str, Any] | None) -> DatasetInfo:  # fmt: skip
     env_kwargs: dict[str, Any] = {}
     with env_errors(env_id, env_kwargs, "dataset collect --env"):
         observation_space, action_space = probe_spaces(env_id, env_kwargs)
@@ -200,8 +205,12 @@ def collect(
 
 def from_run(session: Any, run_dir: str | Path, name: str, *, expert_run: str | Path | None = None, seed: int = 0, overwrite: bool = False) -> DatasetInfo:
     """A training run's replay memory as a dataset (D4RL's medium-replay kind of data)."""
-    if dataset_path(name).exists() and not overwrite:
-        raise DatasetError(f"dataset '{name}' already exists at {dataset_path(name)}; pass --overwrite to replace it")
+    with writing_dataset(name):
+        check_target(name, overwrite)
+        return _from_run(session, run_dir, name, expert_run, seed, overwrite)
+
+
+def _from_run(session: Any, run_dir: str | Path, name: str, expert_run: str | Path | None, seed: int, overwrite: bool) -> DatasetInfo:
     opened: list[Build] = []
     try:
         build = open_policy_run(session, run_dir)

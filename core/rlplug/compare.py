@@ -160,8 +160,12 @@ def find_runs(recipe: str, runs_dir: str | Path = "runs") -> list[Path]:
 def read_runs(run_dirs: Iterable[str | Path], skipped: list[str] | None = None) -> list[RunCurves]:
     """Every run, read and checked: the same x axis unit for all of them. With a ``skipped`` list, a run
     that cannot be read (no metrics yet) is left out and the reason appended to it, instead of refused."""
-    runs = []
+    runs, seen = [], set()
     for run_dir in run_dirs:
+        key = Path(run_dir).resolve()
+        if key in seen:  # one run named twice (another spelling, a symlink) is one run, not two
+            continue
+        seen.add(key)
         try:
             runs.append(read_run(run_dir))
         except RunDirError as err:
@@ -330,7 +334,10 @@ def draw(groups: Sequence[Group], path: str | Path, title: str | None = None, ev
     ax.set_title(title or f"{runs} run{'s' if runs > 1 else ''}{configurations}", fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(0.0, -0.14), frameon=False)
-    path = Path(path)
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    return path
+    from .outputs import png_metadata, replace_atomically
+
+    try:
+        return replace_atomically(Path(path), lambda partial: fig.savefig(partial, dpi=110, bbox_inches="tight", format="png",
+                                                                          metadata=png_metadata("compare")))  # fmt: skip
+    finally:
+        plt.close(fig)

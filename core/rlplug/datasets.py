@@ -34,6 +34,7 @@ import numpy as np
 
 from .errors import RlplugError
 from .jsonfiles import read_json_object
+from .outputs import DATASET, check_output, swap_in_dir, writing
 
 FORMAT = 1
 KEYS = ("observation", "action", "reward", "next_observation", "terminated", "truncated")
@@ -367,6 +368,52 @@ def return_stats(returns: list[float]) -> dict[str, float] | None:
     return {"mean": float(values.mean()), "std": float(values.std()), "min": float(values.min()), "max": float(values.max())}
 
 
+def check_target(name: str, overwrite: bool) -> None:
+    """Refuse to write dataset ``name`` over anything but a dataset rlplug wrote (``rlplug.outputs``), and over
+    that one without ``overwrite``."""
+    path = dataset_path(name)
+    if check_output(path, DATASET, "dataset --overwrite" if overwrite else "dataset", hint="choose another name") and not overwrite:
+        raise DatasetError(f"dataset '{name}' already exists at {path}; pass --overwrite to replace it")
+
+
+def writing_dataset(name: str) -> Any:
+    """The lock on writing dataset ``name``: a second process collecting the same name is refused, not raced."""
+    return writing(dataset_path(name), f"dataset '{name}' at")
+
+
+def _write_partial(partial: Path, name: str, tensors: dict[str, Any], arrays: dict[str, np.ndarray], count: int, env_id: str,
+                   env_kwargs: dict[str, Any], observation_space: Any, action_space: Any, source: dict[str, Any],
+                   reference: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+    """The data and ``metadata.json`` written into the empty directory ``partial``; the metadata."""
+    from tensordict import TensorDict
+
+    from . import __version__
+
+    TensorDict(tensors, batch_size=[count]).memmap_(prefix=partial / DATA)
+    returns = episode_returns(arrays["reward"], arrays["terminated"], arrays["truncated"], arrays.get("partial"))
+    metadata = {
+        "format": FORMAT,
+        "name": Path(name).name,
+        "env": env_id,
+        "env_kwargs": dict(env_kwargs),
+        "observation_space": describe_space(observation_space),
+        "action_space": describe_space(action_space),
+        "transitions": count,
+        "episodes": len(returns),
+        "returns": return_stats(returns),
+        "source": source,
+        "reference": reference,
+        "rlplug": __version__,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "files": {
+            key: {"shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch."), "sha256": _sha256(partial / DATA / f"{key}.memmap")}
+            for key, t in tensors.items()
+        },
+    }
+    (partial / METADATA).write_text(json.dumps(metadata, indent=2) + "\n")
+    return metadata
+
+
 def write(
     name: str,
     arrays: dict[str, np.ndarray],
@@ -385,13 +432,9 @@ def write(
     optionally ``partial`` (rows of episodes rlplug cut short, left out of the return statistics).
     """
     import torch
-    from tensordict import TensorDict
-
-    from . import __version__
 
     path = dataset_path(name)
-    if path.exists() and not overwrite:
-        raise DatasetError(f"dataset '{name}' already exists at {path}; pass --overwrite to replace it")
+    check_target(name, overwrite)
     missing = [k for k in KEYS if k not in arrays]
     if missing:
         raise DatasetError(f"cannot write dataset '{name}': {', '.join(missing)} missing")
@@ -410,34 +453,14 @@ def write(
             raise DatasetError(f"cannot write dataset '{name}': {key} has {len(value)} rows, reward has {count}")
         tensors[key] = value.contiguous()
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent))
-    try:
-        TensorDict(tensors, batch_size=[count]).memmap_(prefix=partial / DATA)
-        returns = episode_returns(arrays["reward"], arrays["terminated"], arrays["truncated"], arrays.get("partial"))
-        metadata = {
-            "format": FORMAT,
-            "name": path.name,
-            "env": env_id,
-            "env_kwargs": dict(env_kwargs),
-            "observation_space": describe_space(observation_space),
-            "action_space": describe_space(action_space),
-            "transitions": count,
-            "episodes": len(returns),
-            "returns": return_stats(returns),
-            "source": source,
-            "reference": reference,
-            "rlplug": __version__,
-            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "files": {
-                key: {"shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch."), "sha256": _sha256(partial / DATA / f"{key}.memmap")}
-                for key, t in tensors.items()
-            },
-        }
-        (partial / METADATA).write_text(json.dumps(metadata, indent=2) + "\n")
-        if path.exists():
-            shutil.rmtree(path)
-        os.replace(partial, path)
-    except BaseException:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise
+    with writing_dataset(name):
+        check_target(name, overwrite)  # again under the lock: another process may have written it meanwhile
+        partial = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent))
+        try:
+            metadata = _write_partial(partial, name, tensors, arrays, count, env_id, env_kwargs, observation_space,
+                                      action_space, source, reference)  # fmt: skip
+            swap_in_dir(partial, path)
+        except BaseException:
+            shutil.rmtree(partial, ignore_errors=True)
+            raise
     return DatasetInfo(name=name, path=path, metadata=metadata)

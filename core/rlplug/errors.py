@@ -95,6 +95,11 @@ class RunDirBusyError(RunDirError):
     """Another process holds the run directory's lock (it is training or resuming into it)."""
 
 
+class OutputError(RlplugError):
+    """An output path holds something rlplug did not write, is one of the command's own inputs, or another
+    process is writing it (``rlplug.outputs``)."""
+
+
 class RunInterrupted(KeyboardInterrupt):
     """SIGINT or SIGTERM stopped a run after it wrote a checkpoint at the interrupt; the CLI exits
     ``128 + signal`` (130 for Ctrl-C, 143 for SIGTERM) with this line. A ``KeyboardInterrupt``, so code that

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import warnings
 import zipfile
 from collections.abc import Iterator, Mapping, Sequence
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ExportedFileError, ExportUnsupportedError
+from .outputs import EXPORTED_POLICY, write_file
 
 FORMATS = ("torchscript", "onnx")
 SUFFIXES = {"torchscript": ".pt", "onnx": ".onnx"}
@@ -48,11 +48,13 @@ def default_path(run_dir: Path, fmt: str) -> Path:
     return Path(run_dir) / f"policy{SUFFIXES[fmt]}"
 
 
-def export_policy(build: Any, path: str | Path, fmt: str = "torchscript", check: bool = True) -> dict[str, Any]:
-    """Write ``build.trainer``'s deterministic policy to ``path`` (atomically) and, with ``check``, read the
-    file back and compare its actions with ``act_deterministic`` on ``CHECK_BATCH`` made-up observations
-    (a file that disagrees is deleted and refused). Returns what was written: path, format, metadata and
-    the largest action difference seen (``max_abs_difference``)."""
+def export_policy(build: Any, path: str | Path, fmt: str = "torchscript", check: bool = True,
+                  inputs: Sequence[tuple[Path, str]] = ()) -> dict[str, Any]:  # fmt: skip
+    """Write ``build.trainer``'s deterministic policy to ``path`` (atomically, and only over nothing or an
+    earlier export: ``rlplug.outputs``, never over one of ``inputs``) and, with ``check``, read the file back
+    and compare its actions with ``act_deterministic`` on ``CHECK_BATCH`` made-up observations (a file that
+    disagrees is refused and never replaces what was there). Returns what was written: path, format,
+    metadata and the largest action difference seen (``max_abs_difference``)."""
     import torch
 
     from .backends.common.export import example_observations, policy_signature
@@ -65,9 +67,9 @@ def export_policy(build: Any, path: str | Path, fmt: str = "torchscript", check:
     signature = getattr(module, "signature", None) or policy_signature(build)
     metadata = export_metadata(build, signature)
     examples = [torch.as_tensor(a) for a in example_observations(signature, 2, seed=build.seed)]
-    path = Path(path)
-    partial = path.with_name(f".{path.name}.tmp")
-    try:
+    result = {"path": str(path), "format": fmt, "metadata": metadata, "max_abs_difference": None}
+
+    def write(partial: Path) -> None:
         with _frozen(module) as frozen, torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # tracer and legacy-exporter notes; the check below is what counts
             if fmt == "torchscript":
@@ -75,17 +77,10 @@ def export_policy(build: Any, path: str | Path, fmt: str = "torchscript", check:
                 torch.jit.save(traced, str(partial), _extra_files={METADATA_KEY: json.dumps(metadata)})
             else:
                 _write_onnx(frozen, examples, signature, metadata, partial)
-        os.replace(partial, path)
-    finally:
-        if partial.exists():
-            partial.unlink()
-    result = {"path": str(path), "format": fmt, "metadata": metadata, "max_abs_difference": None}
-    if check:
-        try:
-            result["max_abs_difference"] = check_against_trainer(load_exported(path), trainer, build.seed)
-        except BaseException:
-            path.unlink(missing_ok=True)
-            raise
+        if check:  # before the rename: a file that disagrees never replaces what was there
+            result["max_abs_difference"] = check_against_trainer(load_exported(partial), trainer, build.seed)
+
+    write_file(Path(path), EXPORTED_POLICY, "export --out", write, inputs)
     return result
 
 

@@ -9,6 +9,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from .outputs import BENCH_JSON, BENCH_REPORT, check_output, write_file
+
 COLUMNS = ("recipe", "backend", "tier", "seeds", "steps", "wall s / seed", "steps/s", "updates/s", "eval: mean ± std over seeds (min)",
            "95% CI of the mean", "target", "reference", "pass")
 
@@ -97,5 +99,12 @@ def write_report(path: Path, rows: list[dict[str, Any]], command: str, jobs: int
     for note in NOTES:
         lines += ["", note]
     lines += [""]
-    path.write_text("\n".join(lines))
-    path.with_suffix(".json").write_text(json.dumps({"machine": info, "command": command, "rows": rows}, indent=2) + "\n")
+    data = json.dumps({"machine": info, "command": command, "rows": rows}, indent=2) + "\n"
+    write_file(path, BENCH_REPORT, "bench --report", lambda partial: partial.write_text("\n".join(lines)))
+    write_file(path.with_suffix(".json"), BENCH_JSON, "bench --report", lambda partial: partial.write_text(data))
+
+
+def check_report_paths(path: Path) -> None:
+    """Refuse, before anything trains, a report path (or its JSON) holding something an earlier bench did not write."""
+    check_output(path, BENCH_REPORT, "bench --report")
+    check_output(path.with_suffix(".json"), BENCH_JSON, "bench --report")

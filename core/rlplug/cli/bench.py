@@ -70,6 +70,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         overrides.append(option_override("seed", args.seed))
     rows = plan_rows(session, args, overrides, seeds)
     report = Path(args.report) if args.report else (Path("BENCHMARKS.md") if args.all else None)
+    if report is not None:
+        from ..report import check_report_paths
+
+        check_report_paths(report)
     finished: dict[int, dict[str, Any]] = {}
 
     def row_done(index: int) -> None:
@@ -145,6 +149,9 @@ def bench_from_runs(args: argparse.Namespace) -> int:
             data.append(aggregate([summary for summary, _ in variant], recipe=ref + label, backend=backend, seeds=seeds,
                                   tier=recipe.get("tier"), reference=recipe.get("reference"), target=recipe.get("target")))
     if args.report:
+        from ..report import check_report_paths
+
+        check_report_paths(Path(args.report))
         write_bench_report(Path(args.report), data, 1)
     return print_rows(args, data)
 

@@ -18,7 +18,7 @@ def add_compare_command(sub: argparse._SubParsersAction, common: argparse.Argume
     compare.add_argument("run_dirs", nargs="*", metavar="RUN_DIR", help="run directories to compare")
     compare.add_argument("--recipe", metavar="NAME", help="every run of this recipe (NAME or NAME@VERSION) under --runs-dir")
     compare.add_argument("--runs-dir", default="runs", metavar="DIR", help="where --recipe looks (default: runs)")
-    compare.add_argument("--out", metavar="FILE.png", help="the picture (default: compare.png, or compare-NAME.png with --recipe)")
+    compare.add_argument("--out", metavar="FILE.png", help="the picture (default: compare.png, or compare-NAME.png with --recipe); replaces only a picture rlplug drew")
     compare.set_defaults(func=cmd_compare)
 
 
@@ -35,6 +35,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         skipped, run_dirs = [], find_runs(args.recipe, args.runs_dir)
     else:
         run_dirs = args.run_dirs
+    from ..outputs import PICTURE, check_output
+
+    check_output(out, PICTURE, "compare --out")
     groups = group_runs(read_runs(run_dirs, skipped))
     for reason in skipped or ():
         note(f"left out: {reason}")

@@ -18,18 +18,20 @@ def add_export_command(sub: argparse._SubParsersAction, common: argparse.Argumen
     )  # fmt: skip
     export.add_argument("run_dir")
     export.add_argument("--format", default="torchscript", choices=FORMATS, help="torchscript (default) or onnx (needs rlplug[onnx])")
-    export.add_argument("--out", metavar="FILE", help="where to write it (default: RUN_DIR/policy.pt, or RUN_DIR/policy.onnx)")
+    export.add_argument("--out", metavar="FILE", help="where to write it (default: RUN_DIR/policy.pt, or RUN_DIR/policy.onnx); replaces only an earlier export")
     export.add_argument("--no-check", action="store_true", help="skip reading the file back and comparing its actions with the run's")
     export.set_defaults(func=cmd_export)
 
 
 def cmd_export(args: argparse.Namespace) -> int:
     from ..export import check_format, default_path, describe_inputs, describe_tensor, export_policy
+    from ..outputs import EXPORTED_POLICY, check_output
     from ..runs import open_run
 
     check_format(args.format)  # before the run is opened: a missing onnx is one line, at once
     run_dir = Path(args.run_dir)
     out = Path(args.out) if args.out else default_path(run_dir, args.format)
+    check_output(out, EXPORTED_POLICY, "export --out")  # at once, not after the run is loaded
     build = open_run(open_session(args), run_dir)
     try:
         note(build.extras["saved_run"].note)

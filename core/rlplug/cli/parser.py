@@ -180,6 +180,9 @@ def _name_commands(parser: argparse.ArgumentParser) -> None:
                 _name_commands(command)
 
 
+OVERWRITE_HELP = "replace an existing dataset of this name (only a dataset rlplug wrote)"
+
+
 def _add_dataset_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     dataset = sub.add_parser("dataset", help="offline datasets: collect, from-run, build, info, list")
     dsub = dataset.add_subparsers(dest="dataset_command", required=True, metavar="ACTION")
@@ -192,7 +195,7 @@ def _add_dataset_commands(sub: argparse._SubParsersAction, common: argparse.Argu
     collect.add_argument("--noise", type=option_value, default=0.0, help="epsilon (discrete) or Gaussian std as a fraction of the half action range")
     collect.add_argument("--steps", type=option_value, default=100_000, metavar="N", help="transitions to collect")
     collect.add_argument("--seed", type=option_value, default=0, metavar="S")
-    collect.add_argument("--overwrite", action="store_true")
+    collect.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     collect.add_argument("--no-progress", action="store_true")
     collect.set_defaults(func=command("dataset", "cmd_dataset_collect"))
     from_run = dsub.add_parser("from-run", parents=[common], help="a training run's replay memory as a dataset")
@@ -200,11 +203,11 @@ def _add_dataset_commands(sub: argparse._SubParsersAction, common: argparse.Argu
     from_run.add_argument("--name", help="dataset name (default: RUN_DIR's name + '-replay')")
     from_run.add_argument("--expert", metavar="RUN_DIR", help="run whose return is the expert reference (default: the run itself)")
     from_run.add_argument("--seed", type=option_value, default=0, metavar="S")
-    from_run.add_argument("--overwrite", action="store_true")
+    from_run.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     from_run.set_defaults(func=command("dataset", "cmd_dataset_from_run"))
     build = dsub.add_parser("build", parents=[common], help="make a dataset declared in a recipe file ([datasets.NAME])")
     build.add_argument("name")
-    build.add_argument("--overwrite", action="store_true")
+    build.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     build.add_argument("--no-progress", action="store_true")
     build.set_defaults(func=command("dataset", "cmd_dataset_build"))
     info = dsub.add_parser("info", parents=[common], help="a dataset's metadata")

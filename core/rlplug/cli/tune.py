@@ -44,7 +44,7 @@ def add_tune_command(sub: argparse._SubParsersAction, common: argparse.ArgumentP
     tune.add_argument("--export", action="store_true", help="run no trial: re-evaluate and export the best of an existing study")
     tune.add_argument("--eval-seeds", type=int, default=DEFAULT_EVAL_SEEDS, metavar="K",
                       help=f"fresh seeds the best trial and the recipe as written are re-evaluated on (default: {DEFAULT_EVAL_SEEDS}; 0: none)")
-    tune.add_argument("--out", metavar="FILE", help="where the tuned recipe goes (default: ./NAME-tuned.toml)")
+    tune.add_argument("--out", metavar="FILE", help="where the tuned recipe goes (default: ./NAME-tuned.toml); replaces only an earlier tuned recipe")
     tune.add_argument("--as", dest="as_ref", metavar="NAME[@N]", help="name (and version) of the tuned recipe "
                       "(default: NAME-tuned; NAME alone: its next version)")  # fmt: skip
     tune.add_argument("--report", metavar="FILE.md", help="write a Markdown summary with Optuna's plots (PNGs next to it)")
@@ -90,6 +90,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     _check_options(args)
     quiet = args.json or args.no_progress or args.worker is not None
     session = open_session(args)
+    if args.worker is None:  # before the storage or any trial: a refused --out would otherwise come after the study
+        _check_outputs(session, args)
     context = _Context(args, session)
     if args.worker is not None:
         return _work(context, args)
@@ -308,8 +310,9 @@ def _export(context: _Context, study: Any, args: argparse.Namespace, quiet: bool
     name, version = export_ref(context.session.book, original, args.as_ref)
     comments = summary_comments(study, context.config, best, context.space, reeval, original.ref, context.storage_url)
     description = f"{original.name} tuned by rlplug tune (study {context.study_name}, best of {len(study.trials)} trials)"
-    out = Path(args.out or f"{original.name}-tuned.toml")
-    write_recipe(out, recipe_text(name, version, original.ref, description, fields, hp, tables, comments))
+    out = _out(original, args)
+    write_recipe(out, recipe_text(name, version, original.ref, description, fields, hp, tables, comments),
+                 _inputs(context.session, original))  # fmt: skip
     # the file is read back as `rlplug show NAME --recipes FILE` reads it: what was written is a valid recipe
     from ..pipeline import Session
 
@@ -340,6 +343,30 @@ def _export(context: _Context, study: Any, args: argparse.Namespace, quiet: bool
     if args.report:
         print(f"report: {args.report} (and {len(written) - 2} plots next to it)")
     return 0
+
+
+def _out(recipe: Any, args: argparse.Namespace) -> Path:
+    return Path(args.out or f"{recipe.name}-tuned.toml")
+
+
+def _inputs(session: Any, recipe: Any) -> list[tuple[Path, str]]:
+    """What tune reads and so must never write over: the recipe files, and the file its recipe comes from."""
+    files = [(Path(f), "a recipe file given with --recipes") for f in session.recipe_files]
+    if recipe.source:
+        files.append((Path(recipe.source), f"the file recipe {recipe.ref} comes from"))
+    return files
+
+
+def _check_outputs(session: Any, args: argparse.Namespace) -> None:
+    from ..outputs import TUNED_RECIPE, check_output
+
+    recipe = session.resolve(args.name)
+    inputs = _inputs(session, recipe)
+    check_output(_out(recipe, args), TUNED_RECIPE, "tune --out", inputs)
+    if args.report:
+        from ..tuning.report import check_report_paths
+
+        check_report_paths(Path(args.report), inputs)
 
 
 def _short(value: Any) -> str:

@@ -1,4 +1,5 @@
-"""One writer per run directory: an exclusive OS lock on ``RUN_DIR/.lock`` while a process writes the run.
+"""One writer per run directory: an exclusive OS lock on ``RUN_DIR/.lock`` while a process writes the run
+(and ``hold``: the same kind of lock on any file, for a short write one process at a time may do).
 
 ``train`` and ``resume`` take it before they write anything and keep it for the rest of the process;
 ``eval`` and ``export`` only read and take none. It is a ``flock`` lock, which belongs to the open file
@@ -13,6 +14,8 @@ launcher tells it through ``RLPLUG_RUN_LOCK`` (``PID:DIR``) that the lock is hel
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import RunDirBusyError, RunDirError
@@ -169,3 +172,57 @@ def _alive(pid: int) -> bool:
 def hand_to_workers(run_dir: Path) -> None:
     """Tell the workers this launcher starts that it holds ``run_dir``'s lock for them (rank 0 writes)."""
     os.environ[HELD_VARIABLE] = f"{os.getpid()}:{_key(run_dir)}"
+
+
+_files: dict[tuple[str, int], int] = {}
+"""Lock files held through ``hold``: (path, thread) -> how many ``hold`` blocks of that thread hold it (re-entrant
+in one thread; another thread opens the file again, and ``flock`` then keeps it waiting like another process)."""
+
+
+@contextmanager
+def hold(lock_file: Path, wait: bool, busy: Callable[[str], Exception]) -> Iterator[None]:
+    """An exclusive lock on ``lock_file`` for the block, for a short write that one process at a time may do
+    (an output path, a study storage's creation). ``wait``: block until it is free; else raise ``busy("process
+    PID")`` at once. Re-entrant in one process. The file is removed on release; a process that locked a file
+    removed meanwhile opens the new one and tries again, so two can never both hold the lock."""
+    import threading
+
+    path = Path(lock_file).resolve()
+    key = (str(path), threading.get_ident())
+    if key in _files or fcntl is None:
+        _files[key] = _files.get(key, 0) + 1
+        try:
+            yield
+        finally:
+            _files[key] -= 1
+            if not _files[key]:
+                del _files[key]
+        return
+    fd = _acquire(path, wait, busy)
+    _files[key] = 1
+    try:
+        yield
+    finally:
+        del _files[key]
+        path.unlink(missing_ok=True)  # while still locked: a waiter wakes on a removed file and retries
+        os.close(fd)
+
+
+def _acquire(path: Path, wait: bool, busy: Callable[[str], Exception]) -> int:
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            pid = _read_pid(fd)
+            os.close(fd)
+            raise busy(f"process {pid}" if pid else "another process") from None
+        try:
+            current = os.stat(path).st_ino
+        except FileNotFoundError:
+            current = None
+        if current == os.fstat(fd).st_ino:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            return fd
+        os.close(fd)  # the holder removed this file as it let go: lock the one that is there now

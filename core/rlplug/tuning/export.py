@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..outputs import TUNED_RECIPE, write_file
 from ..recipes import RECIPE_NAME, Recipe, split_ref
 from ..schema import AlgorithmSpec
 from ..space import SearchSpace
@@ -182,11 +183,9 @@ def _optuna_version() -> str:
     return optuna.__version__
 
 
-def write_recipe(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+def write_recipe(path: Path, text: str, inputs: list[tuple[Path, str]]) -> None:
+    """Write the tuned recipe atomically, over nothing or an earlier tuned recipe that is none of ``inputs``."""
+    write_file(path, TUNED_RECIPE, "tune --out", lambda partial: partial.write_text(text, encoding="utf-8"), inputs)
 
 
 def _key(key: str) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..outputs import PICTURE, TUNE_REPORT, check_output, png_metadata, write_file
 from ..schema import choice_text
 from ..space import SearchSpace
 from .export import Reevaluation, best_values
@@ -54,8 +55,21 @@ def write_report(path: Path, study: Any, config: dict[str, Any], best: Any, spac
     for file, title in plots:
         lines += [f"![{title}]({file.name})", ""]
     lines += [f"* {note}" for note in notes]
-    path.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
+    text = "\n".join(lines).rstrip() + "\n"
+    write_file(path, TUNE_REPORT, "tune --report", lambda partial: partial.write_text(text, encoding="utf-8"))
     return [path, *(file for file, _ in plots)]
+
+
+def plot_paths(path: Path) -> list[Path]:
+    """The PNGs written next to the report ``path``, one per plot in ``PLOTS``."""
+    return [path.with_name(f"{path.stem}-{suffix}.png") for suffix, _, _ in PLOTS]
+
+
+def check_report_paths(path: Path, inputs: list[tuple[Path, str]]) -> None:
+    """Refuse, before any trial runs, a report or plot path that holds something an earlier report did not write."""
+    check_output(path, TUNE_REPORT, "tune --report", inputs)
+    for file in plot_paths(path):
+        check_output(file, PICTURE, "tune --report", inputs)
 
 
 def _cell(value: Any) -> str:
@@ -73,8 +87,7 @@ def _plots(path: Path, study: Any) -> tuple[list[tuple[Path, str]], list[str]]:
     from optuna.visualization import matplotlib as plots
 
     written, notes = [], []
-    for suffix, title, function in PLOTS:
-        file = path.with_name(f"{path.stem}-{suffix}.png")
+    for (suffix, title, function), file in zip(PLOTS, plot_paths(path)):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -86,7 +99,8 @@ def _plots(path: Path, study: Any) -> tuple[list[tuple[Path, str]], list[str]]:
             with warnings.catch_warnings():  # a slice plot of many parameters cannot fit its margins; it is still drawn
                 warnings.simplefilter("ignore", UserWarning)
                 figure.tight_layout()
-            figure.savefig(file, dpi=100)
+            write_file(file, PICTURE, "tune --report",
+                       lambda partial: figure.savefig(partial, dpi=100, format="png", metadata=png_metadata("tune")))  # fmt: skip
             plt.close(figure)
             written.append((file, title))
         except (ValueError, RuntimeError, ZeroDivisionError) as err:
