@@ -70,7 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     sub.add_parser("list", parents=[common], help="algorithms x backends, with plugin and version").set_defaults(func=cmd_list)
-    sub.add_parser("recipes", parents=[common], help="known recipes").set_defaults(func=cmd_recipes)
+    recipes = sub.add_parser("recipes", parents=[common], help="known recipes")
+    recipes.add_argument("--zoo", action="store_true", help="RL Baselines3 Zoo's pairs for the installed algorithms "
+                         "(zoo:ALGO/ENV names; needs pip install 'rlplug[zoo]')")
+    recipes.set_defaults(func=cmd_recipes)
 
     show = sub.add_parser("show", parents=[common], help="print a resolved recipe and its backend settings")
     show.add_argument("name")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RecipeError
+from ..recipes import file_stem
 from .common import open_session, print_json
 
 DEFAULT_EVALUATIONS = 5
@@ -308,7 +309,7 @@ def _export(context: _Context, study: Any, args: argparse.Namespace, quiet: bool
     name, version = export_ref(context.session.book, original, args.as_ref)
     comments = summary_comments(study, context.config, best, context.space, reeval, original.ref, context.storage_url)
     description = f"{original.name} tuned by rlplug tune (study {context.study_name}, best of {len(study.trials)} trials)"
-    out = Path(args.out or f"{original.name}-tuned.toml")
+    out = Path(args.out or f"{file_stem(original.name)}-tuned.toml")
     write_recipe(out, recipe_text(name, version, original.ref, description, fields, hp, tables, comments))
     # the file is read back as `rlplug show NAME --recipes FILE` reads it: what was written is a valid recipe
     from ..pipeline import Session
