@@ -8,6 +8,7 @@ from typing import NoReturn
 
 from ..recipes import parse_value
 from .bench import cmd_bench
+from .recipe import add_recipe_parser
 from .catalog import cmd_doctor, cmd_guide, cmd_list, cmd_losses, cmd_recipes, cmd_show
 from .dataset import cmd_dataset_build, cmd_dataset_collect, cmd_dataset_from_run, cmd_dataset_info, cmd_dataset_list
 from .training import cmd_eval, cmd_resume, cmd_train
@@ -148,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_compare_command(sub, common)
 
     _add_dataset_commands(sub, common)
+    add_recipe_parser(sub, common)
     sub.add_parser("doctor", parents=[common], help="versions, plugins, and what failed to load").set_defaults(func=cmd_doctor)
     guide = sub.add_parser("guide", parents=[debug_only], help="print the plugin author's guide (docs/plugins.md)")
     guide.add_argument("topic", nargs="?", default="plugins", choices=("plugins",))

@@ -99,18 +99,12 @@ def _target(algorithm: str, env: str) -> tuple[float, str]:
     pair = verified().get(f"{algorithm}/{env}", {})
     if isinstance(pair.get("target"), (int, float)):
         return float(pair["target"]), "target from its verification"
-    threshold = _reward_threshold(env)
+    from ..envs import reward_threshold
+
+    threshold = reward_threshold(env)
     if threshold is not None:
         return threshold, "target: Gymnasium's reward_threshold (not verified yet)"
     return 0.0, "no target yet (0.0: not verified, and Gymnasium names no reward_threshold)"
-
-
-def _reward_threshold(env: str) -> float | None:
-    import gymnasium as gym
-
-    spec = gym.registry.get(env)
-    threshold = getattr(spec, "reward_threshold", None)
-    return float(threshold) if isinstance(threshold, (int, float)) else None
 
 
 @functools.cache

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import RecipeError
+from ..translation import Row, value_text as _text
 from .sb3 import ACTIVATIONS, OU_DT, SB3_BEHAVIOUR, SB3_DEFAULTS, Symbol, read_python_literal, schedule
 
 ATARI_WRAPPER = "stable_baselines3.common.atari_wrappers.AtariWrapper"
@@ -32,26 +33,6 @@ IGNORED = {
     "replay_buffer_kwargs": "rlplug replays uniformly (no HerReplayBuffer or custom buffers)",
     "use_sde": GSDE, "sde_sample_freq": GSDE, "use_sde_at_warmup": GSDE,
 }  # fmt: skip
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return f'"{value}"'
-    if isinstance(value, float):
-        return repr(float(f"{value:.6g}"))
-    return repr(value)
-
-
-@dataclass
-class Row:
-    key: str
-    value: Any
-    text: str
-    """translated: the rlplug settings it became (``rollout_steps = 32``); dropped: why."""
-    origin: str = "zoo"
-    """``zoo`` (the entry says it) or ``sb3`` (SB3's default for a key the entry leaves out)."""
 
 
 @dataclass
