@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -162,3 +164,16 @@ def test_a_zoo_recipe_trains_into_a_run_dir_that_evaluates(tmp_path, monkeypatch
     recorded = json.loads((run / "recipe.json").read_text())["recipe"]
     assert recorded["name"] == "zoo:dqn/CartPole-v1" and recorded["hyperparameters"]["td_loss"] == "huber"
     assert main(["eval", str(run), "--episodes", "1"]) == 0, capsys.readouterr().err
+
+
+def test_zoo_listing_and_show_import_neither_torch_nor_the_zoo():
+    code = (
+        "import sys, contextlib, io\n"
+        "from rlplug.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    for argv in (['recipes', '--zoo'], ['show', 'zoo:td3/Pendulum-v1'], ['show', 'zoo:ppo/Acrobot-v1']):\n"
+        "        assert main(argv) == 0, argv\n"
+        "print([m for m in ('torch', 'skrl', 'torchrl', 'rl_zoo3', 'stable_baselines3') if m in sys.modules])\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and result.stdout.strip() == "[]", result.stderr
