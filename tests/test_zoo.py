@@ -44,6 +44,7 @@ def test_ppo_entry_translates_sb3_semantics(session):
     atari = session.resolve("zoo:ppo/ALE/Breakout-v5")  # the Zoo's 'atari' entry for any ALE game
     assert (atari.atari, atari.terminal_on_life_loss, atari.frame_stack, atari.encoder) == (True, True, 4, "nature_cnn")
     assert (atari.hyperparameters["learning_rate"], atari.hyperparameters["lr_schedule"]) == (2.5e-4, "linear")
+    assert atari.hyperparameters["hidden_sizes"] == []  # SB3 puts CnnPolicy's heads straight on NatureCNN
     _, dropped = rows("zoo:ppo/ALE/Breakout-v5")
     assert "clip_range (schedule)" in dropped and "env_wrapper AtariWrapper (FireResetEnv)" in dropped
 

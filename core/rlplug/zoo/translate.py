@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -77,7 +78,8 @@ class _Context:
         self._half_range: tuple[float, str] | None = None
 
     def _row(self, key: str, value: Any, text: str) -> Row:
-        return Row(key, value, text, self.origins.get(key.partition(".")[0].partition(" ")[0], "zoo"))
+        origin = self.origins.get(key) or self.origins.get(re.split(r"[., ]", key)[0], "zoo")
+        return Row(key, value, text, origin)
 
     def field(self, key: str, value: Any, note: str = "", **fields: Any) -> None:
         self.fields.update(fields)
@@ -241,6 +243,8 @@ def _normalize(c: _Context, key: str, value: Any) -> None:
 def _policy_kwargs(c: _Context, key: str, value: Any) -> None:
     """SB3 merges ``policy_kwargs`` over the policy's defaults; the SB3 defaults here hold those defaults."""
     defaults = read_python_literal(SB3_DEFAULTS[c.t.algorithm]["policy_kwargs"])
+    if c.p.get("policy") == "CnnPolicy" and c.t.algorithm in ("ppo", "dqn"):
+        defaults["net_arch"] = []  # SB3's PPO and DQN put the heads straight on NatureCNN's features
     given: dict[str, Any] = {}
     if c.origins.get(key) == "zoo":
         try:
