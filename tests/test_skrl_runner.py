@@ -34,7 +34,7 @@ def test_every_key_of_skrls_runner_files_is_translated_or_dropped(algorithm):
     assert table["algorithm"] == algorithm and table["steps"] == cfg["trainer"]["timesteps"]
 
 
-def skrl_runner_agent_cfg(algorithm):
+def skrl_runner_agent_cfg(algorithm, directory):
     """The agent configuration skrl's own Runner builds from the file, on Pendulum-v1."""
     import gymnasium as gym
     from skrl.envs.wrappers.torch import wrap_env
@@ -43,6 +43,7 @@ def skrl_runner_agent_cfg(algorithm):
     env = wrap_env(gym.make("Pendulum-v1"), wrapper="gymnasium")
     cfg = Runner.load_cfg_from_yaml(str(FILES[algorithm]))
     cfg["trainer"]["close_environment_at_exit"] = False  # closed below, not at interpreter exit
+    cfg["agent"]["experiment"].update(directory=str(directory), write_interval=0, checkpoint_interval=0)  # no files
     try:
         return Runner(env, cfg).agent.cfg
     finally:
@@ -54,7 +55,7 @@ def test_translated_ppo_matches_skrls_runner_agent(tmp_path):
     recipe = session.resolve("r-ppo")
     spec = session.host.algorithm("ppo")
     ours = backend_settings(spec, "skrl", {**spec.defaults(), **recipe.hyperparameters}, recipe)
-    theirs = skrl_runner_agent_cfg("ppo")
+    theirs = skrl_runner_agent_cfg("ppo", tmp_path)
     assert theirs.learning_rate == (ours["learning_rate"],) * 2  # skrl's Runner: one rate per model (policy, value)
     for key in ("rollouts", "learning_epochs", "mini_batches", "discount_factor", "gae_lambda", "grad_norm_clip", "ratio_clip", "value_clip", "entropy_loss_scale", "value_loss_scale", "kl_threshold",
                 "time_limit_bootstrap"):  # fmt: skip
@@ -72,7 +73,7 @@ def test_translated_sac_matches_skrls_runner_agent(tmp_path):
     recipe = session.resolve("r-sac")
     spec = session.host.algorithm("sac")
     ours = backend_settings(spec, "skrl", {**spec.defaults(), **recipe.hyperparameters}, recipe)
-    theirs = dataclasses.asdict(skrl_runner_agent_cfg("sac"))
+    theirs = dataclasses.asdict(skrl_runner_agent_cfg("sac", tmp_path))
     for key in ("batch_size", "discount_factor", "grad_norm_clip", "learn_entropy", "initial_entropy_value", "target_entropy"):
         assert ours[key] == theirs[key], key
     assert ours["learning_rate"] == list(theirs["learning_rate"]) and ours["tau"] == theirs["polyak"]
