@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.metadata
+import importlib.util
 import json
 import subprocess
 import sys
