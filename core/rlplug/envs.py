@@ -100,6 +100,14 @@ def suite_of(env_id: str) -> Suite | None:
     return None
 
 
+def reward_threshold(env_id: str) -> float | None:
+    """The return Gymnasium registers as solving ``env_id`` (its spec's ``reward_threshold``), without making it."""
+    import gymnasium as gym
+
+    threshold = getattr(gym.registry.get(split_env_id(env_id)[1]), "reward_threshold", None)
+    return float(threshold) if isinstance(threshold, (int, float)) else None
+
+
 def require_suite(env_id: str, atari: bool = False) -> Suite | None:
     """Refuse an id whose suite is not installed, naming the extra that installs it; returns the suite."""
     suite = suite_of(env_id)

@@ -112,3 +112,7 @@ class RunInterrupted(KeyboardInterrupt):
     @property
     def exit_code(self) -> int:
         return 128 + self.signum
+
+
+class ZooMissingError(BackendMissingError):
+    """A ``zoo:ALGO/ENV`` recipe without the zoo extra (RL Baselines3 Zoo's hyperparameter files) installed."""

@@ -158,6 +158,8 @@ OPTION_PARAMS: dict[str, Param] = {p.name: p for p in (
 )}
 RECIPE_NAME = re.compile(r"[^\W_][\w.+-]*")
 """A recipe name: a letter or digit, then letters, digits, ``_ . + -`` (no spaces, no ``/``, no ``@``)."""
+ZOO_PREFIX = "zoo:"
+"""``zoo:ALGO/ENV`` names RL Baselines3 Zoo's tuned entry, translated by ``rlplug.zoo`` when it is used."""
 BACKEND_TABLES = ("skrl", "torchrl")
 """Known backend names; a table with one of these names holds raw backend settings."""
 
@@ -358,6 +360,15 @@ def _entry_from_table(key: str, table: Any, source: str) -> _Entry:
     return _Entry(name, version, table, source)
 
 
+def is_zoo_name(name: str) -> bool:
+    return name.startswith(ZOO_PREFIX)
+
+
+def file_stem(name: str) -> str:
+    """A recipe name as part of a file or directory name (``zoo:ppo/ALE/Pong-v5`` -> ``zoo-ppo-ALE-Pong-v5``)."""
+    return name.replace(":", "-").replace("/", "-") if is_zoo_name(name) else name
+
+
 def check_recipe_name(name: str, source: str) -> None:
     if not RECIPE_NAME.fullmatch(name):
         raise RecipeError(
@@ -411,6 +422,8 @@ class RecipeBook:
         self.conflicts: dict[str, list[str]] = {}
         self.datasets: dict[str, DatasetTable] = {}
         """Declared datasets by name (``[datasets.NAME]`` tables); a later file's declaration wins."""
+        self._zoo: dict[str, _Entry] = {}
+        """``zoo:`` recipes translated so far; the Zoo is read only when one is asked for."""
 
     def add(self, entry: _Entry) -> None:
         """Add a recipe; the same name and version from two sources is an error when that recipe is used."""
@@ -442,6 +455,8 @@ class RecipeBook:
 
     def _entry(self, ref: str) -> _Entry:
         name, version = split_ref(ref)
+        if is_zoo_name(name):
+            return self._zoo_entry(name, version)
         versions = self._entries.get(name)
         if not versions:
             raise UnknownNameError(f"unknown recipe '{name}'" + did_you_mean(name, self._entries))
@@ -455,6 +470,19 @@ class RecipeBook:
         if sources:
             raise RecipeError(f"recipe '{name}@{version}' is defined twice: in {' and in '.join(sources)}")
         return versions[version]
+
+    def _zoo_entry(self, name: str, version: int | None) -> _Entry:
+        """A ``zoo:ALGO/ENV`` recipe (version 1: the installed Zoo's entry), translated on first use."""
+        if version not in (None, 1):
+            raise UnknownNameError(f"recipe '{name}' has no version {version} (Zoo recipes have one: 1)")
+        entry = self._zoo.get(name)
+        if entry is None:
+            from .zoo import recipe_table
+
+            table, source = recipe_table(name)
+            _check_fields(table, f"recipe '{name}' ({source})")
+            entry = self._zoo[name] = _Entry(name, 1, table, source)
+        return entry
 
     def raw(self, ref: str, _seen: tuple[str, ...] = ()) -> tuple[dict[str, Any], _Entry]:
         """The recipe's table with its ``extends`` chain merged in (parents first)."""
@@ -513,7 +541,8 @@ def check_fields(recipe: Recipe) -> None:
     """A ``Recipe`` made elsewhere (a run directory's ``recipe.json``, a user's) meets the same field domains
     as one resolved from a file; values are converted in place (a whole-number float becomes an int)."""
     where = f"recipe '{recipe.name}'"
-    check_recipe_name(str(recipe.name), where)
+    if not is_zoo_name(str(recipe.name)):
+        check_recipe_name(str(recipe.name), where)
     for key, param in FIELD_PARAMS.items():
         if hasattr(recipe, key):
             try:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RlplugError, RunDirError, UnknownNameError
+from ..recipes import file_stem
 from ..seeded import aggregate, check_jobs, ci_text, parse_seeds, reference_text, result_text, seeds_text, target_text, wall_text
 from ..suggest import did_you_mean
 from ..tables import format_table
@@ -232,7 +233,7 @@ def check_backend_names(session: Any, backends: list[str]) -> None:
 
 def unit_run_dir(args: argparse.Namespace, row: Row, seed: int) -> Path | None:
     """Each unit's run directory under ``--runs-dir`` (metrics, curve.png) for the report; none without it."""
-    return Path(args.runs_dir) / f"{row.name}-{row.backend}-seed{seed}" if args.runs_dir else None
+    return Path(args.runs_dir) / f"{file_stem(row.name)}-{row.backend}-seed{seed}" if args.runs_dir else None
 
 
 def unit_line(row: Row, seed: int, result: dict[str, Any]) -> str:

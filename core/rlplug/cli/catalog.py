@@ -38,6 +38,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_recipes(args: argparse.Namespace) -> int:
     session = open_session(args)
+    if getattr(args, "zoo", False):
+        return zoo_recipes(args, session)
     rows, data = [], []
     for name, ver in session.book.refs():
         table, entry = session.book.raw(f"{name}@{ver}")
@@ -77,15 +79,56 @@ def cmd_show(args: argparse.Namespace) -> int:
     table["backend"] = backend
     table["loss"] = recipe.loss or spec.loss_for(backend)
     domains = {"": field_domains(), "hyperparameters": spec.domains()}
+    zoo = zoo_translation(recipe.name)
     if args.json:
+        extra = {"zoo": {"entry": zoo.entry, "file": zoo.file,
+                         "translated": [{"key": r.key, "value": r.value, "to": r.text, "origin": r.origin} for r in zoo.translated],
+                         "dropped": [{"key": r.key, "value": r.value, "reason": r.text, "origin": r.origin} for r in zoo.dropped]}
+                 } if zoo else {}  # fmt: skip
         print_json({"recipe": table, "backend_settings": {backend: settings},
-                    "domains": {"fields": domains[""], "hyperparameters": domains["hyperparameters"]}})
+                    "domains": {"fields": domains[""], "hyperparameters": domains["hyperparameters"]}, **extra})
         return 0
     print(f"# {recipe.ref} from {recipe.source}, resolved for the {backend} backend; each value's domain after it")
+    for line in zoo.lines() if zoo else ():
+        print(f"# {line}")
     print(to_toml(table, comments=domains))
     print(f"\n# {backend}'s own settings, translated from the hyperparameters (raw overrides applied)")
     print(to_toml({backend: settings}))
     return 0
+
+
+def zoo_recipes(args: argparse.Namespace, session: Any) -> int:
+    """``rlplug recipes --zoo``: the Zoo's pairs; those of algorithms not installed are listed as such."""
+    from ..zoo import NOT_TRANSLATED, pairs
+
+    installed = session.host.algorithms
+    rows, data = [], []
+    for pair in pairs():
+        if pair.algorithm in installed:
+            algorithm = pair.algorithm
+        else:
+            algorithm = f"{pair.algorithm} ({NOT_TRANSLATED.get(pair.algorithm, 'its plugin is not installed')})"
+        rows.append([pair.name, algorithm, pair.env_status, pair.verified])
+        data.append({"name": pair.name, "algorithm": pair.algorithm, "algorithm_installed": pair.algorithm in installed,
+                     "env": pair.env, "env_status": pair.env_status, "verified": pair.verified})
+    if args.json:
+        print_json(data)
+    else:
+        print(format_table(["recipe", "algorithm", "environment here", "verified"], rows))
+        usable = sum(1 for d in data if d["algorithm_installed"] and d["env_status"] == "installed")
+        print(f"{usable} of {len(data)} pairs can be trained here; `rlplug show NAME` lists what each translates and drops")
+    return 0
+
+
+def zoo_translation(name: str) -> Any:
+    """The key-by-key translation behind a ``zoo:`` recipe, or ``None`` for any other recipe."""
+    from ..recipes import is_zoo_name
+
+    if not is_zoo_name(name):
+        return None
+    from ..zoo import translation
+
+    return translation(name)
 
 
 def cmd_losses(args: argparse.Namespace) -> int:

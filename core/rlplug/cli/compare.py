@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CompareError
+from ..recipes import file_stem
 from .common import note, print_json
 
 
@@ -27,7 +28,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     if bool(args.run_dirs) == bool(args.recipe):
         raise CompareError("give run directories or --recipe NAME (one of the two)")
-    out = Path(args.out) if args.out else Path(f"compare-{args.recipe.replace('@', '-')}.png" if args.recipe else "compare.png")
+    out = Path(args.out) if args.out else Path(f"compare-{file_stem(args.recipe).replace('@', '-')}.png" if args.recipe else "compare.png")
     if out.suffix.lower() != ".png":
         raise CompareError(f"--out {out} must name a .png file")
     skipped: list[str] | None = None

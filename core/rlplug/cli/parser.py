@@ -83,7 +83,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     sub.add_parser("list", parents=[common], help="algorithms x backends, with plugin and version").set_defaults(func=command("catalog", "cmd_list"))
-    sub.add_parser("recipes", parents=[common], help="known recipes").set_defaults(func=command("catalog", "cmd_recipes"))
+    recipes = sub.add_parser("recipes", parents=[common], help="known recipes")
+    recipes.add_argument("--zoo", action="store_true", help="RL Baselines3 Zoo's pairs for the installed algorithms "
+                         "(zoo:ALGO/ENV names; needs pip install 'rlplug[zoo]')")
+    recipes.set_defaults(func=command("catalog", "cmd_recipes"))
 
     show = sub.add_parser("show", parents=[common], help="print a resolved recipe and its backend settings")
     show.add_argument("name")
@@ -161,6 +164,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_compare_command(sub, common)
 
     _add_dataset_commands(sub, common)
+    from .recipe import add_recipe_parser  # recipe from-skrl; the translator is imported when it runs
+
+    add_recipe_parser(sub, common)
     sub.add_parser("doctor", parents=[common], help="versions, plugins, and what failed to load").set_defaults(func=command("catalog", "cmd_doctor"))
     guide = sub.add_parser("guide", parents=[debug_only], help="print the plugin author's guide (docs/plugins.md)")
     guide.add_argument("topic", nargs="?", default="plugins", choices=("plugins",))

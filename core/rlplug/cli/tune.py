@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RecipeError
+from ..recipes import file_stem
 from .common import open_session, print_json
 
 DEFAULT_EVALUATIONS = 5
@@ -346,7 +347,7 @@ def _export(context: _Context, study: Any, args: argparse.Namespace, quiet: bool
 
 
 def _out(recipe: Any, args: argparse.Namespace) -> Path:
-    return Path(args.out or f"{recipe.name}-tuned.toml")
+    return Path(args.out or f"{file_stem(recipe.name)}-tuned.toml")
 
 
 def _inputs(session: Any, recipe: Any) -> list[tuple[Path, str]]:

@@ -25,7 +25,7 @@ from ..distributed import COMMAND_VARIABLE
 from ..errors import CheckpointMismatchError, CorruptCheckpointError, RunDirBusyError, RunDirError
 from ..hookspecs import Build
 from ..jsonfiles import read_json_object
-from ..recipes import Recipe
+from ..recipes import Recipe, file_stem
 from .lock import LOCK_FILE, busy_message, held_here, holder, lock_run_dir, os_reason, unlock_run_dir
 from .versions import versions
 
@@ -37,7 +37,7 @@ PREVIOUS_CHECKPOINT = CHECKPOINT.with_name(PREVIOUS)
 
 def default_run_dir(recipe: Recipe, backend: str) -> Path:
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path("runs") / f"{recipe.name}-{backend}-{stamp}"
+    return Path("runs") / f"{file_stem(recipe.name)}-{backend}-{stamp}"
 
 
 @contextmanager

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..outputs import TUNED_RECIPE, write_file
-from ..recipes import RECIPE_NAME, Recipe, split_ref
+from ..recipes import RECIPE_NAME, Recipe, file_stem, split_ref
 from ..schema import AlgorithmSpec
 from ..space import SearchSpace
 from . import StudyError
@@ -98,7 +98,7 @@ def tuned_recipe(plan: TrialPlan, best_hp: dict[str, Any]) -> Recipe:
 def export_ref(book: Any, original: Recipe, as_ref: str | None) -> tuple[str, int]:
     """The tuned recipe's name and version: ``NAME-tuned``, or ``--as NAME[@N]`` (without ``@N``: the next
     version of NAME). A name and version that already exist are refused."""
-    name, version = split_ref(as_ref) if as_ref else (f"{original.name}-tuned", None)
+    name, version = split_ref(as_ref) if as_ref else (f"{file_stem(original.name)}-tuned", None)
     if not RECIPE_NAME.fullmatch(name):
         raise StudyError(f"--as {as_ref}: {name!r} is not a recipe name (letters, digits and _ . + -, no spaces)")
     versions = [v for n, v in book.refs() if n == name]

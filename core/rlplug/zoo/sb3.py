@@ -1,0 +1,96 @@
+"""What a Zoo entry means to Stable-Baselines3, without importing it: SB3's defaults for the keys an entry
+leaves out, its strings (``lin_3e-4`` schedules, ``policy_kwargs`` such as ``dict(net_arch=[64, 64],
+activation_fn=nn.ReLU)``) read safely, never ``eval``-ed.
+
+The defaults are those of Stable-Baselines3 2.9.2's constructors (``PPO.__init__``, ``SAC.__init__``, ``TD3.__init__``,
+``DQN.__init__`` and the policies' ``net_arch`` / ``activation_fn``); the Zoo passes an entry's keys to them as
+keyword arguments, so what an entry does not say is what SB3 does by default.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+SB3_DEFAULTS: dict[str, dict[str, Any]] = {
+    "ppo": {"learning_rate": 3e-4, "n_steps": 2048, "batch_size": 64, "n_epochs": 10, "gamma": 0.99, "gae_lambda": 0.95,
+            "clip_range": 0.2, "ent_coef": 0.0, "vf_coef": 0.5, "max_grad_norm": 0.5,
+            "policy_kwargs": "dict(net_arch=dict(pi=[64, 64], vf=[64, 64]), activation_fn=nn.Tanh, log_std_init=0.0)"},
+    "sac": {"learning_rate": 3e-4, "buffer_size": 1_000_000, "learning_starts": 100, "batch_size": 256, "tau": 0.005,
+            "gamma": 0.99, "train_freq": 1, "gradient_steps": 1, "ent_coef": "auto", "target_update_interval": 1,
+            "target_entropy": "auto", "policy_kwargs": "dict(net_arch=[256, 256], activation_fn=nn.ReLU)"},
+    "td3": {"learning_rate": 1e-3, "buffer_size": 1_000_000, "learning_starts": 100, "batch_size": 256, "tau": 0.005,
+            "gamma": 0.99, "train_freq": 1, "gradient_steps": 1, "policy_delay": 2, "target_policy_noise": 0.2,
+            "target_noise_clip": 0.5, "noise_type": None, "policy_kwargs": "dict(net_arch=[400, 300], activation_fn=nn.ReLU)"},
+    "dqn": {"learning_rate": 1e-4, "buffer_size": 1_000_000, "learning_starts": 100, "batch_size": 32, "tau": 1.0,
+            "gamma": 0.99, "train_freq": 4, "gradient_steps": 1, "target_update_interval": 10_000,
+            "exploration_fraction": 0.1, "exploration_initial_eps": 1.0, "exploration_final_eps": 0.05,
+            "max_grad_norm": 10.0, "policy_kwargs": "dict(net_arch=[64, 64], activation_fn=nn.ReLU)"},
+}  # fmt: skip
+"""Per algorithm, SB3's constructor defaults that rlplug's own defaults would otherwise replace."""
+
+SB3_BEHAVIOUR: dict[str, dict[str, tuple[Any, str]]] = {
+    "sac": {"squash_actions": (True, "SB3's SAC policy is a tanh-squashed Gaussian")},
+    "dqn": {"td_loss": ("huber", "SB3's DQN minimises the smooth-L1 (Huber) TD loss")},
+}
+"""Hyperparameters that are not Zoo keys but SB3's fixed behaviour, set so the recipe does what SB3 does."""
+
+ACTIVATIONS = {"ReLU": "relu", "Tanh": "tanh", "ELU": "elu"}
+"""torch.nn activation classes (``nn.ReLU``) -> rlplug's activation names."""
+
+OU_DT = 1e-2
+"""SB3's ``OrnsteinUhlenbeckActionNoise`` time step: x += theta * (mu - x) * dt + sigma * sqrt(dt) * N(0, 1)."""
+
+
+class Symbol(str):
+    """A name in a Zoo string (``nn.ReLU``, ``th.nn.Tanh``), kept as its dotted text, never looked up."""
+
+    @property
+    def last(self) -> str:
+        return self.rpartition(".")[2]
+
+
+def read_python_literal(text: str) -> Any:
+    """A Zoo string such as ``dict(net_arch=dict(pi=[64], vf=[64]), activation_fn=nn.ReLU)`` as plain data:
+    numbers, strings, lists, ``dict(...)`` calls and dict literals; names become ``Symbol``s. Anything else
+    (calls of other functions, arithmetic) raises ``ValueError`` naming the part."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as err:
+        raise ValueError(f"{text!r} is not a Python expression ({err.msg})") from None
+    return _value(tree.body)
+
+
+def _value(node: ast.AST) -> Any:
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        value = _value(node.operand)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return -value if isinstance(node.op, ast.USub) else value
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [_value(item) for item in node.elts]
+    if isinstance(node, ast.Dict) and None not in node.keys:
+        return {_value(k): _value(v) for k, v in zip(node.keys, node.values, strict=True)}  # type: ignore[arg-type]
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict" and not node.args:
+        if all(kw.arg is not None for kw in node.keywords):
+            return {kw.arg: _value(kw.value) for kw in node.keywords}
+    if isinstance(node, ast.Name):
+        return Symbol(node.id)
+    if isinstance(node, ast.Attribute):
+        base = _value(node.value)
+        if isinstance(base, Symbol):
+            return Symbol(f"{base}.{node.attr}")
+    raise ValueError(f"cannot read {ast.unparse(node)!r} (only numbers, strings, lists, dict(...) and names such as nn.ReLU)")
+
+
+def schedule(value: Any) -> tuple[float, bool]:
+    """A Zoo rate: a number, or ``lin_X`` (the Zoo's linear schedule from X to 0 over the run) -> ``(X, linear)``."""
+    if isinstance(value, str):
+        kind, _, initial = value.partition("_")
+        if kind != "lin":
+            raise ValueError(f"{value!r} is neither a number nor a 'lin_X' schedule")
+        return float(initial), True
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{value!r} is neither a number nor a 'lin_X' schedule")
+    return float(value), False

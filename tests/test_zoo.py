@@ -1,0 +1,180 @@
+"""``zoo:ALGO/ENV`` recipes: RL Baselines3 Zoo's entries translated key by key (rlplug.zoo)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+
+import pytest
+
+from rlplug.cli import main
+from rlplug.pipeline import Session, backend_settings
+
+pytest.importorskip("yaml")
+if importlib.util.find_spec("rl_zoo3") is None:  # the zoo extra; its files are read as data, never imported
+    pytest.skip("the zoo extra (rl_zoo3) is not installed", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def session():
+    return Session()
+
+
+def hp(session, name):
+    return session.resolve(name).hyperparameters
+
+
+def rows(name):
+    from rlplug.zoo import translation
+
+    done = translation(name)
+    return {r.key: r for r in done.translated}, {r.key: r for r in done.dropped}
+
+
+def test_ppo_entry_translates_sb3_semantics(session):
+    recipe = session.resolve("zoo:ppo/Acrobot-v1")  # n_envs 16, n_steps 256, batch 64, normalize: true
+    assert (recipe.env, recipe.num_envs, recipe.steps, recipe.normalize_reward) == ("Acrobot-v1", 16, 1_000_000, True)
+    h = recipe.hyperparameters
+    # batch_size is SB3's minibatch size: 16 x 256 transitions in minibatches of 64
+    assert (h["rollout_steps"], h["minibatches"], h["epochs"], h["gae_lambda"]) == (256, 64, 4, 0.94)
+    assert h["normalize_observations"] is True and h["lr_schedule"] == "constant"
+    assert (h["hidden_sizes"], h["activation"]) == ([64, 64], "tanh")  # SB3's PPO defaults
+    atari = session.resolve("zoo:ppo/ALE/Breakout-v5")  # the Zoo's 'atari' entry for any ALE game
+    assert (atari.atari, atari.terminal_on_life_loss, atari.frame_stack, atari.encoder) == (True, True, 4, "nature_cnn")
+    assert (atari.hyperparameters["learning_rate"], atari.hyperparameters["lr_schedule"]) == (2.5e-4, "linear")
+    assert atari.hyperparameters["hidden_sizes"] == []  # SB3 puts CnnPolicy's heads straight on NatureCNN
+    _, dropped = rows("zoo:ppo/ALE/Breakout-v5")
+    assert "clip_range (schedule)" in dropped and "env_wrapper AtariWrapper (FireResetEnv)" in dropped
+
+
+def test_policy_kwargs_are_read_as_data_not_evaluated(session):
+    h = hp(session, "zoo:ppo/HalfCheetah-v4")  # dict(log_std_init=-2, ortho_init=False, nn.ReLU, pi/vf 256x2)
+    assert (h["hidden_sizes"], h["activation"], h["initial_log_std"]) == ([256, 256], "relu", -2.0)
+    from rlplug.zoo.sb3 import read_python_literal
+
+    with pytest.raises(ValueError, match="cannot read"):
+        read_python_literal("dict(net_arch=__import__('os').getcwd())")
+
+
+def test_offpolicy_entries_translate_sb3_semantics(session):
+    h = hp(session, "zoo:dqn/CartPole-v1")  # train_freq 256, gradient_steps 128, target_update_interval 10 env steps
+    assert (h["train_every"], h["utd_ratio"], h["target_update"], h["target_update_period"]) == (256, 0.5, "hard", 128)
+    assert (h["epsilon_decay_steps"], h["epsilon_end"], h["td_loss"]) == (8_000, 0.04, "huber")  # 0.16 x 50k
+    assert hp(session, "zoo:dqn/Acrobot-v1")["target_update_period"] == 250  # 250 env steps, one gradient step each
+    sac = hp(session, "zoo:sac/MountainCarContinuous-v0")  # ent_coef 0.1: a fixed alpha; gSDE dropped
+    assert (sac["learn_alpha"], sac["initial_alpha"], sac["squash_actions"], sac["train_every"]) == (False, 0.1, True, 32)
+    _, dropped = rows("zoo:sac/MountainCarContinuous-v0")
+    assert {"use_sde", "policy_kwargs.log_std_init", "policy_kwargs.use_expln"} <= set(dropped)
+    td3 = hp(session, "zoo:td3/Pendulum-v1")  # SB3's noise is on actions scaled to [-1, 1]; Pendulum's are [-2, 2]
+    assert (td3["exploration_noise"], td3["exploration_std"], td3["target_policy_noise"]) == ("gaussian", 0.2, 0.4)
+    assert (td3["hidden_sizes"], td3["gamma"], td3["learning_starts"]) == ([400, 300], 0.98, 10_000)
+
+
+def test_show_lists_translated_and_dropped_keys(capsys):
+    assert main(["show", "zoo:sac/MountainCarContinuous-v0", "--backend", "torchrl"]) == 0
+    out = capsys.readouterr().out
+    assert "#   ent_coef = 0.1 -> learn_alpha = false, initial_alpha = 0.1" in out
+    assert "#   use_sde = true: gSDE" in out and "dropped" in out
+    assert main(["show", "zoo:dqn/CartPole-v1", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {"key": "gradient_steps", "value": 128, "origin": "zoo"}.items() <= data["zoo"]["translated"][9].items() or any(
+        r["key"] == "gradient_steps" and r["to"].startswith("utd_ratio = 0.5") for r in data["zoo"]["translated"])
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("zoo:ppo/Acrobot-v2", "unknown Zoo pair 'zoo:ppo/Acrobot-v2': the Zoo has no ppo entry for 'Acrobot-v2' (did you mean 'Acrobot-v1'?)"),
+    ("zoo:ppp/Acrobot-v1", "(did you mean 'ppo'?)"),
+    ("zoo:ddpg/Pendulum-v1", "the Zoo's ddpg entries needs the ddpg plugin"),
+    ("zoo:ppo", "a Zoo recipe is named zoo:ALGO/ENV"),
+    ("zoo:ppo/Acrobot-v1@2", "has no version 2"),
+])  # fmt: skip
+def test_bad_zoo_names_are_one_line(name, expected, capsys):
+    assert main(["show", name]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and expected in err[0], err
+
+
+def test_without_the_extra_a_zoo_name_names_it(monkeypatch, capsys):
+    from rlplug import zoo
+    from rlplug.zoo import files
+
+    caches = (files.hyperparams_dir, files.load, zoo.translation)
+    monkeypatch.setattr(files, "DISTRIBUTION", "rl-zoo3-not-installed")
+    for cache in caches:
+        cache.cache_clear()
+    try:
+        assert main(["show", "zoo:ppo/Acrobot-v1"]) == 2
+        assert main(["recipes", "--zoo"]) == 2
+    finally:
+        for cache in caches:
+            cache.cache_clear()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["rlplug: error: recipe 'zoo:ppo/Acrobot-v1' is read from RL Baselines3 Zoo's hyperparameter files, "
+                   "which are not installed: pip install 'rlplug[zoo]'",
+                   "rlplug: error: recipe 'zoo:...' is read from RL Baselines3 Zoo's hyperparameter files, which are not "
+                   "installed: pip install 'rlplug[zoo]'"]  # fmt: skip
+
+
+def test_recipes_lists_the_zoo_only_with_zoo(monkeypatch, capsys):
+    from rlplug.zoo import files
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("listing recipes must not read the Zoo")
+
+    monkeypatch.setattr(files, "load", refuse)
+    assert main(["recipes"]) == 0
+    assert "zoo:" not in capsys.readouterr().out
+    monkeypatch.undo()
+    assert main(["recipes", "--zoo", "--json"]) == 0
+    listed = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
+    assert listed["zoo:ppo/Acrobot-v1"]["env_status"] == "installed" and listed["zoo:ppo/Acrobot-v1"]["verified"] == "not yet"
+    assert listed["zoo:dqn/ALE/*"]["algorithm"] == "dqn"
+    assert listed["zoo:ddpg/Pendulum-v1"]["algorithm_installed"] is False
+    assert listed["zoo:sac/HalfCheetahBulletEnv-v0"]["env_status"].startswith("not registered")
+    assert listed["zoo:ppo/Reacher-v2"]["env_status"] == "not makeable with gymnasium 1.x (needs mujoco-py)"
+
+
+def test_every_pair_that_can_be_made_here_resolves_on_both_backends(session):
+    from rlplug.zoo import pairs
+
+    names = [p.name for p in pairs(session.host.algorithms) if p.env_status == "installed" and not p.env.startswith("ALE/")]
+    assert len(names) >= 40
+    for name in [*names, "zoo:ppo/ALE/Pong-v5", "zoo:dqn/ALE/Pong-v5"]:
+        recipe = session.resolve(name)
+        spec = session.host.algorithm(recipe.algorithm)
+        for backend in ("skrl", "torchrl"):
+            backend_settings(spec, backend, {**spec.defaults(), **recipe.hyperparameters}, recipe)
+
+
+def test_a_user_recipe_extends_a_zoo_recipe(tmp_path, session):
+    path = tmp_path / "mine.toml"
+    path.write_text('[recipes.my-acrobot]\nextends = "zoo:dqn/Acrobot-v1"\nsteps = 500\n[recipes.my-acrobot.hyperparameters]\nbatch_size = 32\n')
+    mine = Session(recipe_files=[str(path)]).resolve("my-acrobot")
+    zoo = session.resolve("zoo:dqn/Acrobot-v1")
+    assert mine.steps == 500 and mine.hyperparameters == {**zoo.hyperparameters, "batch_size": 32}
+
+
+def test_a_zoo_recipe_trains_into_a_run_dir_that_evaluates(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    argv = ["train", "zoo:dqn/CartPole-v1", "--steps", "300", "--set", "learning_starts=100", "--set", "train_every=50"]
+    assert main(argv) == 0, capsys.readouterr().err
+    (run,) = (tmp_path / "runs").iterdir()
+    assert run.name.startswith("zoo-dqn-CartPole-v1-skrl-")
+    recorded = json.loads((run / "recipe.json").read_text())["recipe"]
+    assert recorded["name"] == "zoo:dqn/CartPole-v1" and recorded["hyperparameters"]["td_loss"] == "huber"
+    assert main(["eval", str(run), "--episodes", "1"]) == 0, capsys.readouterr().err
+
+
+def test_zoo_listing_and_show_import_neither_torch_nor_the_zoo():
+    code = (
+        "import sys, contextlib, io\n"
+        "from rlplug.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    for argv in (['recipes', '--zoo'], ['show', 'zoo:td3/Pendulum-v1'], ['show', 'zoo:ppo/Acrobot-v1']):\n"
+        "        assert main(argv) == 0, argv\n"
+        "print([m for m in ('torch', 'skrl', 'torchrl', 'rl_zoo3', 'stable_baselines3') if m in sys.modules])\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and result.stdout.strip() == "[]", result.stderr
