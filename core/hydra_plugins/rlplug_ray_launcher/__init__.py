@@ -1,7 +1,7 @@
 """A Hydra launcher that runs each job of a sweep as a Ray task: ``hydra/launcher=rlplug_ray``.
 
-Why not ``hydra-ray-launcher``: it requires ``cloudpickle<3`` and boto3 (through it ``python-dateutil<3``),
-which cannot be installed beside rlplug's tested set (cloudpickle 3.1, python-dateutil 4.0). This launcher
+Why not ``hydra-ray-launcher``: its 1.2 requires ``cloudpickle<3`` (rlplug's tested set has 3.1), and pip's
+fallback to its 0.1.2 downgrades urllib3 to 1.25 and pulls a 2020 boto3. This launcher
 does what that plugin's local ``ray`` launcher does with Ray alone: connect to ``address`` (``None`` starts a
 local instance; ``auto`` or ``ray://HOST:10001`` joins a cluster), then run every job with Hydra's own
 ``run_job`` inside a Ray task, one CPU each unless ``remote`` says otherwise.
