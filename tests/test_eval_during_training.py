@@ -146,3 +146,21 @@ def test_eval_every_refusals_are_one_line(tmp_path, capsys, monkeypatch):
         "eval", str(run_dir), "--checkpoint", "best", "--exported", "policy.pt")
     assert not (run_dir / BEST_CHECKPOINT).exists()
     assert open_run(rlplug.Session(), run_dir).trainer.progress == 128
+
+
+def test_an_offline_run_keeps_best_pt_from_its_own_evaluations(tmp_path, random_dataset):
+    # the trainer evaluates itself every eval_every updates (hyperparameters.eval_episodes each; the final
+    # evaluation, the recipe's eval_episodes, is of the same state at update 60 and replaces its row)
+    overrides = [f"dataset={random_dataset()}", "hidden_sizes=[16]", "batch_size=32", "log_every=10", "eval_every=20",
+                 "hyperparameters.eval_episodes=1", "eval_episodes=1", "steps=60", "time_limit=20"]  # fmt: skip
+    build = rlplug.build("iql-pendulum-medium", backend="skrl", overrides=overrides)
+    try:
+        summary = train(build, run_dir=tmp_path / "run", progress=False, loggers=("csv",))
+    finally:
+        build.trainer.close()
+    evals = {int(r["updates"]): float(r["eval/return"]) for r in rows(tmp_path / "run") if r["eval/return"]}
+    assert sorted(evals) == [20, 40, 60]
+    best = max(evals.values())
+    assert summary["best_eval"]["return"] == pytest.approx(best, abs=1e-3)  # the csv keeps 6 significant digits
+    header = load_checkpoint(tmp_path / "run" / BEST_CHECKPOINT)["rlplug"]
+    assert header["updates"] == summary["best_eval"]["updates"] == min(s for s, v in evals.items() if v == best)
