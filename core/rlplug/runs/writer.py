@@ -121,7 +121,7 @@ class RunWriter:
         self.metrics.close()
         write_json(self.dir / "summary.json", summary)
         if self.trackers is not None:
-            self.trackers.finish([self.dir / "curve.png", self.dir / "summary.json", self.dir / CHECKPOINT])
+            self.trackers.finish([self.dir / "curve.png", self.dir / "summary.json", self.dir / CHECKPOINT, self.dir / BEST_CHECKPOINT])
 
 
 def declared_metrics(build: Build) -> list[str]:
