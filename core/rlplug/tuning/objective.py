@@ -6,6 +6,10 @@ cells already evaluate every ``eval_every`` updates and put the result in their 
 A trial's intermediate values are reported at the steps trained so far over its seeds (seed ``i``'s
 evaluation at step ``s`` is reported at ``i * steps + s``), so the median pruner compares trials on the
 same seed at the same point of its training.
+
+Each trial records what it cost (``wall_seconds``, and ``steps_per_second`` of its training alone, evaluations
+left out) in its user attributes; with ``--max-seconds-per-trial`` a trial still training past its budget is
+pruned at the end of the iteration under way.
 """
 
 from __future__ import annotations
