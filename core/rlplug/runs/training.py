@@ -221,7 +221,8 @@ def _train(build: Build, trainer: Trainer, steps: int, run_dir: Path | None, wri
     add_world(summary, here, in_sync)
     add_update_rate(summary, trainer, gradient_steps_before, wall)
     if evaluations.active and evaluations.best is not None:
-        summary["best_eval"] = {**evaluations.best, "checkpoint": str(BEST_CHECKPOINT) if writes else None}
+        kept = writes and (run_dir / BEST_CHECKPOINT).is_file()
+        summary["best_eval"] = {**evaluations.best, "checkpoint": str(BEST_CHECKPOINT) if kept else None}
     summary["run_dir"] = str(run_dir) if writes else None
     if writer is not None:
         writer.finish(summary, wall)
