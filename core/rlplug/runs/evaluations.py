@@ -90,11 +90,24 @@ def best_so_far(run_dir: Path | None, payload: dict[str, Any] | None) -> dict[st
 @contextmanager
 def episode_bar(episodes: int, show: bool, label: str) -> Iterator[None]:
     """A bar over the evaluation episodes played inside the block (the core's evaluation loops report each
-    one, ``rlplug.evaluation.episode_progress``), on stderr; ``show`` is false when quiet or ``--json``."""
-    from tqdm import tqdm
+    one, ``rlplug.evaluation.episode_progress``), on stderr; ``show`` is false when quiet or ``--json``. It
+    appears when the first episode ends, so a refusal before any episode (an environment that cannot be made,
+    an exported file for another env) stays the one line it is."""
+    bar = None
+
+    def done(count: int) -> None:
+        nonlocal bar
+        if bar is None:
+            from tqdm import tqdm
+
+            bar = tqdm(total=episodes, desc=label, unit="episode", dynamic_ncols=True, leave=False, file=sys.stderr)
+        bar.update(count)
 
     from ..evaluation import episode_progress
 
-    with tqdm(total=episodes, desc=label, unit="episode", dynamic_ncols=True, disable=not show, leave=False,
-              file=sys.stderr) as bar, episode_progress(bar.update):  # fmt: skip
-        yield
+    try:
+        with episode_progress(done if show else lambda count: None):
+            yield
+    finally:
+        if bar is not None:
+            bar.close()
