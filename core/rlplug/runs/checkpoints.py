@@ -31,7 +31,9 @@ def checkpoint_payload(build: Build, rank_states: list[Any], best_eval: dict[str
     evaluation so far (``rlplug.runs.evaluations``), kept in the header so a resumed run knows it."""
     payload = {"rlplug": checkpoint_header(build, len(rank_states)), "trainer": rank_states[0]}
     if best_eval is not None:
-        payload["rlplug"]["best_eval"] = dict(best_eval)
+        from .evaluations import BEST_EVAL
+
+        payload["rlplug"][BEST_EVAL] = dict(best_eval)
     if len(rank_states) > 1:
         payload["ranks"] = rank_states[1:]
     return payload

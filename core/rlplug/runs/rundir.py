@@ -171,11 +171,6 @@ def check_writable(run_dir: Path) -> None:
             raise RunDirError(f"cannot write {folder}: it is a file, not a directory")
 
 
-def record_checkpoint_every(run_dir: Path, every: int) -> None:
-    """A resume given another ``--checkpoint-every`` keeps it for the resumes after it."""
-    record_period(run_dir, "checkpoint_every", every)
-
-
 def record_period(run_dir: Path, name: str, every: int) -> None:
     """A resume given another period (``checkpoint_every``, ``eval_every``) keeps it for the resumes after it."""
     path = run_dir / RECIPE_FILE
