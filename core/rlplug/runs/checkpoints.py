@@ -8,6 +8,7 @@ from typing import Any
 
 from ..errors import CheckpointMismatchError
 from ..hookspecs import Build
+from .evaluations import BEST_EVAL
 
 
 def checkpoint_header(build: Build, world_size: int = 1) -> dict[str, Any]:
@@ -31,8 +32,6 @@ def checkpoint_payload(build: Build, rank_states: list[Any], best_eval: dict[str
     evaluation so far (``rlplug.runs.evaluations``), kept in the header so a resumed run knows it."""
     payload = {"rlplug": checkpoint_header(build, len(rank_states)), "trainer": rank_states[0]}
     if best_eval is not None:
-        from .evaluations import BEST_EVAL
-
         payload["rlplug"][BEST_EVAL] = dict(best_eval)
     if len(rank_states) > 1:
         payload["ranks"] = rank_states[1:]
