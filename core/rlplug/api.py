@@ -52,16 +52,18 @@ def build(recipe: Recipe | str, backend: str | None = None, overrides: Iterable[
 
 
 def train(recipe: Recipe | str, backend: str | None = None, overrides: Iterable[str] = (), run_dir: str | Path | None = None,
-          progress: bool = False, loggers: str | Iterable[str] | None = None) -> dict[str, Any]:
+          progress: bool = False, loggers: str | Iterable[str] | None = None, eval_every: int | None = None) -> dict[str, Any]:
     """Build, train to the recipe's budget, evaluate; write a run directory when ``run_dir`` is given, with
-    ``loggers`` as ``rlplug train --logger`` takes them (``"tensorboard,csv"`` by default)."""
+    ``loggers`` as ``rlplug train --logger`` takes them (``"tensorboard,csv"`` by default). ``eval_every``
+    steps: evaluate during training and keep the best evaluation's state as ``checkpoints/best.pt``."""
     from .runs import train as run_training
     from .runs.trackers import parse_loggers
 
     chosen = parse_loggers(loggers)
     built = build(recipe, backend, overrides)
     try:
-        return run_training(built, run_dir=Path(run_dir) if run_dir else None, progress=progress, loggers=chosen)
+        return run_training(built, run_dir=Path(run_dir) if run_dir else None, progress=progress, loggers=chosen,
+                            eval_every=eval_every)
     finally:
         built.trainer.close()
 

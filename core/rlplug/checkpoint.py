@@ -23,8 +23,11 @@ FORMAT = 1
 PREVIOUS = "previous.pt"
 
 
-def save_checkpoint(path: Path, payload: dict[str, Any]) -> None:
-    """Write ``payload`` so that ``path`` is always either the old complete file or the new one."""
+def save_checkpoint(path: Path, payload: dict[str, Any], keep_previous: bool = True) -> None:
+    """Write ``payload`` so that ``path`` is always either the old complete file or the new one.
+
+    ``keep_previous=False``: the file replaced is not kept as ``previous.pt`` (``best.pt``, whose neighbour
+    ``previous.pt`` belongs to ``latest.pt``)."""
     import torch
 
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -34,7 +37,7 @@ def save_checkpoint(path: Path, payload: dict[str, Any]) -> None:
             torch.save({"format": FORMAT, **payload}, handle)
             handle.flush()
             os.fsync(handle.fileno())
-        if path.exists():
+        if keep_previous and path.exists():
             keep = path.with_name(f".{PREVIOUS}.tmp")
             keep.unlink(missing_ok=True)
             os.link(path, keep)  # a second name for the current checkpoint, then moved into place
@@ -65,8 +68,10 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def load_checkpoint(path: Path) -> dict[str, Any]:
-    """Load with ``weights_only=True``: a checkpoint can hold tensors, numbers and strings, never code."""
+def load_checkpoint(path: Path, mmap: bool = False) -> dict[str, Any]:
+    """Load with ``weights_only=True``: a checkpoint can hold tensors, numbers and strings, never code.
+
+    ``mmap``: tensors are mapped, not read, so reading a large checkpoint's header costs little."""
     import torch
 
     if not path.is_file():
@@ -77,7 +82,7 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
             raise CorruptCheckpointError(
                 f"checkpoint {path} is corrupt or truncated: " + ("it is empty" if size == 0 else f"{size} bytes that are not a torch archive")
             )
-        payload = torch.load(path, map_location="cpu", weights_only=True)
+        payload = torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
     except pickle.UnpicklingError as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise RunDirError(f"refusing checkpoint {path}: it holds more than tensors, numbers and strings ({first})") from None

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -12,6 +14,28 @@ if TYPE_CHECKING:
 
 EVAL_SEED_OFFSET = 10_000
 """Evaluation environments are seeded ``seed + EVAL_SEED_OFFSET + episode`` so they never replay training resets."""
+
+_episode_done: ContextVar[Callable[[int], None] | None] = ContextVar("rlplug_episode_done", default=None)
+
+
+@contextmanager
+def episode_progress(done: Callable[[int], None]) -> Iterator[None]:
+    """``done(n)`` is called as the core's evaluation loops finish ``n`` more episodes, inside this block.
+
+    A context variable rather than an argument of ``Trainer.evaluate``: the run layer and ``rlplug eval``
+    show progress for any cell, and a plugin's ``evaluate`` keeps its signature."""
+    token = _episode_done.set(done)
+    try:
+        yield
+    finally:
+        _episode_done.reset(token)
+
+
+def episodes_done(count: int = 1) -> None:
+    """Tell whoever watches (``episode_progress``) that ``count`` more evaluation episodes ended."""
+    done = _episode_done.get()
+    if done is not None:
+        done(count)
 
 
 def evaluate_policy(
@@ -60,6 +84,7 @@ def evaluate_policy(
                 done = terminated or truncated
                 steps += 1
             returns.append(total)
+            episodes_done()
     finally:
         made.close()
     return returns

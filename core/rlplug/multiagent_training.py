@@ -10,7 +10,7 @@ import numpy as np
 
 from .envs import env_errors
 from .errors import VideoUnsupportedError
-from .evaluation import EVAL_SEED_OFFSET
+from .evaluation import EVAL_SEED_OFFSET, episodes_done
 from .multiagent import make_mpe_env, make_vmas_env, parse_env_id, vmas_kwargs
 from .trainer import TrainerBase
 
@@ -58,6 +58,7 @@ def _evaluate_mpe(name: str, env_kwargs: dict[str, Any], act: Callable, episodes
                 for agent, reward in rewards.items():
                     totals[agent] += float(reward)
             returns.append(float(np.mean(list(totals.values()))))
+            episodes_done()
     finally:
         env.close()
     return returns
@@ -90,6 +91,7 @@ def _run_vmas_episodes(name: str, env_kwargs: dict[str, Any], act: Callable, epi
         running &= ~dones
         if not running.any():
             break
+    episodes_done(episodes)  # VMAS plays them all at once
     return totals.tolist()
 
 

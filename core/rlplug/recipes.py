@@ -152,6 +152,8 @@ FIELDS: dict[str, tuple[type, Any, str]] = {name: (p.value_type, p.default, p.do
 # ``--seed`` use the recipe fields' own.
 OPTION_PARAMS: dict[str, Param] = {p.name: p for p in (
     Param("checkpoint_every", None, "steps between checkpoints", type=int, bounds=f"[1, {MAX_STEPS}]"),
+    Param("eval_every", None, "steps between evaluations during training (0: only at the end)", type=int,
+          bounds=f"[0, {MAX_STEPS}]"),
     Param("episodes", None, "evaluation episodes", type=int, bounds="[1, 10**6]"),
     Param("noise", 0.0, "behaviour-policy noise: epsilon, or a fraction of the half action range", bounds="[0, 1]"),
     Param("transitions", None, "transitions to collect", type=int, bounds=f"[1, {MAX_STEPS}]"),
@@ -559,7 +561,8 @@ def field_domains() -> dict[str, str]:
 def check_option(name: str, value: Any, flag: str) -> Any:
     """A command-line value in its domain (``check_option("steps", args.steps, "--steps")``), converted; else a
     one-line ``RecipeError`` naming the flag. ``name`` is a recipe field (``steps``, ``seed``, ``num_envs``,
-    ``eval_episodes``) or one of ``OPTION_PARAMS`` (``checkpoint_every``, ``episodes``, ``noise``, ``transitions``).
+    ``eval_episodes``) or one of ``OPTION_PARAMS`` (``checkpoint_every``, ``eval_every``, ``episodes``, ``noise``,
+    ``transitions``).
     A value still in text (``--steps 1e6`` parsed with ``type=parse_value``) is read as ``--set`` reads it."""
     param = OPTION_PARAMS.get(name) or FIELD_PARAMS[name]
     try:

@@ -57,13 +57,16 @@ def cmd_eval_exported(args: argparse.Namespace, episodes: int | None, video_dir:
 
     from ..export import evaluate_exported, load_exported
     from ..runs import saved_run, session_for_run
+    from ..runs.evaluations import episode_bar
 
     run_dir = Path(args.run_dir)
     exported = load_exported(args.exported)
     saved = saved_run(run_dir, need_checkpoint=False)
     session = session_for_run(open_session(args), run_dir)
     build = session.prepare(saved.recipe, saved.backend)
-    returns = evaluate_exported(build, exported, episodes or build.recipe.eval_episodes, video_dir)
+    episodes = episodes or build.recipe.eval_episodes
+    with episode_bar(episodes, not args.json, "evaluating"):
+        returns = evaluate_exported(build, exported, episodes, video_dir)
     mean = float(np.mean(returns))
     result = {"run_dir": str(run_dir), "exported": str(exported.path), "format": exported.format, "recipe": build.recipe.ref,
               "backend": build.backend, "steps": exported.metadata.get("steps"), "eval_episodes": len(returns),

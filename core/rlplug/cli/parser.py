@@ -109,6 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--run-dir")
     train.add_argument("--no-write", action="store_true", help="write nothing at all")
     train.add_argument("--checkpoint-every", type=option_value, metavar="N", help="steps between checkpoints (default: a tenth of the budget)")
+    train.add_argument("--eval-every", type=option_value, metavar="N", help="evaluate every N steps during training and keep the "
+                       "best evaluation's state as checkpoints/best.pt (default: 0, only the final evaluation)")
     train.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     train.add_argument("--logger", metavar="NAMES", help="where scalars go besides metrics.csv, comma-separated: tensorboard, "
                        "csv, mlflow, wandb (default: tensorboard,csv; mlflow and wandb are extras); resume keeps them")
@@ -120,6 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--episodes", type=option_value, metavar="N", help="evaluation episodes (default: the recipe's eval_episodes)")
     evaluate.add_argument("--video", action="store_true", help="record the episodes to RUN_DIR/videos (needs moviepy)")
     evaluate.add_argument("--exported", metavar="FILE", help="evaluate this exported policy file (rlplug export) instead of the checkpoint")
+    evaluate.add_argument("--checkpoint", choices=("latest", "best"), default="latest",
+                          help="best: checkpoints/best.pt, the best evaluation during training (default: latest)")
     evaluate.set_defaults(func=command("training", "cmd_eval"))
 
     resume = sub.add_parser("resume", parents=[common], help="continue a saved run (imports the --plugin modules it was trained with)")
@@ -127,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     resume.add_argument("--steps", type=option_value, metavar="N", help="new total step budget")
     resume.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     resume.add_argument("--checkpoint-every", type=option_value, metavar="N", help="steps between checkpoints (default: the run's own)")
+    resume.add_argument("--eval-every", type=option_value, metavar="N", help="steps between evaluations during training (default: the run's own)")
     _add_launch_options(resume)
     resume.set_defaults(func=command("training", "cmd_resume"))
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..errors import RlplugError
 from ..recipes import check_option
+from ..runs.evaluations import check_eval_every, episode_bar
 from ..runs.trackers import parse_loggers
 from ..tables import toml_value
 from .common import note, open_session, print_json
@@ -28,11 +29,13 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.env_module is not None:  # the recipe field, so `show`, the run directory and resume see it
         overrides.append(option_override("env_module", args.env_module))
     every = optional("checkpoint_every", args.checkpoint_every, "--checkpoint-every")
+    eval_every = optional("eval_every", args.eval_every, "--eval-every")
     loggers = parse_loggers(args.logger)  # a missing extra is refused before anything is written
     device = args.device if launching(args) else worker_device(args)
     here = world()
     session = open_session(args)
     recipe = session.resolve(args.name, overrides)
+    check_eval_every(eval_every, session.host.algorithm(recipe.algorithm).kind, recipe.name)
     run_dir = None
     if not args.no_write:
         run_dir = Path(args.run_dir) if args.run_dir else default_run_dir(recipe, args.backend or recipe.backend)
@@ -57,7 +60,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         session.construct(build)
         try:
             summary = train(build, run_dir=run_dir, progress=not (args.json or args.no_progress), checkpoint_every=every,
-                            loggers=loggers)
+                            loggers=loggers, eval_every=eval_every)
         finally:
             build.trainer.close()
     except BaseException:
@@ -80,18 +83,23 @@ def cmd_eval(args: argparse.Namespace) -> int:
             raise RlplugError("eval --video records with gymnasium's RecordVideo, which needs moviepy: pip install moviepy")
         video_dir = str(Path(args.run_dir) / "videos")
     if args.exported:  # the exported file is the policy: the checkpoint is not loaded
+        if args.checkpoint != "latest":
+            raise RlplugError(f"eval: --exported FILE is the policy evaluated; --checkpoint {args.checkpoint} chooses a "
+                              "checkpoint instead: give one of them")  # fmt: skip
         from .export import cmd_eval_exported
 
         return cmd_eval_exported(args, episodes, video_dir)
     run_dir = Path(args.run_dir)
-    build = open_run(open_session(args), run_dir)
+    build = open_run(open_session(args), run_dir, checkpoint=args.checkpoint)
     try:
         note(build.extras["saved_run"].note)
-        returns = build.trainer.evaluate(episodes or build.recipe.eval_episodes, video_dir=video_dir)
+        episodes = episodes or build.recipe.eval_episodes
+        with episode_bar(episodes, not args.json, "evaluating"):
+            returns = build.trainer.evaluate(episodes, video_dir=video_dir)
     finally:
         build.trainer.close()
     mean = float(np.mean(returns))
-    result = {"run_dir": str(run_dir), "recipe": build.recipe.ref, "backend": build.backend,
+    result = {"run_dir": str(run_dir), "recipe": build.recipe.ref, "backend": build.backend, "checkpoint": args.checkpoint,
               "steps": build.trainer.progress, "step_unit": build.trainer.progress_unit, "eval_episodes": len(returns),
               "eval_return_mean": round(mean, 2), "eval_return_std": round(float(np.std(returns)), 2),
               "target": build.recipe.target}
@@ -106,7 +114,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     else:
         unit = "gradient updates" if result["step_unit"] == "updates" else "steps"
         score = f", normalised score {result['normalised_score']:.1f}" if result.get("normalised_score") is not None else ""
-        print(f"{result['recipe']} on {result['backend']} after {result['steps']} {unit}: eval return "
+        which = " (best.pt)" if args.checkpoint == "best" else ""
+        print(f"{result['recipe']} on {result['backend']} after {result['steps']} {unit}{which}: eval return "
               f"{result['eval_return_mean']:.1f} ± {result['eval_return_std']:.1f} over {result['eval_episodes']} episodes{score}")
         if video_dir is not None:
             print(f"videos: {video_dir} ({len(result['videos'])} files)")
@@ -123,6 +132,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
     steps = optional("steps", args.steps, "--steps")
     every = optional("checkpoint_every", args.checkpoint_every, "--checkpoint-every")
+    eval_every = optional("eval_every", args.eval_every, "--eval-every")
     if launching(args):  # checked once, before any process starts
         from ..distributed import launch, worker_argv
         from ..runs import check_distributed
@@ -155,8 +165,9 @@ def cmd_resume(args: argparse.Namespace) -> int:
                 from ..envs import resume_restart_note
 
                 note(resume_restart_note(build.env_id))
+        check_eval_every(eval_every, build.algorithm.kind, build.recipe.name)
         summary = train(build, steps=steps, run_dir=run_dir, progress=not (args.json or args.no_progress), resume=True,
-                        checkpoint_every=every)
+                        checkpoint_every=every, eval_every=eval_every)
     finally:
         build.trainer.close()
     return report(args, summary) if here.is_main else 0
@@ -235,6 +246,11 @@ def finish_line(summary: dict[str, Any]) -> str:
                  f"{summary['steps_per_second_all_ranks']:.0f}/s)")
         if not summary.get("ranks_in_sync"):
             line += "\nwarning: the ranks' networks differ after training; report this as a bug"
+    best = summary.get("best_eval")
+    if best:
+        at = best.get("updates", best.get("env_steps"))
+        kept = f": {summary['run_dir']}/{best['checkpoint']}" if best.get("checkpoint") and summary.get("run_dir") else ""
+        line += f"\nbest evaluation: {best['return']:.1f} at {unit[:-1] if unit.endswith('s') else unit} {at}{kept}"
     if summary.get("run_dir"):
         line += f"\nrun directory: {summary['run_dir']}"
     return line

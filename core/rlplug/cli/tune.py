@@ -42,6 +42,8 @@ def add_tune_command(sub: argparse._SubParsersAction, common: argparse.ArgumentP
                       "postgresql://user:pass@host/db lets several machines share a study)")  # fmt: skip
     tune.add_argument("--study", metavar="NAME", help="study name (default: RECIPE-BACKEND)")
     tune.add_argument("--timeout", type=float, metavar="SECONDS", help="start no trial after this many seconds")
+    tune.add_argument("--max-seconds-per-trial", type=float, metavar="SECONDS", help="the cost budget of a trial: one "
+                      "still training after this many seconds (all its seeds) is pruned, so slow values cannot win")  # fmt: skip
     tune.add_argument("--export", action="store_true", help="run no trial: re-evaluate and export the best of an existing study")
     tune.add_argument("--eval-seeds", type=int, default=DEFAULT_EVAL_SEEDS, metavar="K",
                       help=f"fresh seeds the best trial and the recipe as written are re-evaluated on (default: {DEFAULT_EVAL_SEEDS}; 0: none)")
@@ -153,6 +155,8 @@ def _check_options(args: argparse.Namespace) -> None:
         args.steps = check_option("steps", args.steps, "--steps")
     if args.timeout is not None and not args.timeout > 0:
         raise RecipeError(f"--timeout = {args.timeout:g} must be > 0 seconds")
+    if args.max_seconds_per_trial is not None and not 0 < args.max_seconds_per_trial < float("inf"):
+        raise RecipeError(f"--max-seconds-per-trial = {args.max_seconds_per_trial:g} must be a number of seconds > 0")
     if args.report is not None and not args.report.endswith(".md"):
         raise RecipeError(f"--report {args.report}: the report is a Markdown file, FILE.md")
 
@@ -198,6 +202,7 @@ class _Context:
                 "seeds": [(recipe.seed + i) % 2**32 for i in range(args.seeds)], "overrides": overrides,
                 "space": self.space.as_table(), "objective": recipe.target_metric, "evaluations": evaluations,
                 "warmup_steps": steps // 3, "command": shlex.join(["rlplug", *args.argv]),
+                "max_seconds_per_trial": args.max_seconds_per_trial,
             }  # fmt: skip
         self.plan = self._plan()
 
@@ -218,7 +223,8 @@ class _Context:
         from ..tuning.objective import TrialPlan
 
         c = self.config
-        return TrialPlan(self.session, self.recipe, c["backend"], c["steps"], list(c["seeds"]), c["evaluations"], c["objective"])
+        return TrialPlan(self.session, self.recipe, c["backend"], c["steps"], list(c["seeds"]), c["evaluations"], c["objective"],
+                         c.get("max_seconds_per_trial"))  # fmt: skip
 
     def study(self, create: bool, worker: int = 0) -> Any:
         from ..tuning.storage import open_study
@@ -296,8 +302,8 @@ def _worker_command(context: _Context, args: argparse.Namespace, index: int) -> 
 
 
 def _export(context: _Context, study: Any, args: argparse.Namespace, quiet: bool) -> int:
-    from ..tuning.export import (best_trial, best_values, changes, export_ref, recipe_text, reevaluate,
-                                 summary_comments, tuned_recipe, write_recipe)  # fmt: skip
+    from ..tuning.export import (baseline_trial, best_trial, best_values, changes, export_ref, recipe_text, reevaluate,
+                                 summary_comments, tuned_recipe, verdict_lines, write_recipe)  # fmt: skip
 
     log = (lambda line: None) if quiet else (lambda line: print(line, file=sys.stderr))
     best = best_trial(study)
@@ -307,7 +313,9 @@ def _export(context: _Context, study: Any, args: argparse.Namespace, quiet: bool
     fields, hp, tables = changes(context.spec, original, tuned)
     if args.eval_seeds:
         _single_threaded()
-    reeval = reevaluate(study, context.plan, original, best_hp, best.number, args.eval_seeds, bool(fields or hp or tables), log)
+    reeval = reevaluate(study, context.plan, original, best_hp, best.number, args.eval_seeds, bool(fields or hp or tables), log,
+                        progress=not quiet)  # fmt: skip
+    verdicts = verdict_lines(reeval, best, baseline_trial(study), original.ref)
     name, version = export_ref(context.session.book, original, args.as_ref)
     comments = summary_comments(study, context.config, best, context.space, reeval, original.ref, context.storage_url)
     description = f"{original.name} tuned by rlplug tune (study {context.study_name}, best of {len(study.trials)} trials)"
@@ -328,7 +336,10 @@ def _export(context: _Context, study: Any, args: argparse.Namespace, quiet: bool
     result = {
         "study": context.study_name, "storage": context.storage_url, "trials": len(study.trials),
         "best_trial": best.number, "best_value": best.value, "best_values": best_hp,
-        "reevaluation": None if reeval is None else {"seeds": reeval.seeds, "tuned": reeval.tuned, "original": reeval.original},
+        "reevaluation": None if reeval is None else {"seeds": reeval.seeds, "tuned": reeval.tuned, "original": reeval.original,
+                                                     "tuned_steps_per_second": reeval.tuned_steps_per_second,
+                                                     "original_steps_per_second": reeval.original_steps_per_second},
+        "best_steps_per_second": best.user_attrs.get("steps_per_second"), "verdicts": verdicts,
         "recipe": f"{name}@{version}", "file": str(out), "changes": {**fields, "hyperparameters": hp, **tables},
         "report": args.report,
     }  # fmt: skip
@@ -339,6 +350,8 @@ def _export(context: _Context, study: Any, args: argparse.Namespace, quiet: bool
     print(f"best: trial {best.number} of {len(study.trials)}, {best.value:.4g}: {shown}")
     if reeval is not None:
         print(reeval.line(original.ref))
+    for line in verdicts:
+        print(line)
     recipes = " ".join(f"--recipes {shlex.quote(f)}" for f in (*context.session.recipe_files, str(out)))
     print(f"recipe {name}@{version} written to {out}; train it with: rlplug train {name} {recipes}")
     if args.report:

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..errors import CheckpointMismatchError
 from ..hookspecs import Build
+from .evaluations import BEST_EVAL
 
 
 def checkpoint_header(build: Build, world_size: int = 1) -> dict[str, Any]:
@@ -25,10 +26,13 @@ def checkpoint_header(build: Build, world_size: int = 1) -> dict[str, Any]:
     }
 
 
-def checkpoint_payload(build: Build, rank_states: list[Any]) -> dict[str, Any]:
+def checkpoint_payload(build: Build, rank_states: list[Any], best_eval: dict[str, Any] | None = None) -> dict[str, Any]:
     """Rank 0's state is the run's (``eval`` reads it); the other ranks' go under ``ranks`` so ``resume``
-    gives each rank its own environments, replay memory and RNG streams back."""
+    gives each rank its own environments, replay memory and RNG streams back. ``best_eval``: the best
+    evaluation so far (``rlplug.runs.evaluations``), kept in the header so a resumed run knows it."""
     payload = {"rlplug": checkpoint_header(build, len(rank_states)), "trainer": rank_states[0]}
+    if best_eval is not None:
+        payload["rlplug"][BEST_EVAL] = dict(best_eval)
     if len(rank_states) > 1:
         payload["ranks"] = rank_states[1:]
     return payload

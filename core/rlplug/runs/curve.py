@@ -45,6 +45,10 @@ def plot_learning_curve(run_dir: Path, target: float | None = None, data_mean: f
     for key, (xs, ys) in curves.items():
         if xs:
             ax.plot(xs, ys, lw=1.5, marker="o" if key.startswith("eval") else None, ms=3, label=key)
+    evals = curves["eval/return"]
+    if len(evals[1]) > 1:  # evaluations during training: the best one's state is checkpoints/best.pt
+        best = max(range(len(evals[1])), key=evals[1].__getitem__)
+        ax.plot(evals[0][best], evals[1][best], "*", ms=11, color="tab:orange", label="best evaluation")
     if target is not None:
         ax.axhline(target, color="tab:red", ls="--", lw=1, label=f"target {target:.0f}")
     if data_mean is not None:

@@ -15,16 +15,16 @@ from .ranks import join_ranks
 from .rundir import saved_run
 
 
-def open_run(session: Any, run_dir: Path, device: str = "cpu", need_checkpoint: bool = True) -> Build:
+def open_run(session: Any, run_dir: Path, device: str = "cpu", need_checkpoint: bool = True, checkpoint: str = "latest") -> Build:
     """The run's ``Build`` with its checkpoint loaded.
 
     ``build.extras["saved_run"]`` says what was read (``note``: ``previous.pt`` stood in for ``latest.pt``).
     Without ``need_checkpoint`` a run stopped before its first checkpoint opens as built from its recorded
     recipe, at step 0 (``resume``). A distributed worker loads its own rank's state; a rank the run did not
     have (resuming on more processes than it was trained on) starts from rank 0's state with its own
-    random streams.
+    random streams. ``checkpoint="best"`` loads ``best.pt`` (``eval --checkpoint best``).
     """
-    saved = saved_run(run_dir, need_checkpoint)
+    saved = saved_run(run_dir, need_checkpoint, checkpoint)
     recipe, backend, payload = saved.recipe, saved.backend, saved.payload
     if backend == "torchrl" and device != "cpu":
         # seen on an H200: the restored collector mixes CPU and GPU tensors in its first batch

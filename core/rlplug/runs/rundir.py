@@ -1,6 +1,6 @@
 """A run directory's layout and the files that describe the run, written at its start and read back
 by ``eval`` and ``resume``: ``recipe.json`` (the resolved recipe, its backend, the ``--plugin``
-modules it was trained with and its checkpoint period), ``command.txt`` and ``versions.json``.
+modules it was trained with, its checkpoint and evaluation periods), ``command.txt`` and ``versions.json``.
 
 Everything here that touches the file system turns an ``OSError`` into one ``RunDirError`` line that
 names the file and what the OS said.
@@ -33,6 +33,8 @@ RECIPE_FILE = "recipe.json"
 SUMMARY_FILE = "summary.json"
 CHECKPOINT = Path("checkpoints") / "latest.pt"
 PREVIOUS_CHECKPOINT = CHECKPOINT.with_name(PREVIOUS)
+BEST_CHECKPOINT = CHECKPOINT.with_name("best.pt")
+"""The state of the best evaluation during training (``rlplug.runs.evaluations``)."""
 
 
 def default_run_dir(recipe: Recipe, backend: str) -> Path:
@@ -139,7 +141,7 @@ def abandon(claim: Claim | None) -> None:
 
 
 def create_run_dir(run_dir: Path, build: Build, checkpoint_every: int | None = None,
-                   loggers: tuple[str, ...] | None = None) -> Claim:
+                   loggers: tuple[str, ...] | None = None, eval_every: int | None = None) -> Claim:
     """Claim the directory (its lock is already held when the CLI claimed it) and write what describes the run."""
     claim = claim_new_run_dir(run_dir)
     write_json(run_dir / RECIPE_FILE, {
@@ -148,6 +150,7 @@ def create_run_dir(run_dir: Path, build: Build, checkpoint_every: int | None = N
         "plugins": list(build.plugin_modules),  # imported again by eval and resume
         "env_modules": env_modules(build.recipe),  # likewise: modules that register the run's environment
         "checkpoint_every": checkpoint_every,  # resume keeps the period
+        "eval_every": eval_every,  # and the evaluation period
         "loggers": list(loggers) if loggers is not None else None,  # and the loggers
     })
     with file_errors(run_dir / "command.txt", "write"):
@@ -169,12 +172,12 @@ def check_writable(run_dir: Path) -> None:
             raise RunDirError(f"cannot write {folder}: it is a file, not a directory")
 
 
-def record_checkpoint_every(run_dir: Path, every: int) -> None:
-    """A resume given another ``--checkpoint-every`` keeps it for the resumes after it."""
+def record_period(run_dir: Path, name: str, every: int) -> None:
+    """A resume given another period (``checkpoint_every``, ``eval_every``) keeps it for the resumes after it."""
     path = run_dir / RECIPE_FILE
     data = read_json_object(path, RunDirError)
-    if data.get("checkpoint_every") != every:
-        data["checkpoint_every"] = every
+    if data.get(name) != every:
+        data[name] = every
         write_json(path, data)
 
 
@@ -208,14 +211,21 @@ class SavedRun:
         return self.checkpoint is not None and self.checkpoint.name == PREVIOUS
 
 
-def saved_run(run_dir: Path, need_checkpoint: bool = True) -> SavedRun:
+def saved_run(run_dir: Path, need_checkpoint: bool = True, checkpoint: str = "latest") -> SavedRun:
     """Read ``run_dir`` back, with one clear line for each way it can be wrong. ``latest.pt`` missing or
     corrupt: ``previous.pt`` is used and ``note`` says so. No checkpoint at all: refused when
-    ``need_checkpoint`` (``eval``), else ``payload`` is ``None`` (``resume`` starts from step 0)."""
+    ``need_checkpoint`` (``eval``), else ``payload`` is ``None`` (``resume`` starts from step 0).
+    ``checkpoint="best"`` reads ``best.pt`` instead (``eval --checkpoint best``), or refuses when there is none."""
     run_dir = Path(run_dir)
     recipe_file = _recipe_file(run_dir)
     latest, previous = run_dir / CHECKPOINT, run_dir / PREVIOUS_CHECKPOINT
-    if need_checkpoint and not latest.is_file() and not previous.is_file():
+    best = run_dir / BEST_CHECKPOINT
+    if checkpoint == "best" and not best.is_file():
+        raise RunDirError(
+            f"run directory {run_dir} holds no best checkpoint ({BEST_CHECKPOINT} is missing): it is written by runs "
+            "that evaluate during training (`rlplug train --eval-every N`; offline recipes: their eval_every)"
+        )
+    if checkpoint != "best" and need_checkpoint and not latest.is_file() and not previous.is_file():
         raise RunDirError(
             f"run directory {run_dir} holds no checkpoint ({CHECKPOINT} is missing); it stopped before its first "
             f"one: `rlplug resume {run_dir}` trains it from step 0"
@@ -232,7 +242,10 @@ def saved_run(run_dir: Path, need_checkpoint: bool = True) -> SavedRun:
     if every is not None and (isinstance(every, bool) or not isinstance(every, int) or every < 1):
         raise RunDirError(f"{recipe_file} is unreadable: 'checkpoint_every' is {every!r}, not a whole number >= 1")
     saved = SavedRun(run_dir, recipe, backend, every, None)
-    _load_usable_checkpoint(saved, latest, previous)
+    if checkpoint == "best":
+        saved.payload, saved.checkpoint, saved.stamp = _load_run_checkpoint(best), best, _stamp(best)
+    else:
+        _load_usable_checkpoint(saved, latest, previous)
     if saved.payload is not None:
         header = saved.payload["rlplug"]
         if (header.get("algorithm"), header.get("backend")) != (recipe.algorithm, backend):
@@ -320,6 +333,12 @@ def recorded_checkpoint_every(run_dir: Path) -> int | None:
     """The checkpoint period the run was trained with (``None`` for runs written before it was recorded)."""
     every = read_json_object(_recipe_file(run_dir), RunDirError).get("checkpoint_every")
     return every if isinstance(every, int) and not isinstance(every, bool) and every >= 1 else None
+
+
+def recorded_eval_every(run_dir: Path) -> int | None:
+    """The evaluation period the run was trained with (``None``: none, or a run written before it was recorded)."""
+    every = read_json_object(_recipe_file(run_dir), RunDirError).get("eval_every")
+    return every if isinstance(every, int) and not isinstance(every, bool) and every >= 0 else None
 
 
 def recorded_loggers(run_dir: Path) -> tuple[str, ...] | None:

@@ -11,7 +11,8 @@ from ..distributed import world
 from ..errors import RunInterrupted
 from ..hookspecs import Build, Trainer
 from .divergence import check_losses, diverged_parameters
-from .rundir import recorded_checkpoint_every
+from .evaluations import Evaluations, best_so_far, check_eval_every, episode_bar
+from .rundir import BEST_CHECKPOINT, recorded_checkpoint_every, recorded_eval_every
 from .summary import add_update_rate, add_world, summarise
 from .trackers import DEFAULT_LOGGERS
 from .writer import RunWriter
@@ -91,12 +92,15 @@ def train(
     checkpoint_every: int | None = None,
     resume: bool = False,
     loggers: tuple[str, ...] = DEFAULT_LOGGERS,
+    eval_every: int | None = None,
 ) -> dict[str, Any]:
     """Train ``build.trainer`` to ``steps`` (the recipe's budget by default), evaluate, summarise.
 
     In a distributed run every rank calls this; rank 0 alone writes, shows progress and evaluates
     (the parameters are the same on every rank), and checkpoints collect every rank's state.
-    A resumed run keeps the checkpoint period recorded in its directory unless given another one.
+    A resumed run keeps the checkpoint and evaluation periods recorded in its directory unless given
+    others. ``eval_every`` steps (0 or ``None``: only at the end) evaluates during training and keeps the
+    best evaluation's state as ``checkpoints/best.pt`` (``rlplug.runs.evaluations``).
     SIGINT and SIGTERM write a checkpoint at the end of the iteration under way, then raise
     ``RunInterrupted`` (a ``KeyboardInterrupt``). ``loggers`` (``rlplug.runs.trackers``) are recorded in a
     new run directory; a resumed one keeps its own.
@@ -107,11 +111,19 @@ def train(
     writes = run_dir is not None  # rank 0 writes it; the other ranks take part in its checkpoints
     if writes and resume and checkpoint_every is None:
         checkpoint_every = recorded_checkpoint_every(run_dir)
+    if writes and resume and eval_every is None:
+        eval_every = recorded_eval_every(run_dir)
+    check_eval_every(eval_every, build.algorithm.kind, build.recipe.name)
     every = checkpoint_every or max(1, steps // 10)
-    writer = RunWriter(run_dir, build, resume, every, loggers) if writes and here.is_main else None
+    writer = RunWriter(run_dir, build, resume, every, loggers, eval_every) if writes and here.is_main else None
+    saved = build.extras.get("saved_run") if resume else None
+    best = best_so_far(run_dir, saved.payload if saved is not None else None) if resume and here.is_main else None
+    # rank 0 alone evaluates (the parameters are the same on every rank); the others wait for it at their next update
+    cadence = CheckpointCadence(eval_every, trainer.progress) if eval_every and here.is_main else None
+    evaluations = Evaluations(cadence, build.recipe.eval_episodes, trainer.progress_unit, best)
     status = "failed"
     try:
-        summary = _train(build, trainer, steps, run_dir, writer, progress and here.is_main, every)
+        summary = _train(build, trainer, steps, run_dir, writer, progress and here.is_main, every, evaluations)
         status = "finished"
         return summary
     except RunInterrupted:
@@ -123,7 +135,7 @@ def train(
 
 
 def _train(build: Build, trainer: Trainer, steps: int, run_dir: Path | None, writer: RunWriter | None, progress: bool,
-           every: int) -> dict[str, Any]:
+           every: int, evaluations: Evaluations) -> dict[str, Any]:
     from tqdm import tqdm
 
     here = world()
@@ -149,18 +161,29 @@ def _train(build: Build, trainer: Trainer, steps: int, run_dir: Path | None, wri
     gradient_steps_before = trainer.gradient_steps
     unit = "update" if trainer.progress_unit == "updates" else "step"
     bar = tqdm(total=steps, initial=trainer.progress, unit=unit, dynamic_ncols=True, disable=not progress, leave=False)
+    postfix: dict[str, str] = {}
+    if writer is not None:
+        writer.best_eval = evaluations.best
 
     def on_step(tr: Trainer, metrics: dict[str, float]) -> None:
         check_losses(metrics, tr.progress, tr.progress_unit)
+        if evaluations.due(tr.progress, steps):
+            metrics.update(evaluations.evaluate(tr, progress))
         elapsed = time.perf_counter() - started
         if elapsed > 0:
             metrics["train/steps_per_second"] = (tr.progress - start_steps) / elapsed
         bar.update(tr.progress - bar.n)
+        best = evaluations.improved(metrics.get("eval/return"), tr.progress)
         for key, label in (("train/episode_return", "ret"), ("eval/return", "eval"), ("eval/normalised_score", "score")):
             if key in metrics:
-                bar.set_postfix({label: f"{metrics[key]:.1f}"}, refresh=False)
+                postfix[label] = f"{metrics[key]:.1f}"
+        if evaluations.best is not None:
+            postfix["best"] = f"{evaluations.best['return']:.1f}"
+        bar.set_postfix(postfix, refresh=False)
         if writer is not None:
             writer.log(tr.progress, elapsed, metrics)
+            if best:
+                writer.best_checkpoint(evaluations.best)
         if writes and (cadence.due(tr.progress) or stop.signum is not None) and cadence.saved_at != tr.progress:
             save_checkpoint_now()
         if stop.signum is not None:
@@ -190,10 +213,16 @@ def _train(build: Build, trainer: Trainer, steps: int, run_dir: Path | None, wri
         in_sync = ranks_in_sync(build)
         if not here.is_main:
             return {"rank": here.rank, "steps": trainer.progress, "ranks_in_sync": in_sync}
-    returns = trainer.evaluate(build.recipe.eval_episodes)
+    with episode_bar(build.recipe.eval_episodes, progress, "final evaluation"):
+        returns = trainer.evaluate(build.recipe.eval_episodes)
+    if evaluations.active and evaluations.improved(sum(returns) / len(returns), trainer.progress) and writer is not None:
+        writer.best_checkpoint(evaluations.best)
     summary = summarise(build, trainer.progress, trainer.progress - start_steps, wall, returns, cpu)
     add_world(summary, here, in_sync)
     add_update_rate(summary, trainer, gradient_steps_before, wall)
+    if evaluations.active and evaluations.best is not None:
+        kept = writes and (run_dir / BEST_CHECKPOINT).is_file()
+        summary["best_eval"] = {**evaluations.best, "checkpoint": str(BEST_CHECKPOINT) if kept else None}
     summary["run_dir"] = str(run_dir) if writes else None
     if writer is not None:
         writer.finish(summary, wall)

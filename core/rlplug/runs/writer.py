@@ -14,12 +14,13 @@ from .metrics import MetricsLog
 from .lock import check_still_held, lock_run_dir, unlock_run_dir
 from .trackers import DEFAULT_LOGGERS, Trackers, check_installed
 from .rundir import (
+    BEST_CHECKPOINT,
     CHECKPOINT,
     SUMMARY_FILE,
     clear_interrupted_writes,
     create_run_dir,
     file_errors,
-    record_checkpoint_every,
+    record_period,
     recorded_loggers,
     set_aside_unusable_latest,
     write_json,
@@ -37,23 +38,26 @@ class RunWriter:
     """
 
     def __init__(self, run_dir: Path, build: Build, resume: bool = False, checkpoint_every: int | None = None,
-                 loggers: tuple[str, ...] = DEFAULT_LOGGERS) -> None:
+                 loggers: tuple[str, ...] = DEFAULT_LOGGERS, eval_every: int | None = None) -> None:
         self.dir = run_dir
         self.build = build
         self.locked_now = False
         self.trackers: Trackers | None = None
+        self.best_eval: dict[str, Any] | None = None  # what the checkpoints' headers say (rlplug.runs.evaluations)
         try:
             if resume:
                 self.locked_now = lock_run_dir(run_dir)
                 set_aside_unusable_latest(build.extras.get("saved_run"))
                 clear_interrupted_writes(run_dir)
                 if checkpoint_every is not None:
-                    record_checkpoint_every(run_dir, checkpoint_every)
+                    record_period(run_dir, "checkpoint_every", checkpoint_every)
+                if eval_every is not None:
+                    record_period(run_dir, "eval_every", eval_every)
                 loggers = recorded_loggers(run_dir) or DEFAULT_LOGGERS
                 for name in loggers:  # refused before metrics.csv drops the rows past the checkpoint
                     check_installed(name)
             else:
-                self.locked_now = create_run_dir(run_dir, build, checkpoint_every, loggers).locked_now
+                self.locked_now = create_run_dir(run_dir, build, checkpoint_every, loggers, eval_every).locked_now
             self.metrics = MetricsLog(run_dir, build.trainer.progress_unit, declared_metrics(build),
                                       tensorboard="tensorboard" in loggers,
                                       resumed_at=build.trainer.progress if resume else None)
@@ -95,9 +99,19 @@ class RunWriter:
         rank_states = rank_states or [self.build.trainer.state_dict()]
         check_finite_state(rank_states[0], self.build.trainer, self.dir / CHECKPOINT.parent)
         with file_errors(self.dir / CHECKPOINT, "write checkpoint"):
-            save_checkpoint(self.dir / CHECKPOINT, checkpoint_payload(self.build, rank_states))
+            save_checkpoint(self.dir / CHECKPOINT, checkpoint_payload(self.build, rank_states, self.best_eval))
         if self.trackers is not None:
             self.trackers.flush()  # these rows will not be trained again
+
+    def best_checkpoint(self, best_eval: dict[str, Any]) -> None:
+        """The trainer's state as ``best.pt``: its evaluation is the best so far. Rank 0's state alone in a
+        distributed run (``eval`` reads it; resume continues from ``latest.pt``)."""
+        check_still_held(self.dir)
+        self.best_eval = dict(best_eval)
+        state = self.build.trainer.state_dict()
+        check_finite_state(state, self.build.trainer, self.dir / CHECKPOINT.parent)
+        with file_errors(self.dir / BEST_CHECKPOINT, "write checkpoint"):
+            save_checkpoint(self.dir / BEST_CHECKPOINT, checkpoint_payload(self.build, [state], self.best_eval), keep_previous=False)
 
     def finish(self, summary: dict[str, Any], wall: float) -> None:
         """Log the final evaluation as the last row (so it is on the curve), then the summary."""
@@ -108,7 +122,7 @@ class RunWriter:
         self.metrics.close()
         write_json(self.dir / SUMMARY_FILE, summary)
         if self.trackers is not None:
-            self.trackers.finish([self.dir / "curve.png", self.dir / SUMMARY_FILE, self.dir / CHECKPOINT])
+            self.trackers.finish([self.dir / "curve.png", self.dir / SUMMARY_FILE, self.dir / CHECKPOINT, self.dir / BEST_CHECKPOINT])
 
 
 def declared_metrics(build: Build) -> list[str]:

@@ -18,7 +18,7 @@ from ..recipes import RECIPE_NAME, Recipe, file_stem, split_ref
 from ..schema import AlgorithmSpec
 from ..space import SearchSpace
 from . import StudyError
-from .objective import TrialPlan, decoded, seed_scores
+from .objective import Cost, TrialPlan, decoded, seed_scores
 
 FRESH_SEED_OFFSET = 10_000
 """Re-evaluation seeds start this far from the recipe's seed: never one a trial trained on."""
@@ -29,19 +29,55 @@ _COPIED_FIELDS = ("algorithm", "env", "dataset", "env_kwargs", "backend", "num_e
 ``--steps`` is the budget of the trials, the recipe keeps its own)."""
 
 
+SLOWER = 2.0
+"""A tuned recipe that trains this many times slower per step than the recipe as written is called out."""
+
+
 @dataclass
 class Reevaluation:
-    """Final scores of the best trial's recipe and of the recipe as written on the same fresh seeds."""
+    """Final scores of the best trial's recipe and of the recipe as written on the same fresh seeds, and
+    the training steps per second of each there (the same budget, seeds and machine: comparable)."""
 
     trial: int
     seeds: list[int]
     tuned: list[float]
     original: list[float] = field(default_factory=list)
+    tuned_steps_per_second: float | None = None
+    original_steps_per_second: float | None = None
 
     def line(self, original_ref: str) -> str:
         text = f"fresh seeds {', '.join(map(str, self.seeds))}: tuned {_mean_std(self.tuned)}"
         return text + (f", {original_ref} as written {_mean_std(self.original)}" if self.original else
                        f" ({original_ref} as written has the same values)")  # fmt: skip
+
+    def gain_line(self, original_ref: str) -> str | None:
+        """Whether the tuned recipe's gain over the recipe as written stands out of the seeds' noise: the
+        bootstrap 95 % interval of the paired differences (same fresh seed, tuned minus as written)."""
+        if not self.original:
+            return None
+        from ..seeded import bootstrap_ci
+
+        differences = [t - o for t, o in zip(self.tuned, self.original)]
+        gain = statistics.fmean(differences)
+        text = f"gain over {original_ref} as written: {gain:+.4g}"
+        if len(differences) < 2:
+            return text + " on one fresh seed, too few to tell it from the seeds' noise (--eval-seeds 3 or more)"
+        low, high = bootstrap_ci(differences)
+        text += f" (95 % CI of the paired difference over {len(differences)} fresh seeds: {low:+.4g} to {high:+.4g})"
+        if low <= 0 <= high:
+            return text + ": inside the seeds' noise, not shown to be better"
+        return text + (": outside the seeds' noise" if gain > 0 else ": worse, outside the seeds' noise")
+
+
+def speed_line(tuned: float | None, original: float | None, original_ref: str, where: str) -> str | None:
+    """Training steps per second of the tuned values against the recipe as written, called out when the
+    tuned ones cost ``SLOWER`` times or more per step."""
+    if not tuned or not original:
+        return None
+    text = f"speed ({where}): tuned {tuned:,.0f} steps/s against {original:,.0f} for {original_ref} as written"
+    if original / tuned >= SLOWER:
+        text += f": the tuned recipe costs {original / tuned:.1f}x the time per step"
+    return text
 
 
 def _mean_std(values: list[float]) -> str:
@@ -64,23 +100,36 @@ def fresh_seeds(recipe: Recipe, count: int) -> list[int]:
 
 
 def reevaluate(study: Any, plan: TrialPlan, original: Recipe, best_hp: dict[str, Any], trial: int, count: int,
-               differs: bool, log: Any = None) -> Reevaluation | None:  # fmt: skip
+               differs: bool, log: Any = None, progress: bool = False) -> Reevaluation | None:  # fmt: skip
     """Train the best trial's values, and the recipe as written (when they differ), on ``count`` fresh seeds
-    each, with the trials' budget and backend; kept in the study, so exporting the same best trial again
-    does not train again."""
+    each, with the trials' budget and backend, under a bar over the steps (``progress``); kept in the study,
+    so exporting the same best trial again does not train again."""
     if count <= 0:
         return None
     seeds = fresh_seeds(plan.recipe, count)
     cached = study.user_attrs.get("reevaluation")
     if isinstance(cached, dict) and cached.get("trial") == trial and cached.get("seeds") == seeds:
-        return Reevaluation(**cached)
+        known = {f.name for f in dataclasses.fields(Reevaluation)}
+        return Reevaluation(**{k: v for k, v in cached.items() if k in known})
     if log:
         log(f"re-evaluating trial {trial}{f' and {original.ref} as written' if differs else ''} on fresh seeds "
             f"{', '.join(map(str, seeds))}")  # fmt: skip
-    fresh = dataclasses.replace(plan, seeds=seeds)
-    result = Reevaluation(trial, seeds, seed_scores(fresh, best_hp))
+    import sys
+
+    from tqdm import tqdm
+
+    fresh = dataclasses.replace(plan, seeds=seeds, max_seconds=None)  # the budget picked trials; this compares them
+    runs = [(best_hp, fresh)] + ([({}, dataclasses.replace(fresh, recipe=original))] if differs else [])
+    scores, rates = [], []
+    with tqdm(total=len(runs) * count * plan.steps, desc="re-evaluating", unit="step", dynamic_ncols=True,
+              disable=not progress, leave=False, file=sys.stderr) as bar:  # fmt: skip
+        for index, (hp, run_plan) in enumerate(runs):
+            base, cost = index * count * plan.steps, Cost()
+            scores.append(seed_scores(run_plan, hp, tick=lambda done: bar.update(base + done - bar.n), cost=cost))
+            rates.append(None if cost.steps_per_second is None else round(cost.steps_per_second, 1))
+    result = Reevaluation(trial, seeds, scores[0], tuned_steps_per_second=rates[0])
     if differs:
-        result.original = seed_scores(dataclasses.replace(fresh, recipe=original), {})
+        result.original, result.original_steps_per_second = scores[1], rates[1]
     study.set_user_attr("reevaluation", dataclasses.asdict(result))
     return result
 
@@ -164,17 +213,39 @@ def summary_comments(study: Any, config: dict[str, Any], best: Any, space: Searc
     best_line = f"best: trial {best.number}, {best.value:.4g}"
     if len(per_seed) > 1:
         best_line += f" (per seed: {', '.join(f'{s:.4g}' for s in per_seed)})"
-    baseline = next((t for t in trials if t.user_attrs.get("baseline") and t.state == TrialState.COMPLETE), None)
+    baseline = baseline_trial(study)
     if baseline is not None and baseline.number == best.number:
         best_line += ", the recipe's own values"
     elif baseline is not None:
         best_line += f"; the recipe's own values (trial {baseline.number}): {baseline.value:.4g}"
     lines.append(best_line)
     lines.append(reeval.line(original_ref) if reeval else "not re-evaluated on fresh seeds (--eval-seeds 0)")
+    lines += verdict_lines(reeval, best, baseline, original_ref)
     lines.append("search space:")
     lines += [f"  {name}: {search.text()}" for name, search in space.searched.items()]
     lines += [f"  {name}: fixed at {json.dumps(value)}" for name, value in space.fixed.items()]
     return lines
+
+
+def baseline_trial(study: Any) -> Any:
+    """The complete trial of the recipe as written, or ``None``."""
+    from optuna.trial import TrialState
+
+    trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    return next((t for t in trials if t.user_attrs.get("baseline")), None)
+
+
+def verdict_lines(reeval: Reevaluation | None, best: Any, baseline: Any, original_ref: str) -> list[str]:
+    """Whether the gain is inside the seeds' noise, and what the tuned values cost per step against the
+    recipe as written (measured in the re-evaluation, else in the trials: busier with ``--jobs``)."""
+    lines = [reeval.gain_line(original_ref)] if reeval is not None else []
+    if reeval is not None and reeval.original_steps_per_second:
+        lines.append(speed_line(reeval.tuned_steps_per_second, reeval.original_steps_per_second, original_ref,
+                                "re-evaluation"))  # fmt: skip
+    elif baseline is not None and baseline.number != best.number:
+        lines.append(speed_line(best.user_attrs.get("steps_per_second"), baseline.user_attrs.get("steps_per_second"),
+                                original_ref, f"trials {best.number} and {baseline.number}"))  # fmt: skip
+    return [line for line in lines if line]
 
 
 def _optuna_version() -> str:

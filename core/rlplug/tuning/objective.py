@@ -6,6 +6,10 @@ cells already evaluate every ``eval_every`` updates and put the result in their 
 A trial's intermediate values are reported at the steps trained so far over its seeds (seed ``i``'s
 evaluation at step ``s`` is reported at ``i * steps + s``), so the median pruner compares trials on the
 same seed at the same point of its training.
+
+Each trial records what it cost (``wall_seconds``, and ``steps_per_second`` of its training alone, evaluations
+left out) in its user attributes; with ``--max-seconds-per-trial`` a trial still training past its budget is
+pruned at the end of the iteration under way.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import copy
 import math
 import os
 import socket
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +32,8 @@ INTERMEDIATE_EPISODES = 5
 """Episodes of each evaluation along the way (the final one uses the recipe's ``eval_episodes``)."""
 
 Report = Callable[[float, int], None]
+Tick = Callable[[int], None]
+"""Called after every training iteration with the steps trained so far over the seeds of one ``seed_scores``."""
 
 
 @dataclass
@@ -41,6 +48,7 @@ class TrialPlan:
     seeds: list[int]
     evaluations: int
     objective: str = "return"  # or "normalised_score"
+    max_seconds: float | None = None  # --max-seconds-per-trial: a trial still training after this is pruned
 
     def recipe_with(self, hp: dict[str, Any], seed: int) -> Recipe:
         recipe = copy.deepcopy(self.recipe)
@@ -98,21 +106,37 @@ def enqueue_values(space: SearchSpace, values: dict[str, Any]) -> dict[str, Any]
 # ---- training and scoring -------------------------------------------------------------------------
 
 
-def seed_scores(plan: TrialPlan, hp: dict[str, Any], report: Report | None = None) -> list[float]:
+@dataclass
+class Cost:
+    """What training cost: the steps trained over the seeds and the seconds spent in training them (the
+    evaluations along the way and at the end left out), so steps per second compare with ``rlplug train``'s."""
+
+    steps: int = 0
+    seconds: float = 0.0
+
+    @property
+    def steps_per_second(self) -> float | None:
+        return self.steps / self.seconds if self.seconds > 0 else None
+
+
+def seed_scores(plan: TrialPlan, hp: dict[str, Any], report: Report | None = None, tick: Tick | None = None,
+                cost: Cost | None = None) -> list[float]:  # fmt: skip
     """Train ``hp`` on each of the plan's seeds in turn; each seed's final score. ``report(value, step)``
-    sees every evaluation and may raise to stop the trial. A ``RecipeError`` means the values break a rule."""
+    sees every evaluation and may raise to stop the trial; so may ``tick`` (``Tick``). ``cost`` adds up
+    what the training took. A ``RecipeError`` means the values break a rule."""
     scores = []
+    cost = cost if cost is not None else Cost()
     for index, seed in enumerate(plan.seeds):
         build = plan.session.prepare(plan.recipe_with(hp, seed), plan.backend)
         plan.session.construct(build)
         try:
-            scores.append(_train_and_score(build, plan, index * plan.steps, report))
+            scores.append(_train_and_score(build, plan, index * plan.steps, report, tick, cost))
         finally:
             build.trainer.close()
     return scores
 
 
-def _train_and_score(build: Any, plan: TrialPlan, offset: int, report: Report | None) -> float:
+def _train_and_score(build: Any, plan: TrialPlan, offset: int, report: Report | None, tick: Tick | None, cost: Cost) -> float:
     from ..runs.divergence import diverged_parameters
 
     trainer = build.trainer
@@ -121,11 +145,14 @@ def _train_and_score(build: Any, plan: TrialPlan, offset: int, report: Report | 
     every = max(1, plan.steps // plan.evaluations)
     due = [every * k for k in range(1, plan.evaluations)]  # the last evaluation is the final one
     episodes = min(build.recipe.eval_episodes, INTERMEDIATE_EPISODES)
+    started, evaluating, trained_before = time.perf_counter(), [0.0], trainer.progress
 
     def on_step(tr: Any, metrics: dict[str, float]) -> None:
         for name, value in metrics.items():
             if name.startswith("loss/") and not math.isfinite(value):
                 raise TrainingDivergedError(f"{name[5:]} became {value} by {tr.progress_unit.replace('_', ' ')} {tr.progress}")
+        if tick is not None:
+            tick(offset + tr.progress)
         if report is None:
             return
         if not own_evaluations:  # the final evaluation below stands for one at the last step
@@ -134,7 +161,10 @@ def _train_and_score(build: Any, plan: TrialPlan, offset: int, report: Report | 
         elif due and tr.progress >= due[0] and tr.progress < plan.steps:
             while due and tr.progress >= due[0]:
                 due.pop(0)
-            report(score(build, plan.objective, tr.evaluate(episodes)), offset + tr.progress)
+            evaluation_started = time.perf_counter()
+            returns = tr.evaluate(episodes)
+            evaluating[0] += time.perf_counter() - evaluation_started
+            report(score(build, plan.objective, returns), offset + tr.progress)
 
     try:
         trainer.train(plan.steps, callbacks=[on_step])
@@ -143,6 +173,9 @@ def _train_and_score(build: Any, plan: TrialPlan, offset: int, report: Report | 
         if diverged is None:
             raise
         raise TrainingDivergedError(str(diverged).split("; training stopped")[0]) from None
+    finally:  # a pruned or stopped seed counts what it trained
+        cost.steps += trainer.progress - trained_before
+        cost.seconds += time.perf_counter() - started - evaluating[0]
     value = score(build, plan.objective, trainer.evaluate(build.recipe.eval_episodes))
     if report is not None:
         report(value, offset + plan.steps)
@@ -175,6 +208,13 @@ class Objective:
         trial.set_user_attr("process", f"{socket.gethostname()}:{os.getpid()}")  # which machine and worker ran it
 
         reported: set[int] = set()
+        cost, started, budget = Cost(), time.perf_counter(), self.plan.max_seconds
+
+        def over_budget(step: int) -> None:
+            seconds = time.perf_counter() - started
+            if budget is not None and seconds > budget:
+                trial.set_user_attr("outcome", f"over --max-seconds-per-trial {budget:g}: {seconds:.0f} s by step {step}")
+                raise optuna.TrialPruned()
 
         def report(value: float, step: int) -> None:
             if step in reported:  # Optuna keeps the first value of a step and warns about the second
@@ -186,7 +226,7 @@ class Objective:
                 raise optuna.TrialPruned()
 
         try:
-            scores = seed_scores(self.plan, hp, report)
+            scores = seed_scores(self.plan, hp, report, over_budget, cost)
         except optuna.TrialPruned:
             raise
         except RecipeError as err:  # the drawn values break a rule of the algorithm: nothing to train
@@ -198,6 +238,10 @@ class Objective:
         except Exception as err:
             trial.set_user_attr("outcome", f"failed: {_one_line(err)}")
             raise
+        finally:  # what the trial cost, whatever became of it: the report and the export weigh it
+            trial.set_user_attr("wall_seconds", round(time.perf_counter() - started, 2))
+            if cost.steps_per_second is not None:
+                trial.set_user_attr("steps_per_second", round(cost.steps_per_second, 1))
         trial.set_user_attr("seed_scores", scores)
         return sum(scores) / len(scores)
 

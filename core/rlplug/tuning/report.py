@@ -45,12 +45,17 @@ def write_report(path: Path, study: Any, config: dict[str, Any], best: Any, spac
         for i, seed in enumerate(reeval.seeds):
             original = f"{reeval.original[i]:.4g}" if reeval.original else "(same values)"
             lines.append(f"| {seed} | {reeval.tuned[i]:.4g} | {original} |")
-    lines += ["", "## Trials", "", "| trial | state | value | seconds | outcome |", "|---|---|---|---|---|"]
+        if reeval.tuned_steps_per_second:
+            original = f"{reeval.original_steps_per_second:,.0f}" if reeval.original_steps_per_second else "(same values)"
+            lines.append(f"| steps/s | {reeval.tuned_steps_per_second:,.0f} | {original} |")
+    lines += ["", "## Trials", "", "| trial | state | value | seconds | steps/s | outcome |", "|---|---|---|---|---|---|"]
     for trial in study.get_trials(deepcopy=False):
         seconds = f"{trial.duration.total_seconds():.1f}" if trial.duration is not None else ""
+        rate = trial.user_attrs.get("steps_per_second")
+        rate = f"{rate:,.0f}" if isinstance(rate, (int, float)) else ""
         value = f"{trial.value:.4g}" if trial.value is not None else ""
         outcome = trial.user_attrs.get("outcome", "") + (" (the recipe's own values)" if trial.user_attrs.get("baseline") else "")
-        lines.append(f"| {trial.number} | {trial.state.name.lower()} | {value} | {seconds} | {outcome.strip()} |")
+        lines.append(f"| {trial.number} | {trial.state.name.lower()} | {value} | {seconds} | {rate} | {outcome.strip()} |")
     lines += ["", "## Plots", ""]
     for file, title in plots:
         lines += [f"![{title}]({file.name})", ""]

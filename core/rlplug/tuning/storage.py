@@ -18,7 +18,7 @@ DEFAULT_STORAGE = "sqlite:///rlplug-tune.db"
 CONFIG_ATTR = "rlplug"
 """The study's user attribute holding what its trials were trained with (``StudyConfig``)."""
 
-COMPARED = ("recipe", "backend", "steps", "seeds", "overrides", "space", "objective", "evaluations")
+COMPARED = ("recipe", "backend", "steps", "seeds", "overrides", "space", "objective", "evaluations", "max_seconds_per_trial")
 """What a rerun must share with the study it continues: trials trained otherwise are not comparable."""
 
 
