@@ -129,7 +129,9 @@ FIELD_PARAMS: dict[str, Param] = {p.name: p for p in (
           "channels_last; multi_input: by_key and its keys' encoders' options)", check=_string_keys,
           domain="option names"),
     Param("hyperparameters", {}, "backend-neutral hyperparameters"),
-    Param("target", None, "what `rlplug bench` requires of the evaluation (see target_metric)", type=float),
+    Param("target", None, "what `rlplug bench` requires of the evaluation (see target_metric); a recipe or --set "
+          "that changes the task (TASK_FIELDS: env, env_kwargs, time_limit, dataset, target_metric) without a target "
+          "of its own has none", type=float),
     Param("target_metric", "return", "what `target` is compared with: 'return' (mean evaluation return) or "
           "'normalised_score' (offline: 100 x (R - R_random) / (R_expert - R_random) of the dataset)",
           choices=TARGET_METRICS),
