@@ -293,7 +293,7 @@ def test_curves_put_both_backends_of_a_recipe_on_one_picture(curves, tmp_path, m
     written = curves.write_curves([bench], tmp_path / "docs" / "curves", [tmp_path])
     assert written == {"ppo-x": tmp_path / "docs" / "curves" / "ppo-x.png"}  # "gone" says why on stderr and draws nothing
     title = "ppo-x: skrl (2 seeds), torchrl (2 seeds)"
-    assert drawn == [(["ppo-x on skrl", "ppo-x on torchrl"], {"title": title, "evaluation_band": True})]
+    assert drawn == [(["ppo-x (E-v0) on skrl", "ppo-x (E-v0) on torchrl"], {"title": title, "evaluation_band": True})]
     assert written["ppo-x"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and written["ppo-x"].stat().st_size > 10_000
     links = curves.existing_curves(bench["rows"], tmp_path / "docs" / "curves", tmp_path)
     assert links == {"ppo-x": "docs/curves/ppo-x.png"}

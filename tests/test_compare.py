@@ -46,14 +46,14 @@ def write_run(path, recipe=CARTPOLE, backend="skrl", seed=0, unit="env_steps", s
             "recipe": f"{recipe['name']}@1", "algorithm": recipe["algorithm"], "backend": backend, "env": recipe["env"],
             "seed": seed, "steps": steps, "step_unit": unit, "wall_seconds": 12.5 + seed, "steps_per_second": 300.0,
             "eval_episodes": 10, "eval_return_mean": round(final, 2), "eval_return_std": 3.25, "target": recipe["target"],
-            "target_metric": recipe["target_metric"], "passed": final >= recipe["target"], "world_size": 1, "run_dir": str(path),
+            "target_metric": recipe["target_metric"], "passed": None if recipe["target"] is None else final >= recipe["target"], "world_size": 1, "run_dir": str(path),
         }))  # fmt: skip
     return path
 
 
 @pytest.fixture
 def runs(tmp_path):
-    """Three seeds of ppo-cartpole on skrl, two on torchrl, one unfinished skrl run with another budget."""
+    """Three seeds of ppo-cartpole (CartPole-v1) on skrl, two on torchrl, one unfinished skrl run with another budget."""
     root = tmp_path / "runs"
     made = [write_run(root / f"ppo-cartpole-skrl-{s}", seed=s) for s in (1, 2, 3)]
     made += [write_run(root / f"ppo-cartpole-torchrl-{s}", backend="torchrl", seed=s) for s in (1, 2)]
@@ -97,7 +97,7 @@ def test_compare_draws_the_runs_and_tabulates_their_summaries(capsys, tmp_path, 
     assert code == 0, err
     _assert_a_real_picture(out)
     lines = stdout.splitlines()
-    assert lines[0].split() == ["run", "recipe", "backend", "seed", "env", "steps", "wall", "s", "eval", "return", "target", "passed"]
+    assert lines[0].split() == ["run", "recipe", "backend", "env", "seed", "env", "steps", "wall", "s", "eval", "return", "target", "passed"]
     for run in runs:
         assert any(line.startswith(str(run)) for line in lines), run
     summary = json.loads((runs[0] / "summary.json").read_text())
@@ -105,8 +105,8 @@ def test_compare_draws_the_runs_and_tabulates_their_summaries(capsys, tmp_path, 
     assert f"{summary['eval_return_mean']:.1f} ± 3.2" in row and "13.5" in row and "4096" in row and "475" in row
     assert "unfinished" in next(line for line in lines if line.startswith(str(runs[-1])))
     # the three skrl seeds of one configuration are one group; the longer budget is another configuration
-    assert any(line.startswith("ppo-cartpole on skrl (steps=4096): 3 runs, final eval return") for line in lines), stdout
-    assert any(line.startswith("ppo-cartpole on torchrl: 2 runs, final eval return") for line in lines), stdout
+    assert any(line.startswith("ppo-cartpole (CartPole-v1) on skrl (steps=4096): 3 runs, final eval return") for line in lines), stdout
+    assert any(line.startswith("ppo-cartpole (CartPole-v1) on torchrl: 2 runs, final eval return") for line in lines), stdout
     assert lines[-1] == f"curves: {out}"
 
 
@@ -118,13 +118,30 @@ def test_json_output_groups_seeds_and_says_what_was_drawn(capsys, tmp_path, runs
     assert report["png"] == str(out) and out.is_file()
     assert [r["run"] for r in report["runs"]] == [str(r) for r in runs]
     groups = {g["group"]: g for g in report["groups"]}
-    assert set(groups) == {"ppo-cartpole on skrl (steps=4096)", "ppo-cartpole on torchrl", "ppo-cartpole on skrl (steps=8192)"}
-    skrl = groups["ppo-cartpole on skrl (steps=4096)"]
+    assert set(groups) == {"ppo-cartpole (CartPole-v1) on skrl (steps=4096)", "ppo-cartpole (CartPole-v1) on torchrl", "ppo-cartpole (CartPole-v1) on skrl (steps=8192)"}
+    skrl = groups["ppo-cartpole (CartPole-v1) on skrl (steps=4096)"]
     finals = [json.loads((r / "summary.json").read_text())["eval_return_mean"] for r in runs[:3]]
     assert (skrl["runs"], skrl["finished"]) == (3, 3)
     assert skrl["eval_return_mean"] == pytest.approx(np.mean(finals), abs=0.01)
     assert skrl["eval_return_std_over_runs"] == pytest.approx(np.std(finals), abs=0.01)
-    assert groups["ppo-cartpole on skrl (steps=8192)"]["finished"] == 0
+    assert groups["ppo-cartpole (CartPole-v1) on skrl (steps=8192)"]["finished"] == 0
+
+
+def test_runs_on_another_env_are_named_by_it_in_the_legend_and_the_table(capsys, tmp_path, monkeypatch):
+    # ppo-cartpole trained on Acrobot-v1 with `--set env=`: no target (resolve drops it), its own env everywhere
+    acrobot = {**CARTPOLE, "env": "Acrobot-v1", "target": None}
+    made = [write_run(tmp_path / "cartpole", seed=1), write_run(tmp_path / "acrobot", recipe=acrobot, seed=1)]
+    import rlplug.compare
+
+    labels = []
+    real_draw = rlplug.compare.draw
+    monkeypatch.setattr(rlplug.compare, "draw", lambda groups, path, **kw: labels.extend(g.label for g in groups) or real_draw(groups, path, **kw))
+    code, stdout, err = _cli(capsys, "compare", *made, "--out", tmp_path / "cmp.png")
+    assert code == 0, err
+    assert labels == ["ppo-cartpole (CartPole-v1) on skrl", "ppo-cartpole (Acrobot-v1) on skrl"]
+    rows = {line.split()[0]: line.split() for line in stdout.splitlines()[2:4]}
+    assert rows[str(made[0])][3] == "CartPole-v1" and rows[str(made[0])][-2] == "475"
+    assert rows[str(made[1])][3] == "Acrobot-v1" and rows[str(made[1])][-2:] == ["-", "-"]  # no target, no verdict
 
 
 def test_band_is_the_mean_and_range_over_seeds():
@@ -150,7 +167,7 @@ def test_recipe_picks_its_runs_under_runs_dir(capsys, tmp_path, monkeypatch, run
     code, stdout, err = _cli(capsys, "compare", "--recipe", "iql-pendulum-medium", "--runs-dir", tmp_path / "runs", "--out", tmp_path / "iql.png")
     assert code == 0, err
     _assert_a_real_picture(tmp_path / "iql.png")
-    assert stdout.splitlines()[0].split()[4] == "updates"
+    assert stdout.splitlines()[0].split()[5] == "updates"
 
 
 def test_a_run_that_has_not_logged_yet_is_left_out_of_a_recipe_with_a_note(capsys, tmp_path, runs):

@@ -32,7 +32,7 @@ def test_every_member_the_core_calls_is_declared():
     members = set(contract_members())
     assert members == {"env_steps", "iterations", "progress", "progress_unit", "gradient_steps", "step", "train",
                        "evaluate", "act_deterministic", "replay_transitions", "export_policy", "compile_seconds", "state_dict",
-                       "load_state_dict", "close"}
+                       "load_state_dict", "close", "planned_progress", "steps_per_iteration"}
 
 
 def test_a_trainer_base_subclass_conforms_with_not_capable_defaults():

@@ -197,6 +197,7 @@ RULE_BREAKERS = {  # rule text -> overrides that break it (on the algorithm's fi
     "minibatches <= rollout_steps x num_envs": ["rollout_steps=4", "num_envs=2", "minibatches=9"],
     "rollout_steps x num_envs <= 2**24": ["rollout_steps=16777216", "num_envs=2", "minibatches=1"],
     "buffer_size >= batch_size": ["buffer_size=100", "batch_size=101"],
+    "learning_starts < steps": ["learning_starts=5000", "steps=5000"],
     "batch_size % trajectory_slice == 0 with td1 / td_lambda": ["value_estimator=\"td1\"", "trajectory_slice=7",
                                                                  "batch_size=64", "num_envs=1"],
     "num_envs == 1 with td1 / td_lambda": ["value_estimator=\"td_lambda\"", "num_envs=2", "trajectory_slice=8",

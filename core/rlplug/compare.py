@@ -19,6 +19,7 @@ from typing import Any
 
 from .errors import CompareError, RunDirError
 from .jsonfiles import read_json_object
+from .recipes import task_label
 
 RECIPE_FILE, METRICS_FILE, SUMMARY_FILE = "recipe.json", "metrics.csv", "summary.json"
 UNITS = {"env_steps": "environment steps", "updates": "gradient updates"}
@@ -188,7 +189,7 @@ def group_runs(runs: Sequence[RunCurves]) -> list[Group]:
     recipe and backend (other ``--set`` values) are labelled with the fields that tell them apart."""
     groups: dict[str, Group] = {}
     for run in runs:
-        groups.setdefault(run.configuration, Group(f"{run.name} on {run.backend}")).runs.append(run)
+        groups.setdefault(run.configuration, Group(task_label(run.name, str(run.recipe.get("env")), run.backend))).runs.append(run)
     by_label: dict[str, list[Group]] = {}
     for group in groups.values():
         by_label.setdefault(group.label, []).append(group)
@@ -224,7 +225,7 @@ def summary_rows(groups: Sequence[Group]) -> list[dict[str, Any]]:
             s = run.summary or {}
             rows.append({
                 "run": str(run.run_dir), "group": group.label, "recipe": s.get("recipe", run.ref), "backend": run.backend,
-                "seed": run.seed, "steps": s.get("steps", int(run.last_step)), "step_unit": run.unit,
+                "env": s.get("env", run.recipe.get("env")), "seed": run.seed, "steps": s.get("steps", int(run.last_step)), "step_unit": run.unit,
                 "wall_seconds": s.get("wall_seconds", run.last_wall), "eval_return_mean": s.get("eval_return_mean"),
                 "eval_return_std": s.get("eval_return_std"), "target": s.get("target", run.recipe.get("target")),
                 "passed": s.get("passed"), "finished": run.summary is not None,
@@ -242,7 +243,8 @@ def group_rows(groups: Sequence[Group]) -> list[dict[str, Any]]:
         std = math.sqrt(sum((m - mean) ** 2 for m in means) / len(means)) if means else None
         out.append({"group": group.label, "runs": len(group.runs), "finished": len(finished),
                     "eval_return_mean": None if mean is None else round(mean, 2), "eval_return_std_over_runs": None if std is None else round(std, 2),
-                    "passed": sum(bool(s.get("passed")) for s in finished)})  # fmt: skip
+                    "passed": sum(bool(s.get("passed")) for s in finished),
+                    "with_target": sum(s.get("target") is not None for s in finished)})  # fmt: skip
     return out
 
 

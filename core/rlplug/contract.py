@@ -34,10 +34,16 @@ class Progress(Protocol):
     """Calls of ``step`` so far."""
     progress_unit: str
     """What ``progress`` counts: ``env_steps``, or ``updates`` for offline trainers (one of ``PROGRESS_UNITS``)."""
+    steps_per_iteration: int | None
+    """The progress one iteration makes when it is fixed (a rollout: ``rollout_steps x num_envs``), else ``None``."""
 
     @property
     def progress(self) -> int:
         """The counter ``progress_unit`` names; ``train(steps)`` runs until it reaches ``steps``."""
+
+    def planned_progress(self, steps: int) -> int:
+        """The ``progress`` that ``train(steps)`` will stop at (a budget rounded to whole iterations), asked
+        before training so the run can say so and size its progress bar."""
 
 
 @runtime_checkable

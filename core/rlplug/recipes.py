@@ -131,7 +131,9 @@ FIELD_PARAMS: dict[str, Param] = {p.name: p for p in (
           "channels_last; multi_input: by_key and its keys' encoders' options)", check=_string_keys,
           domain="option names"),
     Param("hyperparameters", {}, "backend-neutral hyperparameters"),
-    Param("target", None, "what `rlplug bench` requires of the evaluation (see target_metric)", type=float),
+    Param("target", None, "what `rlplug bench` requires of the evaluation (see target_metric); a recipe or --set "
+          "that changes the task (TASK_FIELDS: env, env_kwargs, time_limit, dataset, target_metric) without a target "
+          "of its own has none", type=float),
     Param("target_metric", "return", "what `target` is compared with: 'return' (mean evaluation return) or "
           "'normalised_score' (offline: 100 x (R - R_random) / (R_expert - R_random) of the dataset)",
           choices=TARGET_METRICS),
@@ -164,6 +166,11 @@ ZOO_PREFIX = "zoo:"
 """``zoo:ALGO/ENV`` names RL Baselines3 Zoo's tuned entry, translated by ``rlplug.zoo`` when it is used."""
 BACKEND_TABLES = ("skrl", "torchrl")
 """Known backend names; a table with one of these names holds raw backend settings."""
+TASK_FIELDS = ("env", "env_kwargs", "time_limit", "dataset", "target_metric")
+"""The fields a target is set on: the environment, its options and episode length, the offline dataset and what
+the number measures. A target holds for the task of the recipe that sets it; a recipe that ``extends`` it, or a
+``--set``, that changes one of these fields without giving a ``target`` of its own has no target (``None``):
+the number was set on another task."""
 
 
 @dataclass
@@ -176,7 +183,7 @@ class Recipe:
     env: str
     backend: str
     steps: int
-    target: float
+    target: float | None  # None: the task was changed without a target for it (``TASK_FIELDS``)
     dataset: str = ""
     seed: int = 0
     num_envs: int = 1
@@ -388,6 +395,8 @@ def _check_fields(table: Mapping[str, Any], where: str) -> None:
             continue
         if key not in FIELDS:
             raise RecipeError(f"{where}: unknown field '{key}'" + did_you_mean(key, [*FIELDS, *BACKEND_TABLES]))
+        if _no_target(key, value):
+            continue
         try:
             FIELD_PARAMS[key].coerce(value, f"'{key}'")
         except TypeError as err:
@@ -504,7 +513,10 @@ class RecipeBook:
             parent, _ = self.raw(parent_ref, (*_seen, key))
             parent.pop("version", None)
             parent.pop("description", None)
-            table = _deep_merge(parent, table)
+            merged = _deep_merge(parent, table)
+            if "target" not in table and task_of(merged) != task_of(parent):
+                merged["target"] = None
+            table = merged
         return copy.deepcopy(table), entry
 
     def resolve(self, ref: str, overrides: Iterable[str] = (), hyperparameter_names: Iterable[str] = ()) -> Recipe:
@@ -515,8 +527,11 @@ class RecipeBook:
         """
         table, entry = self.raw(ref)
         hp_names = set(hyperparameter_names)
+        task, given = task_of(table), set()
         for item in overrides:
-            apply_override(table, item, hp_names)
+            given.add(apply_override(table, item, hp_names))
+        if "target" not in given and task_of(table) != task:
+            table["target"] = None
         where = f"recipe '{entry.name}'"
         check_nesting(table, f"{where} with its --set values")
         _check_fields(table, where)
@@ -527,7 +542,7 @@ class RecipeBook:
             if key not in table and key != "extends":
                 table[key] = copy.deepcopy(default)
         for key, param in FIELD_PARAMS.items():
-            if key in table:
+            if key in table and not _no_target(key, table[key]):
                 try:
                     table[key] = param.validate(table[key], f"'{key}'")
                 except (TypeError, ValueError) as err:
@@ -546,11 +561,27 @@ def check_fields(recipe: Recipe) -> None:
     if not is_zoo_name(str(recipe.name)):
         check_recipe_name(str(recipe.name), where)
     for key, param in FIELD_PARAMS.items():
-        if hasattr(recipe, key):
+        if hasattr(recipe, key) and not _no_target(key, getattr(recipe, key)):
             try:
                 setattr(recipe, key, param.validate(getattr(recipe, key), f"'{key}'"))
             except (TypeError, ValueError) as err:
                 raise RecipeError(f"{where}: {err}") from None
+
+
+def task_of(table: Mapping[str, Any]) -> list[Any]:
+    """A recipe table's ``TASK_FIELDS``, defaults filled in (an explicit default is no change of task)."""
+    return [table.get(key, FIELDS[key][1]) for key in TASK_FIELDS]
+
+
+def _no_target(key: str, value: Any) -> bool:
+    """The one value outside a field's domain a resolved recipe may hold: a target dropped with its task."""
+    return key == "target" and value is None
+
+
+def task_label(recipe: str, env: str, backend: str) -> str:
+    """How a run is named in every line about it: the recipe, the environment it ran on, the backend
+    (``ppo-cartpole@1 (Acrobot-v1) on skrl``), so a run on another env never reads as the recipe's own task."""
+    return f"{recipe} ({env}) on {backend}"
 
 
 def field_domains() -> dict[str, str]:
@@ -571,8 +602,8 @@ def check_option(name: str, value: Any, flag: str) -> Any:
         raise RecipeError(str(err)) from None
 
 
-def apply_override(table: dict[str, Any], item: str, hp_names: set[str]) -> None:
-    """Apply one ``key=value``: a recipe field, a dotted path, or a bare hyperparameter name."""
+def apply_override(table: dict[str, Any], item: str, hp_names: set[str]) -> str:
+    """Apply one ``key=value``: a recipe field, a dotted path, or a bare hyperparameter name; returns the key."""
     key, eq, text = item.partition("=")
     key = key.strip()
     if not eq or not key:
@@ -588,10 +619,10 @@ def apply_override(table: dict[str, Any], item: str, hp_names: set[str]) -> None
             if expected is str and not isinstance(value, str):
                 value = text.strip()  # `--set env=1` style values stay strings where a string is expected
             table[key] = value
-            return
+            return key
         if key in hp_names:
             table.setdefault("hyperparameters", {})[key] = value
-            return
+            return key
         raise RecipeError(
             f"--set {key}: not a recipe field or a hyperparameter of this algorithm"
             + did_you_mean(key, [*FIELDS, *hp_names])
@@ -608,6 +639,7 @@ def apply_override(table: dict[str, Any], item: str, hp_names: set[str]) -> None
         if not isinstance(node, dict):
             raise RecipeError(f"--set {key}: '{part}' is not a table")
     node[path[-1]] = value
+    return key
 
 
 def first_party_registry() -> Path | None:

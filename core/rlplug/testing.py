@@ -133,10 +133,13 @@ def check_short_train(build: Build, steps: int) -> None:
             seen.setdefault(name, []).append(value)
 
     trainer = build.trainer
+    planned = trainer.planned_progress(steps)
     trainer.train(steps, callbacks=[record])
     progress = trainer.progress
     if progress < steps or trainer.iterations < 1:
         _fail("short train", f"train({steps}) stopped at {progress} after {trainer.iterations} iterations")
+    if progress != planned:  # the run layer announces and draws its bar with planned_progress
+        _fail("short train", f"train({steps}) stopped at {progress}, but planned_progress({steps}) said {planned}")
     # a loss may declare terms of several action spaces (CQL: Box and Discrete); it must produce some
     produced = [term for term in build.loss_entry.terms if seen.get(f"loss/{term}")]
     if not produced:

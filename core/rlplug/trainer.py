@@ -96,10 +96,20 @@ class TrainerBase:
     def progress(self) -> int:
         return int(getattr(self, self.progress_unit))
 
+    def planned_progress(self, steps: int) -> int:
+        """Where ``train(steps)`` stops: the whole iterations of ``steps_per_iteration`` that fit in the
+        budget, or one on a trainer that has not iterated yet (the loop below, in closed form)."""
+        chunk, start = self.steps_per_iteration or 1, self.progress
+        whole = max(0, steps - start) // chunk
+        if whole == 0 and start < steps and self.iterations == 0:
+            whole = 1
+        return start + whole * chunk
+
     def train(self, steps: int, callbacks: Iterable[Callable[[Any, dict[str, float]], Any]] = ()) -> None:
         """Iterate while the step budget allows; fixed-size iterations never overshoot it.
 
         A budget smaller than one fixed-size iteration still runs one, so a short smoke run trains.
+        ``planned_progress(steps)`` says beforehand where this stops.
         """
         callbacks = list(callbacks)
         self.budget = steps

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import RlplugError, RunDirError, UnknownNameError
+from ..errors import RecipeError, RlplugError, RunDirError, UnknownNameError
 from ..recipes import file_stem
 from ..seeded import aggregate, check_jobs, ci_text, parse_seeds, reference_text, result_text, seeds_text, target_text, wall_text
 from ..suggest import did_you_mean
@@ -206,6 +206,9 @@ def plan_rows(session: Any, args: argparse.Namespace, overrides: list[str], seed
     rows = []
     for name in select_names(session, args, overrides):
         recipe = session.resolve(name, overrides)
+        if recipe.target is None:  # a benchmark checks a target; the recipe's was set on another task
+            raise RecipeError(f"bench: recipe '{recipe.name}' on {recipe.env} has no target (its task was changed); "
+                              f"give one with --set target=R")
         spec = session.host.algorithm(recipe.algorithm)
         ensure_dataset(session, recipe, quiet=args.json)
         own = [recipe.backend if b == "default" else b for b in backends]  # "default": the recipe's own backend

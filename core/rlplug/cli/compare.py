@@ -66,15 +66,16 @@ def compare_table(rows: list[dict[str, Any]], unit: str) -> str:
     body = []
     for row in rows:
         result = "-" if row["eval_return_mean"] is None else f"{row['eval_return_mean']:.1f} ± {row['eval_return_std']:.1f}"
-        passed = "unfinished" if not row["finished"] else ("yes" if row["passed"] else "no")
+        passed = "unfinished" if not row["finished"] else "-" if row["passed"] is None else "yes" if row["passed"] else "no"
         target = "-" if row["target"] is None else f"{row['target']:g}"
-        body.append([row["run"], row["recipe"], row["backend"], row["seed"], row["steps"], number(row["wall_seconds"]), result, target, passed])
-    return format_table(["run", "recipe", "backend", "seed", unit, "wall s", "eval return", "target", "passed"], body)
+        body.append([row["run"], row["recipe"], row["backend"], row["env"], row["seed"], row["steps"], number(row["wall_seconds"]),
+                     result, target, passed])  # fmt: skip
+    return format_table(["run", "recipe", "backend", "env", "seed", unit, "wall s", "eval return", "target", "passed"], body)
 
 
 def group_line(total: dict[str, Any]) -> str:
     if not total["finished"]:
         return f"{total['group']}: {total['runs']} runs, none finished"
     return (f"{total['group']}: {total['runs']} runs, final eval return {total['eval_return_mean']:.1f} ± "
-            f"{total['eval_return_std_over_runs']:.1f} over {total['finished']} finished (mean ± std over runs), "
-            f"{total['passed']} of {total['finished']} passed")  # fmt: skip
+            f"{total['eval_return_std_over_runs']:.1f} over {total['finished']} finished (mean ± std over runs)"
+            + (f", {total['passed']} of {total['with_target']} passed" if total["with_target"] else ", no target"))  # fmt: skip

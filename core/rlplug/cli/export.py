@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..recipes import task_label
 from .common import note, open_session, print_json
 
 
@@ -69,14 +70,14 @@ def cmd_eval_exported(args: argparse.Namespace, episodes: int | None, video_dir:
         returns = evaluate_exported(build, exported, episodes, video_dir)
     mean = float(np.mean(returns))
     result = {"run_dir": str(run_dir), "exported": str(exported.path), "format": exported.format, "recipe": build.recipe.ref,
-              "backend": build.backend, "steps": exported.metadata.get("steps"), "eval_episodes": len(returns),
+              "backend": build.backend, "env": build.env_id, "steps": exported.metadata.get("steps"), "eval_episodes": len(returns),
               "eval_return_mean": round(mean, 2), "eval_return_std": round(float(np.std(returns)), 2), "target": build.recipe.target}  # fmt: skip
     if video_dir is not None:
         result["videos"] = sorted(str(p) for p in Path(video_dir).glob("*.mp4"))
     if args.json:
         print_json(result)
     else:
-        print(f"{result['recipe']} on {result['backend']}, exported {result['format']} policy {result['exported']}: eval return "
+        print(f"{task_label(result['recipe'], result['env'], result['backend'])}, exported {result['format']} policy {result['exported']}: eval return "
               f"{result['eval_return_mean']:.1f} ± {result['eval_return_std']:.1f} over {result['eval_episodes']} episodes")
         if video_dir is not None:
             print(f"videos: {video_dir} ({len(result['videos'])} files)")

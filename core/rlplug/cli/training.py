@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RlplugError
-from ..recipes import check_option
+from ..recipes import check_option, task_label
 from ..runs.evaluations import check_eval_every, episode_bar
 from ..runs.trackers import parse_loggers
 from ..tables import toml_value
@@ -19,7 +19,7 @@ from .dataset import ensure_dataset
 
 def cmd_train(args: argparse.Namespace) -> int:
     from ..distributed import world
-    from ..runs import abandon, check_new_run_dir, claim_new_run_dir, default_run_dir, join_ranks, train
+    from ..runs import abandon, budget_note, check_new_run_dir, claim_new_run_dir, default_run_dir, join_ranks, train
 
     overrides = list(args.set or ())
     if args.steps is not None:  # checked by the recipe's own domains, as --set steps=N is
@@ -59,6 +59,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     try:
         session.construct(build)
         try:
+            if here.is_main:
+                note(budget_note(build, recipe.steps))
             summary = train(build, run_dir=run_dir, progress=not (args.json or args.no_progress), checkpoint_every=every,
                             loggers=loggers, eval_every=eval_every)
         finally:
@@ -99,7 +101,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     finally:
         build.trainer.close()
     mean = float(np.mean(returns))
-    result = {"run_dir": str(run_dir), "recipe": build.recipe.ref, "backend": build.backend, "checkpoint": args.checkpoint,
+    result = {"run_dir": str(run_dir), "recipe": build.recipe.ref, "backend": build.backend, "env": build.env_id, "checkpoint": args.checkpoint,
               "steps": build.trainer.progress, "step_unit": build.trainer.progress_unit, "eval_episodes": len(returns),
               "eval_return_mean": round(mean, 2), "eval_return_std": round(float(np.std(returns)), 2),
               "target": build.recipe.target}
@@ -115,7 +117,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         unit = "gradient updates" if result["step_unit"] == "updates" else "steps"
         score = f", normalised score {result['normalised_score']:.1f}" if result.get("normalised_score") is not None else ""
         which = " (best.pt)" if args.checkpoint == "best" else ""
-        print(f"{result['recipe']} on {result['backend']} after {result['steps']} {unit}{which}: eval return "
+        print(f"{task_label(result['recipe'], result['env'], result['backend'])} after {result['steps']} {unit}{which}: eval return "
               f"{result['eval_return_mean']:.1f} ± {result['eval_return_std']:.1f} over {result['eval_episodes']} episodes{score}")
         if video_dir is not None:
             print(f"videos: {video_dir} ({len(result['videos'])} files)")
@@ -127,7 +129,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
     with its recorded recipe when it stopped before its first one). The directory's lock is taken after
     the run is read and checked, so a refused resume leaves the directory exactly as it was."""
     from ..distributed import world
-    from ..runs import check_unchanged, check_writable, lock_run_dir, open_run, resume_note, saved_run, session_for_run, train
+    from ..runs import (budget_note, check_unchanged, check_writable, lock_run_dir, open_run, resume_note, saved_run,
+                        session_for_run, train)
 
     run_dir = Path(args.run_dir)
     steps = optional("steps", args.steps, "--steps")
@@ -165,6 +168,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
                 from ..envs import resume_restart_note
 
                 note(resume_restart_note(build.env_id))
+            note(budget_note(build, steps))
         check_eval_every(eval_every, build.algorithm.kind, build.recipe.name)
         summary = train(build, steps=steps, run_dir=run_dir, progress=not (args.json or args.no_progress), resume=True,
                         checkpoint_every=every, eval_every=eval_every)
@@ -232,15 +236,13 @@ def report(args: argparse.Namespace, summary: dict[str, Any]) -> int:
 
 
 def finish_line(summary: dict[str, Any]) -> str:
-    verdict = "passed" if summary["passed"] else "below target"
     unit = "gradient updates" if summary.get("step_unit") == "updates" else "steps"
     score = ""
     if summary.get("normalised_score") is not None:
         score = f", normalised score {summary['normalised_score']:.1f} (dataset mean return {summary['dataset_return_mean']})"
-    target = f"score {summary['target']:g}" if summary.get("target_metric") == "normalised_score" else f"{summary['target']:g}"
-    line = (f"{summary['recipe']} on {summary['backend']}: eval return {summary['eval_return_mean']:.1f} "
+    line = (f"{task_label(summary['recipe'], summary['env'], summary['backend'])}: eval return {summary['eval_return_mean']:.1f} "
             f"± {summary['eval_return_std']:.1f} over {summary['eval_episodes']} episodes{score} "
-            f"(target {target}, {verdict}); {summary['steps']} {unit} in {summary['wall_seconds']:.1f} s")
+            f"({verdict_text(summary)}); {summary['steps']} {unit} in {summary['wall_seconds']:.1f} s")
     if summary.get("world_size", 1) > 1:
         line += (f" on {summary['world_size']} processes ({summary['steps_all_ranks']} {unit} over all ranks, "
                  f"{summary['steps_per_second_all_ranks']:.0f}/s)")
@@ -254,3 +256,11 @@ def finish_line(summary: dict[str, Any]) -> str:
     if summary.get("run_dir"):
         line += f"\nrun directory: {summary['run_dir']}"
     return line
+
+
+def verdict_text(summary: dict[str, Any]) -> str:
+    """``target 475, passed``; a run whose task is not its recipe's has none: ``no target on Acrobot-v1``."""
+    if summary.get("target") is None:
+        return f"no target on {summary['env']}: --set target=R gives one"
+    target = f"score {summary['target']:g}" if summary.get("target_metric") == "normalised_score" else f"{summary['target']:g}"
+    return f"target {target}, {'passed' if summary['passed'] else 'below target'}"

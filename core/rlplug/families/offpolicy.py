@@ -33,6 +33,9 @@ REPLAY_PARAMS = (
 REPLAY_RULES = (
     Rule(("buffer_size", "batch_size"), "buffer_size >= batch_size", lambda hp, recipe: hp["buffer_size"] >= hp["batch_size"],
          "the replay buffer holds at least one batch"),
+    Rule(("learning_starts", "steps"), "learning_starts < steps", lambda hp, recipe: hp["learning_starts"] < recipe.steps,
+         "the whole budget would be random warm-up and no gradient step would be taken: lower it with "
+         "--set learning_starts=N or raise the budget with --steps"),
 )
 
 TARGET_PARAMS = (

@@ -44,7 +44,7 @@ from .rundir import (
     saved_run,
 )
 from .summary import passed, summarise
-from .training import train
+from .training import budget_note, train
 from .versions import LIBRARIES, versions
 from .writer import RunWriter
 
@@ -54,6 +54,7 @@ __all__ = [
     "RunWriter",
     "SavedRun",
     "abandon",
+    "budget_note",
     "check_distributed",
     "check_header",
     "check_new_run_dir",

@@ -6,6 +6,7 @@ import csv
 from pathlib import Path
 
 from ..hookspecs import Build
+from ..recipes import task_label
 
 
 def curve_lines(build: Build) -> tuple[float | None, float | None]:
@@ -14,7 +15,7 @@ def curve_lines(build: Build) -> tuple[float | None, float | None]:
     recipe = build.recipe
     target = recipe.target
     dataset = build.extras.get("dataset")
-    if recipe.target_metric == "normalised_score":
+    if recipe.target_metric == "normalised_score" and target is not None:
         ref = dataset.reference if dataset is not None else {}
         low, high = ref.get("random_return"), ref.get("expert_return")
         target = None if low is None or high is None else low + target / 100.0 * (high - low)
@@ -22,7 +23,13 @@ def curve_lines(build: Build) -> tuple[float | None, float | None]:
     return target, data_mean
 
 
-def plot_learning_curve(run_dir: Path, target: float | None = None, data_mean: float | None = None) -> None:
+def curve_title(run_dir: Path, build: Build) -> str:
+    """The run directory and the task it trained on (a run on another env than its recipe's says so)."""
+    return f"{run_dir.name}\n{task_label(build.recipe.ref, build.env_id, build.backend)}"
+
+
+def plot_learning_curve(run_dir: Path, target: float | None = None, data_mean: float | None = None,
+                        title: str | None = None) -> None:
     """Draw ``curve.png`` from ``metrics.csv`` (nothing to draw before its first row)."""
     path = run_dir / "metrics.csv"
     if not path.is_file():
@@ -56,7 +63,7 @@ def plot_learning_curve(run_dir: Path, target: float | None = None, data_mean: f
     ax.legend(fontsize=8)
     ax.set_xlabel("gradient updates" if unit == "updates" else "environment steps")
     ax.set_ylabel("episode return")
-    ax.set_title(run_dir.name, fontsize=9)
+    ax.set_title(title or run_dir.name, fontsize=9)
     ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(run_dir / "curve.png", dpi=100)

@@ -51,8 +51,11 @@ def summarise(
     return summary
 
 
-def passed(recipe: Recipe, summary: dict[str, Any]) -> bool:
-    """The recipe's target on its metric; ``beat_dataset`` also requires a return above the dataset's mean."""
+def passed(recipe: Recipe, summary: dict[str, Any]) -> bool | None:
+    """The recipe's target on its metric; ``beat_dataset`` also requires a return above the dataset's mean.
+    ``None`` when the run has no target (its task is not the one the recipe's target was set on)."""
+    if recipe.target is None:
+        return None
     value = summary["eval_return_mean"] if recipe.target_metric == "return" else summary.get("normalised_score")
     if value is None or value < recipe.target:
         return False

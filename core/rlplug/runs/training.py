@@ -84,6 +84,20 @@ class StopSignals:
         )
 
 
+def budget_note(build: Build, steps: int) -> str | None:
+    """The line saying a step budget is rounded to whole iterations (``None`` when it is not), said once
+    before training: ``steps 2000 rounded up to 4096: training runs whole iterations of 4096 env steps (8 envs x 512)``."""
+    trainer = build.trainer
+    planned = trainer.planned_progress(steps)
+    if planned == steps or trainer.progress >= steps:
+        return None
+    chunk = trainer.steps_per_iteration or 1
+    unit = "updates" if trainer.progress_unit == "updates" else "env steps"
+    shape = f" ({build.num_envs} envs x {chunk // build.num_envs})" if build.num_envs > 1 and chunk % build.num_envs == 0 else ""
+    return (f"steps {steps} rounded {'up' if planned > steps else 'down'} to {planned}: training runs whole iterations "
+            f"of {chunk} {unit}{shape}")
+
+
 def train(
     build: Build,
     steps: int | None = None,
@@ -160,7 +174,8 @@ def _train(build: Build, trainer: Trainer, steps: int, run_dir: Path | None, wri
     start_steps, started, cpu_started = trainer.progress, time.perf_counter(), time.process_time()
     gradient_steps_before = trainer.gradient_steps
     unit = "update" if trainer.progress_unit == "updates" else "step"
-    bar = tqdm(total=steps, initial=trainer.progress, unit=unit, dynamic_ncols=True, disable=not progress, leave=False)
+    # the total is where training stops (whole iterations), so the bar ends at 100 %
+    bar = tqdm(total=trainer.planned_progress(steps), initial=trainer.progress, unit=unit, dynamic_ncols=True, disable=not progress, leave=False)
     postfix: dict[str, str] = {}
     if writer is not None:
         writer.best_eval = evaluations.best

@@ -8,7 +8,7 @@ from typing import Any
 from ..checkpoint import save_checkpoint
 from ..hookspecs import Build
 from .checkpoints import checkpoint_payload
-from .curve import curve_lines, plot_learning_curve
+from .curve import curve_lines, curve_title, plot_learning_curve
 from .divergence import check_finite_state
 from .metrics import MetricsLog
 from .lock import check_still_held, lock_run_dir, unlock_run_dir
@@ -88,7 +88,7 @@ class RunWriter:
 
     def plot(self) -> None:
         with file_errors(self.dir / "curve.png", "write"):
-            plot_learning_curve(self.dir, *curve_lines(self.build))
+            plot_learning_curve(self.dir, *curve_lines(self.build), title=curve_title(self.dir, self.build))
 
     def checkpoint(self, rank_states: list[Any] | None = None) -> None:
         """Save the trainer's state unless it holds a NaN or an infinity (then the last good one stays).

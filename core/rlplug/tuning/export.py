@@ -163,7 +163,8 @@ def changes(spec: AlgorithmSpec, original: Recipe, tuned: Recipe) -> tuple[dict[
     """What the tuned recipe sets: changed fields, changed hyperparameters (in the algorithm's order) and
     changed raw backend settings."""
     before, after = original.to_table(), tuned.to_table()
-    fields = {k: after[k] for k in _COPIED_FIELDS if after[k] != before[k]}
+    # a target dropped with a change of task is no value to write: the tuned recipe drops it the same way
+    fields = {k: after[k] for k in _COPIED_FIELDS if after[k] != before[k] and after[k] is not None}
     old_hp = {**spec.defaults(), **original.hyperparameters}
     new_hp = {**spec.defaults(), **tuned.hyperparameters}
     hp = {p.name: new_hp[p.name] for p in spec.params if new_hp.get(p.name) != old_hp.get(p.name)}
