@@ -94,15 +94,18 @@ def test_bench_prints_a_table_and_writes_a_report(tmp_path):
     assert_one_line_error(run_cli("bench", "ppo-cartpole", "--all"), "give recipe names or --all, not both")
 
 
-def test_eval_records_videos_or_says_what_it_needs(tmp_path):
+def test_eval_records_videos_or_says_what_it_needs(tmp_path, monkeypatch):
     import importlib.util
 
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)  # as on a headless machine, where SDL complained
+    monkeypatch.delenv("SDL_VIDEODRIVER", raising=False)
     run_dir = tmp_path / "run"
     assert run_cli("train", "ppo-cartpole", "--steps", "256", "--run-dir", str(run_dir), *FAST).returncode == 0
     result = run_cli("eval", str(run_dir), "--episodes", "1", "--video", "--json")
     if importlib.util.find_spec("moviepy") is None:
-        assert_one_line_error(result, "needs moviepy: pip install moviepy")
+        assert_one_line_error(result, "needs moviepy: pip install 'rlplug[video]'")
         return
     assert result.returncode == 0, result.stderr
+    assert "XDG_RUNTIME_DIR" not in result.stderr  # the off-screen renderer says nothing on success
     videos = json.loads(result.stdout)["videos"]
     assert len(videos) == 1 and videos[0].endswith(".mp4") and (run_dir / "videos").is_dir()

@@ -30,6 +30,7 @@ from functools import partial
 import importlib
 import importlib.util
 import logging
+import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -149,8 +150,8 @@ def register_suite(env_id: str) -> None:
 
 def route_mujoco_warnings() -> None:
     """Send MuJoCo's warnings through Python's ``warnings`` (once a process each; ``-W ignore:::mujoco``) instead of
-    MuJoCo's own print to the terminal: gymnasium's HalfCheetah XML alone printed a 'settotalmass' deprecation for
-    every env made. A handler someone already installed is kept."""
+    MuJoCo's own print to the terminal, less those in ``_MUJOCO_QUIET``: gymnasium's HalfCheetah XML alone printed
+    a 'settotalmass' deprecation for every env made. A handler someone already installed is kept."""
     import mujoco
 
     if mujoco.get_mju_user_warning() is None:
@@ -161,10 +162,17 @@ _MUJOCO_WARNED: dict[Any, Any] = {}
 """The warnings registry of MuJoCo's messages: each is shown once a process under Python's default filter."""
 
 
+_MUJOCO_QUIET = ("compiler attribute 'settotalmass' is deprecated",)
+"""MuJoCo messages about gymnasium's own model files, which neither the user nor rlplug can act on: dropped
+(every HalfCheetah run printed this one)."""
+
+
 def _warn_from_mujoco(message: str) -> None:
     import sys
     import warnings
 
+    if any(quiet in message for quiet in _MUJOCO_QUIET):
+        return
     try:  # attributed to "mujoco" (one line, no rlplug source line; ``-W ignore:::mujoco`` silences it)
         warnings.warn_explicit(f"MuJoCo: {message}", RuntimeWarning, "mujoco", 0, module="mujoco", registry=_MUJOCO_WARNED)
     except Exception:  # under -W error: an exception must not cross MuJoCo's C callback (the process aborts)
@@ -303,6 +311,10 @@ def make_gym_env(env: str | EnvSpec, env_kwargs: Mapping[str, Any] | None = None
     spec = EnvSpec.of(env, env_kwargs)
     name = resolve_env_id(spec)
     kwargs = {**spec.kwargs, **make_kwargs}
+    if kwargs.get("render_mode") == "rgb_array":
+        # frames are drawn off-screen: else pygame's SDL probes for a Wayland display and prints
+        # "error: XDG_RUNTIME_DIR is invalid or not set" on a successful `eval --video`
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     if spec.atari:
         kwargs["frameskip"] = 1
     elif spec.time_limit:

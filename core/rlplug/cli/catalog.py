@@ -158,6 +158,7 @@ def cmd_losses(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    from ..extras import extra_lines
     from ..runs.versions import versions
 
     session = open_session(args)
@@ -166,6 +167,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         print(f"  {name:<11} {ver}")
     print("environment suites:")
     for line in suite_lines():
+        print(f"  {line}")
+    print("optional extras:")
+    for line in extra_lines():
         print(f"  {line}")
     print("plugins:")
     for record in session.host.records:
@@ -194,9 +198,11 @@ def suite_lines() -> list[str]:
 
 
 def cmd_guide(args: argparse.Namespace) -> int:
-    from ..guide import guide_path, guide_text
+    from ..guide import examples_path, guide_path, guide_text
 
-    if args.path:
+    if args.examples:
+        print(examples_path())
+    elif args.path:
         print(guide_path(args.topic))
     else:
         print(guide_text(args.topic), end="")

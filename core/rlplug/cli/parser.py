@@ -120,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate = sub.add_parser("eval", parents=[common], help="evaluate a saved run (imports the --plugin modules it was trained with)")
     evaluate.add_argument("run_dir")
     evaluate.add_argument("--episodes", type=option_value, metavar="N", help="evaluation episodes (default: the recipe's eval_episodes)")
-    evaluate.add_argument("--video", action="store_true", help="record the episodes to RUN_DIR/videos (needs moviepy)")
+    evaluate.add_argument("--video", action="store_true", help="record the episodes to RUN_DIR/videos (needs moviepy: pip install 'rlplug[video]')")
     evaluate.add_argument("--exported", metavar="FILE", help="evaluate this exported policy file (rlplug export) instead of the checkpoint")
     evaluate.add_argument("--checkpoint", choices=("latest", "best"), default="latest",
                           help="best: checkpoints/best.pt, the best evaluation during training (default: latest)")
@@ -176,6 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     guide = sub.add_parser("guide", parents=[debug_only], help="print the plugin author's guide (docs/plugins.md)")
     guide.add_argument("topic", nargs="?", default="plugins", choices=("plugins",))
     guide.add_argument("--path", action="store_true", help="print where the guide is instead")
+    guide.add_argument("--examples", action="store_true", help="print where the example plugins it names are")
     guide.set_defaults(func=command("catalog", "cmd_guide"))
     _name_commands(parser)
     return parser

@@ -82,7 +82,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         import importlib.util
 
         if importlib.util.find_spec("moviepy") is None:
-            raise RlplugError("eval --video records with gymnasium's RecordVideo, which needs moviepy: pip install moviepy")
+            raise RlplugError("eval --video records with gymnasium's RecordVideo, which needs moviepy: pip install 'rlplug[video]'")
         video_dir = str(Path(args.run_dir) / "videos")
     if args.exported:  # the exported file is the policy: the checkpoint is not loaded
         if args.checkpoint != "latest":

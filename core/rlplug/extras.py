@@ -1,0 +1,60 @@
+"""The optional extras that add a command or an option (the environment suites are ``envs.SUITES``): what each
+enables and whether its distributions are installed, read from their metadata so that nothing is imported
+(``rlplug doctor`` stays cheap, and importing mlflow or wandb alone takes seconds)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Extra:
+    name: str
+    """``pip install 'rlplug[<name>]'``."""
+    enables: str
+    requires: tuple[tuple[str, ...], ...]
+    """Distributions that must be installed; each entry lists alternatives (the first is the extra's own)."""
+
+
+EXTRAS = (
+    Extra("onnx", "rlplug export --format onnx", (("onnx",), ("onnxruntime",))),
+    Extra("tune", "rlplug tune", (("optuna",),)),
+    # the full `mlflow` distribution holds the skinny one's modules too; the local store needs SQLAlchemy
+    Extra("mlflow", "--logger mlflow", (("mlflow-skinny", "mlflow"), ("sqlalchemy",), ("alembic",))),
+    Extra("wandb", "--logger wandb", (("wandb",),)),
+    Extra("video", "rlplug eval --video", (("moviepy",),)),
+)
+
+
+def installed_version(distribution: str) -> str | None:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def extra_status(extra: Extra) -> tuple[list[str], list[str]]:
+    """``(["onnx 1.23.2", ...], [missing distributions])`` for one extra."""
+    found, missing = [], []
+    for alternatives in extra.requires:
+        versions = [(name, installed_version(name)) for name in alternatives]
+        present = [f"{name} {version}" for name, version in versions if version is not None]
+        if present:
+            found.append(present[0])
+        else:
+            missing.append(alternatives[0])
+    return found, missing
+
+
+def extra_lines() -> list[str]:
+    """One line per optional extra: its installed versions, or what is missing and the command that installs it."""
+    lines = []
+    for extra in EXTRAS:
+        found, missing = extra_status(extra)
+        if missing:
+            status = f"not installed ({', '.join(missing)} missing): pip install 'rlplug[{extra.name}]'"
+        else:
+            status = f"installed ({', '.join(found)})"
+        lines.append(f"{extra.name:<11} {status}; for {extra.enables}")
+    return lines
