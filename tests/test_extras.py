@@ -7,7 +7,7 @@ import sys
 
 from rlplug.extras import EXTRAS
 
-EXTRA_MODULES = ("onnx", "onnxruntime", "optuna", "mlflow", "wandb", "moviepy")
+EXTRA_MODULES = ("onnx", "onnxruntime", "optuna", "mlflow", "wandb", "moviepy", "hydra", "ray", "rl_zoo3")
 
 
 def test_doctor_reports_each_optional_extra_without_importing_it(monkeypatch, capsys):
@@ -27,7 +27,7 @@ def test_doctor_reports_each_optional_extra_without_importing_it(monkeypatch, ca
     out = capsys.readouterr().out
     extras = out.split("optional extras:\n", 1)[1].split("plugins:", 1)[0].splitlines()
     assert [line.split()[0] for line in extras] == [extra.name for extra in EXTRAS]
-    assert {extra.name for extra in EXTRAS} == {"onnx", "tune", "mlflow", "wandb", "video"}
+    assert {extra.name for extra in EXTRAS} == {"onnx", "tune", "mlflow", "wandb", "video", "hydra", "ray", "zoo"}
     by_name = {line.split()[0]: line.strip() for line in extras}
     assert by_name["tune"] == "tune        installed (optuna 5.0.0); for rlplug tune"
     assert by_name["wandb"].startswith("wandb       installed (wandb 0.31.0)")

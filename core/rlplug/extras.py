@@ -24,6 +24,9 @@ EXTRAS = (
     Extra("mlflow", "--logger mlflow", (("mlflow-skinny", "mlflow"), ("sqlalchemy",), ("alembic",))),
     Extra("wandb", "--logger wandb", (("wandb",),)),
     Extra("video", "rlplug eval --video", (("moviepy",),)),
+    Extra("hydra", "rlplug-hydra (Hydra configs and sweeps)", (("hydra-core",), ("hydra-submitit-launcher",))),
+    Extra("ray", "rlplug-hydra's hydra/launcher=rlplug_ray", (("ray",),)),
+    Extra("zoo", "zoo:ALGO/ENV recipes", (("rl_zoo3",), ("pyyaml",))),
 )
 
 
