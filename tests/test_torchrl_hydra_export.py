@@ -125,17 +125,19 @@ def test_prints_the_config_without_out(capsys):
     assert "trainer@trainer: td3" in out and "tau: 0.01" in out and "policy_update_delay: 2" in out
 
 
-@pytest.mark.parametrize("argv, expected", [
-    (["ppo-cartpole", "--backend", "skrl", "--format", "hydra"], "use it with --backend torchrl, not 'skrl'"),
-    (["mappo-navigation", "--backend", "torchrl", "--format", "hydra"], "has no multi-agent PPO trainer config"),
-    (["iql-pendulum-medium", "--backend", "torchrl", "--format", "hydra"], "needs --out FILE.yaml"),
-    (["ppo-cartpole", "--backend", "torchrl", "--out", "x.yaml"], "--out writes the --format hydra config"),
-    (["ppo-cartpole", "--backend", "torchrl", "--format", "hydra", "--out", "x.toml"], "Hydra composes FILE.yaml"),
+@pytest.mark.parametrize("argv, dataset_env, expected", [
+    (["ppo-cartpole", "--backend", "skrl", "--format", "hydra"], None, "use it with --backend torchrl, not 'skrl'"),
+    (["mappo-navigation", "--backend", "torchrl", "--format", "hydra"], None, "has no multi-agent PPO trainer config"),
+    (["iql-pendulum-medium", "--backend", "torchrl", "--format", "hydra"], "Pendulum-v1", "needs --out FILE.yaml"),
+    (["cql-cartpole-medium", "--backend", "torchrl", "--format", "hydra", "--out", "c.yaml"], "CartPole-v1",
+     "cql trainer config builds a continuous-action loss; 'CartPole-v1' has discrete actions"),
+    (["ppo-cartpole", "--backend", "torchrl", "--out", "x.yaml"], None, "--out writes the --format hydra config"),
+    (["ppo-cartpole", "--backend", "torchrl", "--format", "hydra", "--out", "x.toml"], None, "Hydra composes FILE.yaml"),
 ])  # fmt: skip
-def test_refusals_are_one_line_exit_2(argv, expected, capsys, tmp_path, monkeypatch, random_dataset):
+def test_refusals_are_one_line_exit_2(argv, dataset_env, expected, capsys, tmp_path, monkeypatch, random_dataset):
     monkeypatch.chdir(tmp_path)
-    if argv[0].startswith("iql"):
-        argv = [*argv, "--set", f"dataset={random_dataset('Pendulum-v1')}"]
+    if dataset_env:
+        argv = [*argv, "--set", f"dataset={random_dataset(dataset_env)}"]
     assert main(["show", *argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("rlplug: error:") and expected in err[0], err

@@ -31,8 +31,6 @@ from typing import Any
 from .errors import RlplugError
 
 TORCHRL_VERSION = "0.14.1"
-# rlplug algorithm -> the TorchRL trainer config (group option) that trains it
-TRAINERS = {"ppo": "ppo", "sac": "sac", "dqn": "dqn", "td3": "td3", "iql": "iql", "cql": "cql"}
 NO_TRAINER = {"mappo": f"TorchRL {TORCHRL_VERSION} has no multi-agent PPO trainer config"}
 ACTIVATIONS = {"tanh": "torch.nn.Tanh", "relu": "torch.nn.ReLU", "elu": "torch.nn.ELU"}
 ENTRY = ("import hydra, torchrl.trainers.algorithms.configs  # registers TorchRL's config groups\n"
@@ -49,10 +47,10 @@ def check_exportable(algorithm: str, backend: str) -> None:
     """Refuse what no TorchRL trainer config can run: another backend, an algorithm without a trainer config."""
     if backend != "torchrl":
         raise ExportError(f"--format hydra writes TorchRL's own trainer configs: use it with --backend torchrl, not '{backend}'")
-    if algorithm not in TRAINERS:
+    if algorithm not in BUILDERS:
         reason = NO_TRAINER.get(algorithm, f"TorchRL {TORCHRL_VERSION} has no trainer config for it")
         raise ExportError(f"--format hydra: algorithm '{algorithm}' cannot be exported ({reason}); "
-                          f"exportable: {', '.join(TRAINERS)}")  # fmt: skip
+                          f"exportable: {', '.join(BUILDERS)}")  # fmt: skip
 
 
 class Export:
@@ -341,7 +339,7 @@ def _td3(x: Export) -> None:
             x.approximated.append(f"exploration_std = {s['exploration_std']!r}: one sigma for every action dimension, "
                                   f"scaled by the mean half range {half!r}")  # fmt: skip
     else:
-        x.drop("exploration_noise", s["exploration_noise"], "only Gaussian exploration is exported")
+        x.drop("exploration_noise", s["exploration_noise"], "only Gaussian exploration is exported", None)
     x.trainer("td3", actor_network=policy, qvalue_network=qvalue, exploration_module=exploration,
               target_net_updater="${target_net_updater}", optim_steps_per_batch=optim_steps,
               policy_update_delay=s["policy_delay"], value_estimator_gamma=s["gamma"], **x.clip(s["grad_norm_clip"]))
@@ -415,17 +413,16 @@ def export_config(recipe: Any, settings: dict[str, Any], source: str, out: Path 
     recipe's dataset is written to ``OUT.dataset.pt`` beside ``out`` (needed: the config names that file)."""
     import yaml
 
+    from .envs import probe_spaces
+
     check_exportable(recipe.algorithm, "torchrl")
     dataset_note = ""
+    observation_space, action_space = probe_spaces(recipe.env, recipe.env_kwargs)
     if recipe.dataset:
         from .datasets import read_info
 
-        info = read_info(recipe.dataset)
-        observation_space, action_space = _spaces_from_metadata(info.metadata)
-    else:
-        from .envs import probe_spaces
-
-        observation_space, action_space = probe_spaces(recipe.env, recipe.env_kwargs)
+        info = read_info(recipe.dataset)  # checked against the env, as rlplug's offline cells check it
+        info.check_env(recipe.env, observation_space, action_space, f"recipe '{recipe.name}'")
     x = Export(recipe, settings, observation_space, action_space)
     if x.discrete and recipe.algorithm in ("sac", "td3", "iql", "cql"):
         raise ExportError(f"--format hydra: TorchRL {TORCHRL_VERSION}'s {recipe.algorithm} trainer config builds a "
@@ -435,7 +432,7 @@ def export_config(recipe: Any, settings: dict[str, Any], source: str, out: Path 
         if out is None:
             raise ExportError("--format hydra: an offline recipe needs --out FILE.yaml (its dataset is written beside it)")
         target = out.with_name(out.stem + ".dataset.pt").resolve()
-        rows = write_ted_dataset(info, settings.get("action_margin", 0.0), target)
+        rows = write_ted_dataset(info, settings.get("action_margin", 0.0), action_space, target)
         x.cfg["replay_buffer"]["storage"]["storage"] = {"_target_": "torch.load", "f": str(target), "weights_only": False}
         dataset_note = (
             f"Offline dataset: rlplug dataset '{recipe.dataset}' ({rows} transitions) in TorchRL's transition layout at\n"
@@ -453,23 +450,7 @@ def export_config(recipe: Any, settings: dict[str, Any], source: str, out: Path 
     return x.header(source, dataset_note) + body
 
 
-def _spaces_from_metadata(meta: dict[str, Any]) -> tuple[Any, Any]:
-    """Observation and action spaces as shapes and bounds from a dataset's metadata (no environment is made)."""
-    import gymnasium as gym
-    import numpy as np
-
-    def space(d: dict[str, Any]) -> Any:
-        if d["type"] == "Discrete":
-            return gym.spaces.Discrete(d["n"])
-        shape = tuple(d["shape"])
-        low = np.broadcast_to(np.asarray(d.get("low", -np.inf), dtype=np.float32), shape)
-        high = np.broadcast_to(np.asarray(d.get("high", np.inf), dtype=np.float32), shape)
-        return gym.spaces.Box(low, high, shape, dtype=np.float32)
-
-    return space(meta["observation_space"]), space(meta["action_space"])
-
-
-def write_ted_dataset(info: Any, action_margin: float, target: Path) -> int:
+def write_ted_dataset(info: Any, action_margin: float, action_space: Any, target: Path) -> int:
     """``info``'s transitions as one ``[N]`` TensorDict in TorchRL's layout, saved with ``torch.save`` at ``target``;
     continuous actions pulled ``action_margin`` of the half range inside the bounds, as rlplug's offline cells do."""
     import torch
@@ -480,10 +461,9 @@ def write_ted_dataset(info: Any, action_margin: float, target: Path) -> int:
     data = load_data(info)
     count = len(data["reward"])
     action = data["action"]
-    space = info.metadata["action_space"]
-    if action_margin and action.is_floating_point() and "low" in space:
-        low = torch.as_tensor(space["low"], dtype=torch.float32)
-        high = torch.as_tensor(space["high"], dtype=torch.float32)
+    if action_margin and action.is_floating_point():
+        low = torch.as_tensor(action_space.low, dtype=torch.float32)
+        high = torch.as_tensor(action_space.high, dtype=torch.float32)
         centre, half = (high + low) / 2, (high - low) / 2 * (1.0 - action_margin)
         action = torch.maximum(torch.minimum(action, centre + half), centre - half)
     column = {k: data[k].reshape(count, 1) for k in ("reward", "terminated", "truncated")}
