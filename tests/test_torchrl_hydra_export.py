@@ -50,7 +50,7 @@ OFFLINE = ["collector.total_frames=1", "trainer.optim_steps_per_batch=20", "repl
 JOBS = {
     "ppo": ("ppo-cartpole", False, ["collector.total_frames=256", "collector.frames_per_batch=128", "trainer.num_epochs=2",
                                     "replay_buffer.storage.max_size=128", "replay_buffer.batch_size=64",
-                                    "training_env.num_workers=2"]),
+                                    "training_env.base_env.num_workers=2"]),
     "sac": ("sac-pendulum", False, SMALL_OFFPOLICY),
     "dqn": ("dqn-cartpole", False, [*SMALL_OFFPOLICY, "collector.frames_per_batch=64", "collector.total_frames=256"]),
     "td3": ("td3-pendulum", False, SMALL_OFFPOLICY),

@@ -110,19 +110,24 @@ class Export:
         return self.model(name, "value", {"network": network, "in_keys": in_keys, "out_keys": [out_key]})
 
     def environment(self) -> None:
-        """A serial batch of ``num_envs`` Gymnasium envs, each with a ``RewardSum`` into ``reward_sum`` (the key the
-        off-policy trainers' reward logging reads; IQL's and CQL's hard-code it)."""
+        """``num_envs`` Gymnasium envs in a serial batched env, under a ``RewardSum`` into ``reward_sum`` (the key the
+        off-policy trainers' reward logging reads; IQL's and CQL's hard-code it).
+
+        The batched env's ``create_env_fn`` is the gym env config itself (a partial, called once per worker): with
+        the ``transformed_env`` inside it, as upstream's examples nest them, the partial would wrap ONE instantiated
+        gym env and every worker would step it. ``GymEnv(num_envs=N)`` would be Gymnasium's async vector env:
+        subprocesses, slower than serial on a small CPU."""
         recipe = self.recipe
-        for group, package, option in (("transform", "transform0", "reward_sum"), ("env", "training_env", "batched_env"),
-                                       ("env", "training_env.create_env_fn", "transformed_env"),
-                                       ("env", "training_env.create_env_fn.base_env", "gym"),
-                                       ("transform", "training_env.create_env_fn.transform", "compose")):
+        for group, package, option in (("transform", "transform0", "reward_sum"), ("env", "training_env", "transformed_env"),
+                                       ("env", "training_env.base_env", "batched_env"),
+                                       ("env", "training_env.base_env.create_env_fn", "gym"),
+                                       ("transform", "training_env.transform", "compose")):
             self.group(group, package, option)
         self.cfg["transform0"] = {"in_keys": ["reward"], "out_keys": ["reward_sum"]}
         self.cfg["training_env"] = {
-            "num_workers": recipe.num_envs, "batched_env_type": "serial",
-            "create_env_fn": {"base_env": {"env_name": recipe.env}, "transform": {"transforms": ["${transform0}"]},
-                              "_partial_": True},
+            "base_env": {"num_workers": recipe.num_envs, "batched_env_type": "serial",
+                         "create_env_fn": {"env_name": recipe.env, "_partial_": True}},
+            "transform": {"transforms": ["${transform0}"]},
         }  # fmt: skip
         self.drop("env_kwargs", dict(recipe.env_kwargs), "TorchRL's gym env config takes no gym.make keyword arguments", {})
         self.drop("env_module", recipe.env_module, "import the module that registers the environment before composing", "")
