@@ -296,8 +296,8 @@ def _dqn(x: Export) -> None:
     x.trainer("dqn", value_network=qvalue, target_net_updater="${target_net_updater}", optim_steps_per_batch=optim_steps,
               eps_init=s["eps_init"], eps_end=s["eps_end"], annealing_num_steps=max(1, s["annealing_num_steps"]),
               episode_reward_key="reward_sum", **x.clip(s["max_grad_norm"]))  # fmt: skip
-    x.approximated.append(f"annealing_num_steps = {s['annealing_num_steps']}: TorchRL's DQNTrainer steps the epsilon "
-                          "schedule once per collected batch of frames, rlplug once per env step")  # fmt: skip
+    x.approximated.append(f"annealing_num_steps = {s['annealing_num_steps']}: TorchRL's DQNTrainer anneals epsilon by "
+                          f"the frames collected, once per batch ({frames} frames at a time), rlplug at every step")  # fmt: skip
     if s.get("lr_scheduler"):
         x.dropped.append(f"lr_scheduler = {s['lr_scheduler']!r} ({s.get('lr_scheduler_kwargs')}): DQNTrainer's config "
                          "has no learning-rate scheduler (the exported lr stays constant)")  # fmt: skip
