@@ -8,7 +8,8 @@ import importlib.util
 from typing import Any
 
 from ..tables import format_table, to_toml
-from .common import open_session, print_json
+from ..torchrl_hydra import ExportError
+from .common import note, open_session, print_json
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -76,6 +77,10 @@ def cmd_show(args: argparse.Namespace) -> int:
     for name in list(recipe.backend_settings):
         table.pop(name, None)
     settings = backend_settings(spec, backend, table["hyperparameters"], recipe)
+    if args.format == "hydra":
+        return show_torchrl_hydra(recipe, backend, settings, args.out)
+    if args.out:
+        raise ExportError("--out writes the --format hydra config; without --format hydra, show prints")
     table["backend"] = backend
     table["loss"] = recipe.loss or spec.loss_for(backend)
     domains = {"": field_domains(), "hyperparameters": spec.domains()}
@@ -129,6 +134,37 @@ def zoo_translation(name: str) -> Any:
     from ..zoo import translation
 
     return translation(name)
+
+
+def show_torchrl_hydra(recipe: Any, backend: str, settings: dict[str, Any], out: str | None) -> int:
+    """``show --format hydra``: the recipe as TorchRL's own trainer config (rlplug.torchrl_hydra), printed or written."""
+    from pathlib import Path
+
+    from ..torchrl_hydra import check_exportable, export_config
+
+    check_exportable(recipe.algorithm, backend)
+    path = Path(out) if out else None
+    if path is not None and path.suffix not in (".yaml", ".yml"):
+        raise ExportError(f"--out {out}: Hydra composes FILE.yaml (or .yml) files")
+    if path is not None:  # an earlier export of this file (and the dataset beside it) is replaced, nothing else
+        from ..errors import OutputError
+        from ..outputs import TORCHRL_CONFIG, check_output, describe
+
+        sources = [(Path(recipe.source), f"the file recipe {recipe.ref} comes from")] if recipe.source else []
+        ours = check_output(path, TORCHRL_CONFIG, "show --out", sources)
+        dataset = path.with_name(path.stem + ".dataset.pt")
+        if dataset.exists() and not ours:
+            raise OutputError(f"show --out: {dataset} is {describe(dataset)}, not the dataset of an earlier export of "
+                              f"{path}; choose another --out or remove it yourself")
+    text = export_config(recipe, settings, str(recipe.source), path)
+    if path is None:
+        print(text, end="")
+        return 0
+    from ..outputs import replace_atomically
+
+    replace_atomically(path, lambda partial: partial.write_text(text))
+    note(f"wrote {path} (TorchRL trainer config: config_name={path.stem!r}, config_dir={str(path.parent.resolve())!r})")
+    return 0
 
 
 def cmd_losses(args: argparse.Namespace) -> int:

@@ -92,6 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("name")
     show.add_argument("--backend")
     show.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a recipe field or hyperparameter")
+    show.add_argument("--format", choices=("toml", "hydra"), default="toml", help="hydra: the recipe as a config in "
+                      "TorchRL's own trainer config groups, trained by TorchRL alone (with --backend torchrl)")
+    show.add_argument("--out", metavar="FILE.yaml", help="with --format hydra: write the config to FILE.yaml (an offline "
+                      "recipe's dataset goes beside it) instead of printing it")
     show.set_defaults(func=command("catalog", "cmd_show"))
 
     losses = sub.add_parser("losses", parents=[common], help="registered losses per algorithm and backend")
