@@ -25,7 +25,7 @@ def test_ci_runs_the_readme_test_command_as_written():
 
 
 def test_the_readme_python_example_runs(tmp_path, monkeypatch):
-    (example,) = blocks(section("Python"), "python")
+    example = blocks(section("Python"), "python")[0]  # the second is the skrl-trainer script (test_skrl_trainers)
     small = {  # the example's step budgets, made tiny: everything else runs as written
         "build.trainer.train(20_000)": "build.trainer.train(64)",
         '"steps=50_000"': '"steps=64", "rollout_steps=16", "epochs=1", "minibatches=1", "eval_episodes=1"',
