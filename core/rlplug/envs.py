@@ -299,7 +299,8 @@ def make_gym_env(env: str | EnvSpec, env_kwargs: Mapping[str, Any] | None = None
         kwargs["frameskip"] = 1
     elif spec.time_limit:
         kwargs["max_episode_steps"] = spec.time_limit
-    made = gym.make(name, **kwargs)
+    # rlplug's checker replaces gymnasium's, in its place right around the base env (rlplug.envcheck)
+    made = with_contract_checker(gym.make(name, **{**kwargs, "disable_env_checker": True}), spec.id)
     if spec.atari:
         made = gym.wrappers.AtariPreprocessing(
             made, noop_max=30, frame_skip=4, screen_size=84, grayscale_obs=True, scale_obs=False,
@@ -317,6 +318,20 @@ def make_gym_env(env: str | EnvSpec, env_kwargs: Mapping[str, Any] | None = None
     if spec.clip_actions and isinstance(space, gym.spaces.Box):
         low, high = space.low, space.high
         made = gym.wrappers.TransformAction(made, lambda action: np.clip(action, low, high), space)
+    return made
+
+
+def with_contract_checker(made: Any, env_id: str) -> Any:
+    """``made`` with ``EnvContractChecker`` directly around its base env, under gym.make's wrappers
+    (``OrderEnforcing``, ``TimeLimit``) as gymnasium's own checker would be."""
+    from .envcheck import EnvContractChecker
+
+    if made is made.unwrapped:
+        return EnvContractChecker(made, env_id)
+    layer = made
+    while layer.env is not made.unwrapped:
+        layer = layer.env
+    layer.env = EnvContractChecker(layer.env, env_id)
     return made
 
 

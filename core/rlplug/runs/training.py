@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from ..distributed import world
-from ..errors import RunInterrupted
+from ..errors import EnvContractError, EnvStepError, RunInterrupted
 from ..hookspecs import Build, Trainer
 from .divergence import check_losses, diverged_parameters
-from .rundir import recorded_checkpoint_every
+from .rundir import CHECKPOINT, recorded_checkpoint_every
 from .summary import add_update_rate, add_world, summarise
 from .trackers import DEFAULT_LOGGERS
 from .writer import RunWriter
@@ -81,6 +81,18 @@ class StopSignals:
             f"interrupted by {name} at {unit} {trainer.progress}; a checkpoint was written there: "
             f"continue with `rlplug resume {run_dir}`", self.signum,
         )
+
+
+def stopped_by_env(trainer: Trainer, run_dir: Path | None) -> str:
+    """What became of a run whose environment failed: where it stopped and the checkpoint it keeps (the
+    last one written; the state mid-rollout is not saved)."""
+    unit = "update" if trainer.progress_unit == "updates" else "env step"
+    stopped = f"training stopped at {unit} {trainer.progress}"
+    if run_dir is None:
+        return stopped
+    if (run_dir / CHECKPOINT).is_file():
+        return f"{stopped}, the last checkpoint in {run_dir / CHECKPOINT.parent} is kept"
+    return f"{stopped}, before its first checkpoint"
 
 
 def train(
@@ -169,6 +181,8 @@ def _train(build: Build, trainer: Trainer, steps: int, run_dir: Path | None, wri
     try:
         try:
             trainer.train(steps, callbacks=[on_step])
+        except (EnvContractError, EnvStepError) as err:
+            raise type(err)(f"{err}; {stopped_by_env(trainer, run_dir)}") from err
         except (RuntimeError, ValueError) as err:
             diverged = diverged_parameters(err, trainer)
             if diverged is None:
