@@ -130,3 +130,26 @@ def test_float_arrays_of_nested_spaces_are_all_checked_and_well_behaved_envs_pas
     assert observation_problem({**good, "state": np.zeros(4, np.float32)}, space).startswith(
         "['state'] of shape (4,) where its observation_space declares shape (3,)"
     )
+
+
+@pytest.mark.parametrize("mode,env,line", [
+    ("sync", "InfReward-v0", "returned reward inf in step 5 of an episode (5 steps since it was made); rewards must be finite"),
+    ("async", "NaNObservation-v0", "returned nan in its observation in step 5 of an episode (5 steps since it was made); "
+     "observations must be finite"),
+])
+def test_training_copies_are_checked_a_batch_at_a_time_and_the_copy_names_itself(mode, env, line):
+    import warnings
+
+    from rlplug.envs import EnvSpec, make_gym_vector_env
+
+    vector_env = make_gym_vector_env(EnvSpec(id=f"broken_envs:{env}", vector_mode=mode), None, 2)
+    try:
+        vector_env.reset(seed=0)
+        with warnings.catch_warnings(record=True) as logged, pytest.raises(EnvContractError) as caught:
+            warnings.simplefilter("always")
+            for _ in range(5):
+                vector_env.step(np.zeros(2, dtype=np.int64))
+    finally:
+        vector_env.close(**({"terminate": True} if mode == "async" else {}))
+    assert str(caught.value) == f"environment 'broken_envs:{env}' {line}"
+    assert not [w for w in logged if "Worker" in str(w.message) or "Raising" in str(w.message)]  # gymnasium's log

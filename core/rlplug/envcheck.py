@@ -11,10 +11,15 @@ env id, the check, what was declared and what came back:
   both times an observation of the declared space's shape, dtype (one that casts safely to it, the rule
   of gymnasium's ``Box.contains``) and ``Dict`` keys (``EnvContractError``);
 * every ``reset`` and ``step``: finite float observations and a finite reward, so a NaN is named at its
-  source before it reaches the networks and their divergence guard (``EnvContractError``). One
-  ``np.isfinite`` per float array (the whole array at once) and one ``math.isfinite`` per reward;
+  source before it reaches the networks and their divergence guard (``EnvContractError``). The training
+  copies are checked a batch at a time by this module's ``SyncVectorEnv``/``AsyncVectorEnv`` (one
+  ``np.isfinite`` per array of the batch; the copy whose env returned the NaN then names it); a single env
+  (evaluation) checks each step itself;
 * an exception raised inside the env's ``reset`` or ``step``: named with the env and the step it came
   in (``EnvStepError``).
+
+Under ``vector_mode = "async"`` the copies step in worker processes; ``AsyncVectorEnv`` brings their line
+back alone.
 
 The checker keeps gymnasium's checker's constructor checks and attribute names (``checked_reset``,
 ``checked_step``), so the wrapper chains stay as long as before and checkpoints written before it
@@ -24,6 +29,7 @@ restore into it (``rlplug.envstate``).
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -31,7 +37,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.wrappers.common import PassiveEnvChecker
 
-from .errors import EnvContractError, EnvStepError
+from .errors import EnvContractError, EnvStepError, RlplugError
 
 Path = tuple[Any, ...]
 
@@ -39,13 +45,18 @@ Path = tuple[Any, ...]
 class EnvContractChecker(PassiveEnvChecker):
     """gymnasium's ``PassiveEnvChecker`` whose reset and step checks refuse in one line (module doc)."""
 
-    def __init__(self, env: gym.Env, env_id: str) -> None:
+    def __init__(self, env: gym.Env, env_id: str, each_step: bool = True) -> None:
         super().__init__(env)
         self.env_id = env_id
+        self.each_step = each_step
+        """Whether every step's values are checked here; a copy in a ``SyncVectorEnv``/``AsyncVectorEnv`` of
+        this module leaves that to the batch (one ``np.isfinite`` per vector step), which calls
+        ``check_last_step`` on it when the batch holds a NaN."""
         self.steps = 0
         """Steps since the env was made (over its episodes), and in the episode under way: the lines name them."""
         self.episode_steps = 0
         self._float_paths = float_paths(env.observation_space)
+        self._last: tuple[Any, Any] = (None, 0.0)
 
     # ---- the two calls -------------------------------------------------------------------------------
 
@@ -75,11 +86,17 @@ class EnvContractChecker(PassiveEnvChecker):
         if not self.checked_step:
             self.checked_step = True
             self._check_step(result)
-        observation, reward = result[0], result[1]
+        self._last = result[0], result[1]  # references, no copies: the batch check may ask for them
+        if self.each_step or self.steps == 1:
+            self.check_last_step()
+        return result
+
+    def check_last_step(self) -> None:
+        """Refuse a NaN or infinite observation or reward in what the env returned from its last step."""
+        observation, reward = self._last
         if not math.isfinite(reward):
             self._refuse(f"returned reward {float(reward)} in {self._when()}; rewards must be finite", contract=False)
         self._check_finite_observation(observation, "step")
-        return result
 
     # ---- the checks ----------------------------------------------------------------------------------
 
@@ -89,7 +106,7 @@ class EnvContractChecker(PassiveEnvChecker):
             old = " (obs, reward, done, info: the gym < 0.26 API)" if isinstance(result, tuple) and len(result) == 4 else ""
             self._refuse(f"step returned {count}{old}, not the five (observation, reward, terminated, truncated, info)")
         reward, info = result[1], result[4]
-        if isinstance(reward, (bool, np.bool_)) or not isinstance(reward, (int, float, np.integer, np.floating)):
+        if np.ndim(reward) != 0 or np.asarray(reward).dtype.kind not in "iuf":  # a 0-d array of a number passes
             self._refuse(f"step returned a reward of type {type(reward).__name__} ({_short(reward)}), not a number")
         if not isinstance(info, dict):
             self._refuse(f"step returned info of type {type(info).__name__}, not a dict")
@@ -131,6 +148,62 @@ class EnvContractChecker(PassiveEnvChecker):
         if call == "step" and not _contains(self.env.action_space, action):
             given = f" (the action it was given, {_short(action)}, is outside its action space {self.env.action_space})"
         return EnvStepError(f"environment '{self.env_id}' raised {type(err).__name__} in {when}: {message}{given}")
+
+
+class _BatchCheck:
+    """A vector env's step checks its whole batch: one ``np.isfinite`` over the rewards and one per float
+    array of the observations. On a NaN or an infinity each copy's ``EnvContractChecker`` checks what its env
+    returned, and the one that returned it raises its line; if none did, a wrapper of rlplug's made it."""
+
+    def _check_batches_of(self, env_id: str) -> None:
+        self.env_id = env_id
+        self._float_paths = float_paths(self.single_observation_space)
+
+    def step(self, actions: Any) -> Any:
+        result = super().step(actions)
+        observations = result[0]
+        finite = np.isfinite(result[1]).all()
+        for path in self._float_paths:
+            value = observations
+            for key in path:
+                value = value[key]
+            finite = finite and np.isfinite(value).all()
+        if not finite:
+            self.call("check_last_step")
+            raise EnvContractError(
+                f"environment '{self.env_id}': a NaN or infinite observation or reward came out of rlplug's wrappers "
+                "(its own values were finite); observations and rewards must be finite"
+            )
+        return result
+
+
+class SyncVectorEnv(_BatchCheck, gym.vector.SyncVectorEnv):
+    """gymnasium's, checking each step's batch (``_BatchCheck``)."""
+
+    def __init__(self, env_fns: Any, env_id: str, **kwargs: Any) -> None:
+        super().__init__(env_fns, **kwargs)
+        self._check_batches_of(env_id)
+
+
+class AsyncVectorEnv(_BatchCheck, gym.vector.AsyncVectorEnv):
+    """gymnasium's, checking each step's batch (``_BatchCheck``); a worker's rlplug error (the checker's line)
+    comes back alone: gymnasium logs the worker's traceback as warnings first, which stays so for any other."""
+
+    def __init__(self, env_fns: Any, env_id: str, **kwargs: Any) -> None:
+        super().__init__(env_fns, **kwargs)
+        self._check_batches_of(env_id)
+
+    def _raise_if_errors(self, successes: Any) -> None:
+        try:
+            with warnings.catch_warnings(record=True) as logged:
+                warnings.simplefilter("always")
+                super()._raise_if_errors(successes)
+        except RlplugError:
+            raise
+        except BaseException:
+            for warning in logged:
+                warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+            raise
 
 
 # ---- the observation space -------------------------------------------------------------------------
