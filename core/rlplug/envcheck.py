@@ -39,7 +39,7 @@ from gymnasium.wrappers.common import PassiveEnvChecker
 
 from .errors import EnvContractError, EnvStepError, RlplugError
 
-Path = tuple[Any, ...]
+KeyPath = tuple[Any, ...]
 
 
 class EnvContractChecker(PassiveEnvChecker):
@@ -119,15 +119,13 @@ class EnvContractChecker(PassiveEnvChecker):
 
     def _check_finite_observation(self, observation: Any, call: str) -> None:
         for path in self._float_paths:
-            value = observation
-            for key in path:
-                value = value[key]
+            value = part(observation, path)
             if not np.isfinite(value).all():
                 bad = np.asarray(value).reshape(-1)
                 first = bad[~np.isfinite(bad)][0]
-                part = "observation" + "".join(f"[{key!r}]" for key in path)
+                named = "observation" + "".join(f"[{key!r}]" for key in path)
                 when = self._when() if call == "step" else "reset"
-                self._refuse(f"returned {first} in its {part} in {when}; observations must be finite", contract=False)
+                self._refuse(f"returned {first} in its {named} in {when}; observations must be finite", contract=False)
 
     # ---- the lines -----------------------------------------------------------------------------------
 
@@ -164,10 +162,7 @@ class _BatchCheck:
         observations = result[0]
         finite = np.isfinite(result[1]).all()
         for path in self._float_paths:
-            value = observations
-            for key in path:
-                value = value[key]
-            finite = finite and np.isfinite(value).all()
+            finite = finite and np.isfinite(part(observations, path)).all()
         if not finite:
             self.call("check_last_step")
             raise EnvContractError(
@@ -209,7 +204,7 @@ class AsyncVectorEnv(_BatchCheck, gym.vector.AsyncVectorEnv):
 # ---- the observation space -------------------------------------------------------------------------
 
 
-def float_paths(space: gym.Space) -> list[Path]:
+def float_paths(space: gym.Space) -> list[KeyPath]:
     """The keys leading to each float array of an observation of ``space`` (``[()]`` for a float Box):
     the arrays whose values must be finite. Integer and boolean ones always are."""
     if isinstance(space, gym.spaces.Box):
@@ -219,6 +214,13 @@ def float_paths(space: gym.Space) -> list[Path]:
     if isinstance(space, gym.spaces.Tuple):
         return [(index, *path) for index, sub in enumerate(space.spaces) for path in float_paths(sub)]
     return []
+
+
+def part(observation: Any, path: KeyPath) -> Any:
+    """The array at ``path`` in an observation (or a batch of them: a vector env batches ``Dict`` key by key)."""
+    for key in path:
+        observation = observation[key]
+    return observation
 
 
 def observation_problem(observation: Any, space: gym.Space, where: str = "") -> str:
