@@ -153,3 +153,10 @@ def test_training_copies_are_checked_a_batch_at_a_time_and_the_copy_names_itself
         vector_env.close(**({"terminate": True} if mode == "async" else {}))
     assert str(caught.value) == f"environment 'broken_envs:{env}' {line}"
     assert not [w for w in logged if "Worker" in str(w.message) or "Raising" in str(w.message)]  # gymnasium's log
+
+
+def test_dataset_collection_names_the_env_too():
+    from rlplug.collect import rollout
+
+    with pytest.raises(EnvContractError, match=r"^environment 'broken_envs:InfReward-v0' returned reward inf in step 5 of an episode"):
+        rollout("broken_envs:InfReward-v0", {}, None, 30, 0.0, 0, False)
