@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from .datasets import DatasetError, DatasetInfo, data_root, dataset_path, episode_returns, write
-from .envs import env_errors, probe_spaces, with_contract_checker
+from .envs import env_errors, make_checked, probe_spaces
 from .errors import NoReplayMemoryError
 from .evaluation import EVAL_SEED_OFFSET
 from .hookspecs import Build
@@ -41,17 +41,10 @@ DECLARED_FIELDS = {
 # ---- policies -----------------------------------------------------------------------------------
 
 
-def checked_env(env_id: str, env_kwargs: dict[str, Any]) -> Any:
-    """``gym.make``'s env with rlplug's Gymnasium contract checker in place of gymnasium's (``rlplug.envcheck``)."""
-    import gymnasium as gym
-
-    return with_contract_checker(gym.make(env_id, **{**env_kwargs, "disable_env_checker": True}), env_id)
-
-
 def random_return(env_id: str, env_kwargs: dict[str, Any], episodes: int, seed: int) -> float:
     """Mean return of a uniformly random policy over ``episodes`` episodes (seeded)."""
     with env_errors(env_id, env_kwargs, "random-policy reference"):
-        env = checked_env(env_id, env_kwargs)
+        env = make_checked(env_id, env_id, **env_kwargs)
     env.action_space.seed(seed)
     totals = []
     try:
@@ -92,7 +85,7 @@ def rollout(env_id: str, env_kwargs: dict[str, Any], act: Any, steps: int, noise
     from tqdm import tqdm
 
     with env_errors(env_id, env_kwargs, "dataset collection"):
-        env = checked_env(env_id, env_kwargs)
+        env = make_checked(env_id, env_id, **env_kwargs)
     space = env.action_space
     space.seed(seed)
     rng = np.random.default_rng(seed)

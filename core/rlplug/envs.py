@@ -302,8 +302,7 @@ def make_gym_env(env: str | EnvSpec, env_kwargs: Mapping[str, Any] | None = None
         kwargs["frameskip"] = 1
     elif spec.time_limit:
         kwargs["max_episode_steps"] = spec.time_limit
-    # rlplug's checker replaces gymnasium's, in its place right around the base env (rlplug.envcheck)
-    made = with_contract_checker(gym.make(name, **{**kwargs, "disable_env_checker": True}), spec.id, batch_checked)
+    made = make_checked(name, spec.id, batch_checked, **kwargs)
     if spec.atari:
         made = gym.wrappers.AtariPreprocessing(
             made, noop_max=30, frame_skip=4, screen_size=84, grayscale_obs=True, scale_obs=False,
@@ -324,11 +323,15 @@ def make_gym_env(env: str | EnvSpec, env_kwargs: Mapping[str, Any] | None = None
     return made
 
 
-def with_contract_checker(made: Any, env_id: str, batch_checked: bool = False) -> Any:
-    """``made`` with ``EnvContractChecker`` directly around its base env, under gym.make's wrappers
-    (``OrderEnforcing``, ``TimeLimit``) as gymnasium's own checker would be."""
+def make_checked(name: str, env_id: str, batch_checked: bool = False, **kwargs: Any) -> Any:
+    """``gym.make(name, **kwargs)`` with rlplug's ``EnvContractChecker`` (named ``env_id``) in the place of
+    gymnasium's ``PassiveEnvChecker``: directly around the base env, under gym.make's wrappers
+    (``OrderEnforcing``, ``TimeLimit``), so it sees what the env itself returns (``rlplug.envcheck``)."""
+    import gymnasium as gym
+
     from .envcheck import EnvContractChecker
 
+    made = gym.make(name, **{**kwargs, "disable_env_checker": True})
     if made is made.unwrapped:
         return EnvContractChecker(made, env_id, each_step=not batch_checked)
     layer = made
