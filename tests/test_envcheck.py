@@ -71,7 +71,7 @@ def test_unbounded_continuous_actions_are_refused_before_building(recipe):
 @pytest.mark.parametrize("env,line", [
     ("NaNObservation-v0", "returned nan in its observation in step 5 of an episode"),
     ("WrongShape-v0", "reset returned an observation of shape (3,)"),
-])
+], ids=["nan-observation", "wrong-shape"])
 def test_both_backends_training_stops_on_the_env_line(backend, env, line):
     builds = []
     with pytest.raises(EnvContractError) as caught:  # a first reset may come while the trainer is built
@@ -136,7 +136,7 @@ def test_float_arrays_of_nested_spaces_are_all_checked_and_well_behaved_envs_pas
     ("sync", "InfReward-v0", "returned reward inf in step 5 of an episode (5 steps since it was made); rewards must be finite"),
     ("async", "NaNObservation-v0", "returned nan in its observation in step 5 of an episode (5 steps since it was made); "
      "observations must be finite"),
-])
+], ids=["sync-inf-reward", "async-nan-observation"])
 def test_training_copies_are_checked_a_batch_at_a_time_and_the_copy_names_itself(mode, env, line):
     import warnings
 
