@@ -37,6 +37,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.wrappers.common import PassiveEnvChecker
 
+from .envs import error_text
 from .errors import EnvContractError, EnvStepError, RlplugError
 
 KeyPath = tuple[Any, ...]
@@ -137,15 +138,12 @@ class EnvContractChecker(PassiveEnvChecker):
         raise EnvContractError(f"environment '{self.env_id}'{rule} {what}")
 
     def _raised(self, err: Exception, call: str, action: Any) -> EnvStepError:
-        message = " ".join(str(err).split()) or "(no message)"
-        if len(message) > 200:
-            message = message[:197] + "..."
         when = f"step {self.episode_steps + 1} of an episode ({self.steps + 1} steps since it was made)" if call == "step" \
             else f"reset (after {self.steps} steps)"
         given = ""
         if call == "step" and not _contains(self.env.action_space, action):
             given = f" (the action it was given, {_short(action)}, is outside its action space {self.env.action_space})"
-        return EnvStepError(f"environment '{self.env_id}' raised {type(err).__name__} in {when}: {message}{given}")
+        return EnvStepError(f"environment '{self.env_id}' raised {type(err).__name__} in {when}: {error_text(err)}{given}")
 
 
 class _BatchCheck:

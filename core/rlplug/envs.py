@@ -424,9 +424,12 @@ def env_errors(env_id: str, env_kwargs: dict[str, Any], where: str = "") -> Iter
         raise
     except Exception as err:  # noqa: BLE001 - third-party constructors raise anything (AssertionError too)
         kwargs = f" with env_kwargs {env_kwargs}" if env_kwargs else ""
-        message = " ".join(str(err).split()) or "(no message)"
-        if len(message) > 200:
-            message = message[:197] + "..."
         raise SpaceError(
-            f"{where + ': ' if where else ''}environment '{env_id}' failed to start{kwargs}: {type(err).__name__}: {message}"
+            f"{where + ': ' if where else ''}environment '{env_id}' failed to start{kwargs}: {type(err).__name__}: {error_text(err)}"
         ) from err
+
+
+def error_text(err: BaseException) -> str:
+    """An environment's exception message on one line of at most 200 characters, for the line naming it."""
+    message = " ".join(str(err).split()) or "(no message)"
+    return message if len(message) <= 200 else message[:197] + "..."
