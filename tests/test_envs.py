@@ -179,7 +179,7 @@ def test_wrapper_fields_build_the_same_chain_on_both_backends_and_evaluation_kee
     assert env.observation_space.shape == (3, 3)
     chains = _chains(spec, env.action_space)
     training = ["TransformAction", "NormalizeReward", "FrameStackObservation", "TimeLimit", "OrderEnforcing",
-                "PassiveEnvChecker", "PendulumEnv"]
+                "EnvContractChecker", "PendulumEnv"]
     assert chains["skrl"][0] == chains["torchrl"][0] == training
     assert chains["evaluation"][0] == [n for n in training if n != "NormalizeReward"]  # raw rewards in evaluation
     limits = [layer._max_episode_steps for _, layers in chains.values() for layer in layers if type(layer).__name__ == "TimeLimit"]
@@ -199,7 +199,7 @@ def test_atari_preprocessing_on_both_backends_clips_rewards_in_training_only():
     assert build.observation_space.shape == (4, 84, 84) and build.observation_space.dtype == np.uint8
     chains = _chains(build.env_spec, build.action_space)
     training = ["FrameStackObservation", "ClipReward", "TimeLimit", "AtariPreprocessing", "OrderEnforcing",
-                "PassiveEnvChecker", "AtariEnv"]
+                "EnvContractChecker", "AtariEnv"]
     assert chains["skrl"][0] == chains["torchrl"][0] == training
     assert chains["evaluation"][0] == [n for n in training if n != "ClipReward"]
     for key, (_, layers) in chains.items():

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from .datasets import DatasetError, DatasetInfo, check_target, data_root, episode_returns, write, writing_dataset
-from .envs import env_errors, probe_spaces
+from .envs import env_errors, make_checked, probe_spaces
 from .errors import NoReplayMemoryError
 from .evaluation import EVAL_SEED_OFFSET
 from .hookspecs import Build
@@ -43,10 +43,8 @@ DECLARED_FIELDS = {
 
 def random_return(env_id: str, env_kwargs: dict[str, Any], episodes: int, seed: int) -> float:
     """Mean return of a uniformly random policy over ``episodes`` episodes (seeded)."""
-    import gymnasium as gym
-
     with env_errors(env_id, env_kwargs, "random-policy reference"):
-        env = gym.make(env_id, **env_kwargs)
+        env = make_checked(env_id, env_id, **env_kwargs)
     env.action_space.seed(seed)
     totals = []
     try:
@@ -84,11 +82,10 @@ def rollout(env_id: str, env_kwargs: dict[str, Any], act: Any, steps: int, noise
     The last transition is marked truncated when its episode is still running, so every stored
     episode ends with a flag.
     """
-    import gymnasium as gym
     from tqdm import tqdm
 
     with env_errors(env_id, env_kwargs, "dataset collection"):
-        env = gym.make(env_id, **env_kwargs)
+        env = make_checked(env_id, env_id, **env_kwargs)
     space = env.action_space
     space.seed(seed)
     rng = np.random.default_rng(seed)

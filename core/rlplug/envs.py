@@ -8,7 +8,8 @@ of Gymnasium's own wrappers, innermost first:
 * ``gym.make(id, **env_kwargs)``: a ``module:`` prefix or the recipe's ``env_module`` is imported first (its
   ``gymnasium.register`` calls add ids); ALE and MinAtar ids are registered when one is used; ``time_limit``
   is gym.make's ``max_episode_steps`` (the registered ``TimeLimit`` replaced); ALE under ``atari`` with
-  ``frameskip=1`` (``AtariPreprocessing`` skips frames itself);
+  ``frameskip=1`` (``AtariPreprocessing`` skips frames itself); rlplug's ``EnvContractChecker`` takes the
+  place of gymnasium's ``PassiveEnvChecker`` around the base env (``rlplug.envcheck``);
 * ``AtariPreprocessing`` (``atari``): up to 30 no-op actions after a reset, frame skip 4 (max over the
   last two frames), 84x84 grey uint8, and with ``terminal_on_life_loss`` a lost life ends a training
   episode; then ``TimeLimit`` counting agent steps when ``time_limit`` is given;
@@ -302,9 +303,11 @@ def _entry_module(entry: Any) -> str:
 # ---- making one environment ---------------------------------------------------------------------------
 
 
-def make_gym_env(env: str | EnvSpec, env_kwargs: Mapping[str, Any] | None = None, *, training: bool = True, **make_kwargs: Any) -> Any:
+def make_gym_env(env: str | EnvSpec, env_kwargs: Mapping[str, Any] | None = None, *, training: bool = True,
+                 batch_checked: bool = False, **make_kwargs: Any) -> Any:
     """The wrapped single environment (see the module doc); ``make_kwargs`` go to ``gym.make`` too
-    (``render_mode="rgb_array"`` for videos)."""
+    (``render_mode="rgb_array"`` for videos). ``batch_checked``: a copy of ``make_gym_vector_env``'s, whose
+    values that env checks a batch at a time (``rlplug.envcheck``)."""
     import gymnasium as gym
     import numpy as np
 
@@ -319,7 +322,7 @@ def make_gym_env(env: str | EnvSpec, env_kwargs: Mapping[str, Any] | None = None
         kwargs["frameskip"] = 1
     elif spec.time_limit:
         kwargs["max_episode_steps"] = spec.time_limit
-    made = gym.make(name, **kwargs)
+    made = make_checked(name, spec.id, batch_checked, **kwargs)
     if spec.atari:
         made = gym.wrappers.AtariPreprocessing(
             made, noop_max=30, frame_skip=4, screen_size=84, grayscale_obs=True, scale_obs=False,
@@ -340,6 +343,24 @@ def make_gym_env(env: str | EnvSpec, env_kwargs: Mapping[str, Any] | None = None
     return made
 
 
+def make_checked(name: str, env_id: str, batch_checked: bool = False, **kwargs: Any) -> Any:
+    """``gym.make(name, **kwargs)`` with rlplug's ``EnvContractChecker`` (named ``env_id``) in the place of
+    gymnasium's ``PassiveEnvChecker``: directly around the base env, under gym.make's wrappers
+    (``OrderEnforcing``, ``TimeLimit``), so it sees what the env itself returns (``rlplug.envcheck``)."""
+    import gymnasium as gym
+
+    from .envcheck import EnvContractChecker
+
+    made = gym.make(name, **{**kwargs, "disable_env_checker": True})
+    if made is made.unwrapped:
+        return EnvContractChecker(made, env_id, each_step=not batch_checked)
+    layer = made
+    while layer.env is not made.unwrapped:
+        layer = layer.env
+    layer.env = EnvContractChecker(layer.env, env_id, each_step=not batch_checked)
+    return made
+
+
 def make_gym_vector_env(env: str | EnvSpec, env_kwargs: Mapping[str, Any] | None, num_envs: int, *, training: bool = True) -> Any:
     """``num_envs`` wrapped copies with SAME_STEP autoreset (both backends' training envs; ``gym.make_vec``'s
     modes, with rlplug's wrapper chain around each copy): stepped in this process (``vector_mode = "sync"``),
@@ -347,16 +368,19 @@ def make_gym_vector_env(env: str | EnvSpec, env_kwargs: Mapping[str, Any] | None
     workers import the env's module themselves, so ``env_module`` registrations reach them)."""
     import gymnasium as gym
 
+    from .envcheck import AsyncVectorEnv, SyncVectorEnv
+
     spec = EnvSpec.of(env, env_kwargs)
     resolve_env_id(spec)  # refusals raised here, once, not from inside the vector env's constructor
     mode = gym.vector.AutoresetMode.SAME_STEP
     if spec.vector_mode == "async":
-        return gym.vector.AsyncVectorEnv([partial(make_gym_env, spec, training=training)] * num_envs, autoreset_mode=mode)
+        return AsyncVectorEnv([partial(make_gym_env, spec, training=training, batch_checked=True)] * num_envs, spec.id,
+                              autoreset_mode=mode)
 
     def one() -> Any:
-        return make_gym_env(spec, training=training)
+        return make_gym_env(spec, training=training, batch_checked=True)
 
-    return gym.vector.SyncVectorEnv([one] * num_envs, autoreset_mode=mode)
+    return SyncVectorEnv([one] * num_envs, spec.id, autoreset_mode=mode)
 
 
 # ---- probing -------------------------------------------------------------------------------------------
@@ -420,9 +444,12 @@ def env_errors(env_id: str, env_kwargs: dict[str, Any], where: str = "") -> Iter
         raise
     except Exception as err:  # noqa: BLE001 - third-party constructors raise anything (AssertionError too)
         kwargs = f" with env_kwargs {env_kwargs}" if env_kwargs else ""
-        message = " ".join(str(err).split()) or "(no message)"
-        if len(message) > 200:
-            message = message[:197] + "..."
         raise SpaceError(
-            f"{where + ': ' if where else ''}environment '{env_id}' failed to start{kwargs}: {type(err).__name__}: {message}"
+            f"{where + ': ' if where else ''}environment '{env_id}' failed to start{kwargs}: {type(err).__name__}: {error_text(err)}"
         ) from err
+
+
+def error_text(err: BaseException) -> str:
+    """An environment's exception message on one line of at most 200 characters, for the line naming it."""
+    message = " ".join(str(err).split()) or "(no message)"
+    return message if len(message) <= 200 else message[:197] + "..."

@@ -29,6 +29,15 @@ class SpaceError(RlplugError):
     """An environment's spaces do not fit the algorithm or backend."""
 
 
+class EnvContractError(SpaceError):
+    """An environment breaks the Gymnasium API at its first reset or step (``(obs, info)``, five step values, an
+    observation of its declared space), or returns a NaN or infinite observation or reward (``rlplug.envcheck``)."""
+
+
+class EnvStepError(RlplugError):
+    """An environment raised an exception inside its ``reset`` or ``step``; the line names it and the step."""
+
+
 class EnvModuleError(RlplugError):
     """A module named to register environments (``module:Env-v0``, ``env_module``) cannot be imported."""
 

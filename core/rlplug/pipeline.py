@@ -246,6 +246,13 @@ def check_action_space(
     """Refuse an action space the cell cannot handle, naming the installed algorithms that can."""
     kind = action_space_kind(action_space)
     supported = spec.backends[backend].action_spaces
+    if kind == "continuous" and kind in supported and not action_space.is_bounded("both"):
+        # every continuous cell squashes, scales or clamps its actions into the bounds (TorchRL's Bounded
+        # spec refuses infinite ones outright), so a recipe trains on either backend only with finite ones
+        raise SpaceError(
+            f"recipe '{recipe.name}': environment '{recipe.env}' declares an unbounded action space ({action_space}); "
+            f"{spec.name} needs finite low and high bounds for continuous actions: declare them in its action_space"
+        )
     if kind in supported:
         return
     fits = sorted(

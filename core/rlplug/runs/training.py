@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from ..distributed import world
-from ..errors import RunInterrupted
+from ..errors import EnvContractError, EnvStepError, RunInterrupted
 from ..hookspecs import Build, Trainer
 from .divergence import check_losses, diverged_parameters
 from .evaluations import Evaluations, best_so_far, check_eval_every, episode_bar
-from .rundir import BEST_CHECKPOINT, recorded_checkpoint_every, recorded_eval_every
+from .rundir import BEST_CHECKPOINT, CHECKPOINT, recorded_checkpoint_every, recorded_eval_every
 from .summary import add_update_rate, add_world, summarise
 from .trackers import DEFAULT_LOGGERS
 from .writer import RunWriter
@@ -96,6 +96,18 @@ def budget_note(build: Build, steps: int) -> str | None:
     shape = f" ({build.num_envs} envs x {chunk // build.num_envs})" if build.num_envs > 1 and chunk % build.num_envs == 0 else ""
     return (f"steps {steps} rounded {'up' if planned > steps else 'down'} to {planned}: training runs whole iterations "
             f"of {chunk} {unit}{shape}")
+
+
+def stopped_by_env(trainer: Trainer, run_dir: Path | None) -> str:
+    """What became of a run whose environment failed: where it stopped and the checkpoint it keeps (the
+    last one written; the state mid-rollout is not saved)."""
+    unit = "update" if trainer.progress_unit == "updates" else "env step"
+    stopped = f"training stopped at {unit} {trainer.progress}"
+    if run_dir is None:
+        return stopped
+    if (run_dir / CHECKPOINT).is_file():
+        return f"{stopped}, the last checkpoint in {run_dir / CHECKPOINT.parent} is kept"
+    return f"{stopped}, before its first checkpoint"
 
 
 def train(
@@ -207,6 +219,8 @@ def _train(build: Build, trainer: Trainer, steps: int, run_dir: Path | None, wri
     try:
         try:
             trainer.train(steps, callbacks=[on_step])
+        except (EnvContractError, EnvStepError) as err:
+            raise type(err)(f"{err}; {stopped_by_env(trainer, run_dir)}") from err
         except (RuntimeError, ValueError) as err:
             diverged = diverged_parameters(err, trainer)
             if diverged is None:
