@@ -40,6 +40,28 @@ def run_cli(*args: str, paths: tuple[Path, ...] = (), cwd: Path | None = None, t
     )
 
 
+def cli_in_process(capsys, *argv) -> tuple[int, str, str]:
+    """``rlplug ARGV`` in this process (no interpreter start-up): exit code, stdout, stderr."""
+    from rlplug.cli import main
+
+    capsys.readouterr()
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as stop:  # the argument parser's refusals
+        code = stop.code
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def refused_in_process(capsys, expected: str, *argv) -> str:
+    """``rlplug ARGV`` in this process is refused: exit 2, one line on stderr holding ``expected``, no traceback."""
+    code, _, err = cli_in_process(capsys, *argv)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "Traceback" not in err, (code, err)
+    assert expected in lines[0], lines[0]
+    return lines[0]
+
+
 def one_timeline(before: list[list[str]], after: list[list[str]], upto: int) -> bool:
     """``metrics.csv`` rows (header first) of a run before a kill and after its resume from the checkpoint at
     step ``upto``: every row up to it is still there, in order (columns added later pad it on the right), and

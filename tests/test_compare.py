@@ -12,6 +12,8 @@ import sys
 import numpy as np
 import pytest
 
+from conftest import cli_in_process as _cli, refused_in_process as _refused
+
 CARTPOLE = {
     "name": "ppo-cartpole", "version": 1, "description": "PPO on CartPole-v1", "algorithm": "ppo", "env": "CartPole-v1",
     "dataset": "", "env_kwargs": {}, "backend": "skrl", "steps": 4096, "seed": 42, "num_envs": 4, "loss": "clip",
@@ -59,25 +61,6 @@ def runs(tmp_path):
     made += [write_run(root / f"ppo-cartpole-torchrl-{s}", backend="torchrl", seed=s) for s in (1, 2)]
     made.append(write_run(root / "ppo-cartpole-skrl-long", seed=7, steps=8192, finished=False))
     return made
-
-
-def _cli(capsys, *argv):
-    from rlplug.cli import main
-
-    capsys.readouterr()
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as stop:
-        code = stop.code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def _refused(capsys, expected, *argv):
-    code, _, err = _cli(capsys, *argv)
-    lines = err.strip().splitlines()
-    assert code == 2 and len(lines) == 1 and "Traceback" not in err, (code, err)
-    assert expected in lines[0], lines[0]
 
 
 def _assert_a_real_picture(path):

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import image_envs  # noqa: F401 - registers the tiny image and Dict environments
+from conftest import cli_in_process as _cli, refused_in_process as _refused
 
 pytest.importorskip("skrl")
 pytest.importorskip("torchrl")
@@ -282,26 +283,6 @@ def _train_run(run_dir, recipe, backend, plugins=()):
 def run_dir(request, tmp_path_factory):
     recipe, backend = request.param
     return _train_run(tmp_path_factory.mktemp("runs") / f"{recipe}-{backend}", recipe, backend)
-
-
-def _cli(capsys, *argv):
-    from rlplug.cli import main
-
-    capsys.readouterr()
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as stop:  # the argument parser's refusals
-        code = stop.code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def _refused(capsys, expected, *argv):
-    code, _, err = _cli(capsys, *argv)
-    lines = err.strip().splitlines()
-    assert code == 2 and len(lines) == 1 and "Traceback" not in err, (code, err)
-    assert expected in lines[0], lines[0]
-    return lines[0]
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import write_dataset
+from conftest import cli_in_process as _cli, refused_in_process as _refused, write_dataset
 from test_compare import write_run
 
 RECIPE_FILE = """[recipes.my-ppo]
@@ -31,26 +31,6 @@ def tree_hash(path: Path) -> str:
         digest.update(str(file.relative_to(path) if file != path else file.name).encode())
         digest.update(file.read_bytes())
     return digest.hexdigest()
-
-
-def _cli(capsys, *argv):
-    from rlplug.cli import main
-
-    capsys.readouterr()
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as stop:
-        code = stop.code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def _refused(capsys, expected, *argv):
-    code, _, err = _cli(capsys, *argv)
-    lines = err.strip().splitlines()
-    assert code == 2 and len(lines) == 1 and "Traceback" not in err, (code, err)
-    assert expected in lines[0], lines[0]
-    return lines[0]
 
 
 @pytest.fixture

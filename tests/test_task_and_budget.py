@@ -9,21 +9,11 @@ import json
 
 import pytest
 
+from conftest import cli_in_process as _cli
+
 TINY_PPO = ["--set", "num_envs=2", "--set", "rollout_steps=32", "--set", "minibatches=2", "--set", "epochs=1",
             "--set", "hidden_sizes=[8]", "--set", "eval_episodes=1"]  # fmt: skip
 """One iteration is 64 env steps (2 envs x 32)."""
-
-
-def _cli(capsys, *argv):
-    from rlplug.cli import main
-
-    capsys.readouterr()
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as stop:
-        code = stop.code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def _one_line_refusal(code, err, expected):
