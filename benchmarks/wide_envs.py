@@ -20,29 +20,15 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from vector_modes import worker  # a recipe's training loop timed in this process (the build outside the timing)
 
 HERE = Path(__file__).resolve().parent
 RECIPE = "ppo-cartpole"
 # what the plain loop does not do: the recipe's normalisers and its KL-adaptive learning rate
 PLAIN_EQUIVALENT = ["normalize_observations=false", "normalize_values=false", "lr_schedule=\"constant\"",
                     "learning_rate=0.001", "value_clip=0.2", "entropy_coef=0.01", "max_grad_norm=0.5"]
-
-
-def rlplug_worker(backend: str, overrides: list[str], steps: int) -> dict:
-    import torch
-
-    import rlplug
-
-    torch.set_num_threads(1)
-    build = rlplug.build(RECIPE, backend=backend, overrides=overrides)
-    wall, cpu = time.perf_counter(), time.process_time()
-    build.trainer.train(steps)
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    taken = build.trainer.env_steps
-    build.trainer.close()
-    return {"steps": taken, "wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "steps_per_s": round(taken / wall, 1)}
 
 
 def run(command: list[str]) -> dict:
@@ -69,7 +55,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.worker is not None:
         backend, *overrides = args.worker
-        print(json.dumps(rlplug_worker(backend, overrides, args.steps)))
+        print(json.dumps(worker(RECIPE, backend, overrides, args.steps)))
         return
     rows = []
     for n in (int(x) for x in args.num_envs.split(",")):
