@@ -15,6 +15,7 @@ the recipes' learning-curve pictures (``docs/curves/``, ``curves.py``), which ``
 from __future__ import annotations
 
 import json
+import re
 import statistics
 import sys
 from collections.abc import Callable, Iterable, Mapping
@@ -83,9 +84,16 @@ def table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def provenance(envelope: dict[str, Any]) -> str:
-    """Where a section's figures come from: its command and date, and the note stored with it, if any."""
-    text = f"Produced by `{envelope.get('command', '?')}` on {envelope.get('date', '?')}."
-    return text + (f" {envelope['note']}" if envelope.get("note") else "")
+    """Where a section's figures come from: its command and date, and the note stored with it, if any. A
+    section merged from several commands (the seeded recipe table) lists them, folded, one a line."""
+    command = str(envelope.get("command", "?"))
+    note = f" {envelope['note']}" if envelope.get("note") else ""
+    commands = re.split(r"; (?=(?:rlplug|python|RLPLUG_\w+=\S+) )", command)
+    if len(commands) == 1:
+        return f"Produced by `{command}` on {envelope.get('date', '?')}.{note}"
+    listed = "\n".join(f"- `{c}`" for c in commands)
+    return (f"Produced by {len(commands)} commands, each with its date.{note}\n\n"
+            f"<details><summary>The commands</summary>\n\n{listed}\n\n</details>")
 
 
 def missing(section: str) -> list[str]:

@@ -347,3 +347,13 @@ def test_merge_bench_joins_rows_run_on_other_seeds(tmp_path, monkeypatch):
         {k: whole[k] for k in ("seeds", "mean", "std", "ci95", "misses", "passed")}
     assert merge([tmp_path / "a.json", tmp_path / "b.json"])["rows"][0]["seeds"] == [1, 2]  # without the flag: the later row
     assert merge([tmp_path / "b.json", tmp_path / "c.json"], combine_seeds=True)["rows"][0]["seeds"] == [1]  # seed 1 twice: replaced
+
+
+def test_a_section_merged_from_several_commands_lists_them_folded(render):
+    one = render.provenance({"command": "python benchmarks/startup.py --json", "date": "D"})
+    assert one == "Produced by `python benchmarks/startup.py --json` on D."
+    merged = render.provenance({"command": "rlplug bench a --seeds 3 (D1); rlplug bench b [row a only; b elsewhere] (D2); "
+                                          "RLPLUG_DATA_DIR=/d rlplug bench c (D3)", "date": "D1"})
+    assert merged.startswith("Produced by 3 commands, each with its date.")
+    assert "- `rlplug bench b [row a only; b elsewhere] (D2)`" in merged and "- `RLPLUG_DATA_DIR=/d rlplug bench c (D3)`" in merged
+    assert "<details>" in merged and merged.endswith("</details>")
