@@ -42,9 +42,9 @@ DDPG = replace(
             name="ddpg",
             backend="torchrl",
             factory="rlplug_ddpg.torchrl_backend:make_ddpg_loss",
-            terms=("loss_value", "loss_actor"),
-            doc="torchrl.objectives.DDPGLoss (l2, target actor and critic): loss_value, loss_actor and the "
-            "target update on every step",
+            terms=("loss_qvalue", "loss_actor"),
+            doc="torchrl.objectives.DDPGLoss (l2, target actor and critic): loss_value (logged as TD3's "
+            "loss_qvalue), loss_actor and the target update on every step",
             describe="rlplug_ddpg.torchrl_backend:describe_ddpg_loss",
         ),
     ),
