@@ -177,7 +177,7 @@ def test_every_first_party_recipe_has_a_tier_and_every_new_one_a_reference():
 
     session = Session()
     new = ("ppo-lunarlander", "dqn-lunarlander", "ppo-halfcheetah", "sac-halfcheetah", "td3-halfcheetah",
-           "ppo-minatar-breakout", "dqn-minatar-breakout", "iql-halfcheetah-medium", "cql-halfcheetah-medium")
+           "ppo-minatar-breakout", "dqn-minatar-breakout", "iql-halfcheetah-medium", "cql-halfcheetah-medium", "ddpg-pendulum")
     raw = {n: session.book.raw(n)[0] for n in session.book.names() if session.book.raw(n)[1].source.endswith("registry.toml")}
     assert set(new) <= set(raw)
     assert all("tier" in table for table in raw.values()), [n for n, t in raw.items() if "tier" not in t]

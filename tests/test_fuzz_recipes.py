@@ -21,7 +21,7 @@ from rlplug.pipeline import Session, check_recipe
 from rlplug.recipes import FIELD_PARAMS
 from rlplug.schema import AutoOrFloat, Interval, Param
 
-FIRST_PARTY = ("ppo", "mappo", "sac", "td3", "dqn", "iql", "cql")
+FIRST_PARTY = ("ppo", "mappo", "sac", "td3", "ddpg", "dqn", "iql", "cql")
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from conftest import write_dataset  # noqa: E402
 from rlplug.backends.skrl import parity as skrl_parity  # noqa: E402
 from rlplug.backends.torchrl import parity as torchrl_parity  # noqa: E402
 
-PLUGINS = ("ppo", "sac", "td3", "dqn", "iql", "cql", "mappo")
+PLUGINS = ("ppo", "sac", "td3", "ddpg", "dqn", "iql", "cql", "mappo")
 
 # (algorithm, env, hyperparameter overrides): the default cells, and variants that construct the other
 # classes a recipe can reach (multi-step estimators and their slice sampler, memmap storage, the hard
@@ -34,6 +34,7 @@ TORCHRL_CELLS = {
                                                                      target_update="hard", exploration_noise="ou")),
     "td3": ("td3", "TinyContinuous-v0", {}),
     "td3-ou": ("td3", "TinyContinuous-v0", dict(exploration_noise="ou")),
+    "ddpg": ("ddpg", "TinyContinuous-v0", {}),
     "dqn": ("dqn", "Tiny-v0", {}),
     "dqn-td1": ("dqn", "Tiny-v0", dict(num_envs=1, value_estimator="td1")),
     "iql": ("iql", "TinyContinuous-v0", {}),
@@ -41,7 +42,7 @@ TORCHRL_CELLS = {
     "cql-discrete": ("cql", "Tiny-v0", {}),
     "mappo": ("mappo", None, {}),
 }
-SKRL_CELLS = {name: TORCHRL_CELLS[name] for name in ("ppo", "sac", "td3", "dqn", "iql", "cql", "cql-discrete", "mappo")}
+SKRL_CELLS = {name: TORCHRL_CELLS[name] for name in ("ppo", "sac", "td3", "ddpg", "dqn", "iql", "cql", "cql-discrete", "mappo")}
 OFFLINE = ("iql", "cql")
 
 

@@ -15,7 +15,7 @@ from rlplug import Param, RecipeError, RlplugError, Search, Session, UnknownName
 from rlplug.cli import main
 from rlplug.space import pinned_by, recipe_space
 
-FIRST_PARTY = ("ppo", "sac", "td3", "dqn", "mappo", "iql", "cql")
+FIRST_PARTY = ("ppo", "sac", "td3", "ddpg", "dqn", "mappo", "iql", "cql")
 TINY = ["--steps", "512", "--seeds", "1", "--set", "hidden_sizes=[8]", "--eval-seeds", "1", "--no-progress"]
 
 

@@ -70,6 +70,13 @@ def test_offpolicy_entries_translate_sb3_semantics(session):
     td3 = hp(session, "zoo:td3/Pendulum-v1")  # SB3's noise is on actions scaled to [-1, 1]; Pendulum's are [-2, 2]
     assert (td3["exploration_noise"], td3["exploration_std"], td3["target_policy_noise"]) == ("gaussian", 0.2, 0.4)
     assert (td3["hidden_sizes"], td3["gamma"], td3["learning_starts"]) == ([400, 300], 0.98, 10_000)
+    ddpg = hp(session, "zoo:ddpg/Pendulum-v1")  # translated as TD3's entries; SB3's DDPG has one critic, no delay
+    assert (ddpg["exploration_noise"], ddpg["exploration_std"], ddpg["hidden_sizes"], ddpg["batch_size"]) == ("gaussian", 0.2, [400, 300], 256)
+    assert not {"policy_delay", "target_policy_noise"} & set(ddpg)
+    translated, _ = rows("zoo:ddpg/Pendulum-v1")
+    assert translated["policy_kwargs.n_critics"].text == "the one critic of rlplug's ddpg"
+    ou = hp(session, "zoo:ddpg/MountainCarContinuous-v0")  # SB3's OU noise, dt = 0.01
+    assert (ou["exploration_noise"], ou["exploration_std"], ou["ou_theta"]) == ("ou", pytest.approx(0.05), pytest.approx(0.0015))
 
 
 def test_show_lists_translated_and_dropped_keys(capsys):
@@ -86,7 +93,6 @@ def test_show_lists_translated_and_dropped_keys(capsys):
 @pytest.mark.parametrize("name, expected", [
     ("zoo:ppo/Acrobot-v2", "unknown Zoo pair 'zoo:ppo/Acrobot-v2': the Zoo has no ppo entry for 'Acrobot-v2' (did you mean 'Acrobot-v1'?)"),
     ("zoo:ppp/Acrobot-v1", "(did you mean 'ppo'?)"),
-    ("zoo:ddpg/Pendulum-v1", "the Zoo's ddpg entries needs the ddpg plugin"),
     ("zoo:ppo", "a Zoo recipe is named zoo:ALGO/ENV"),
     ("zoo:ppo/Acrobot-v1@2", "has no version 2"),
 ])  # fmt: skip
@@ -131,7 +137,7 @@ def test_recipes_lists_the_zoo_only_with_zoo(monkeypatch, capsys):
     listed = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
     assert listed["zoo:ppo/Acrobot-v1"]["env_status"] == "installed" and listed["zoo:ppo/Acrobot-v1"]["verified"] == "not yet"
     assert listed["zoo:dqn/ALE/*"]["algorithm"] == "dqn"
-    assert listed["zoo:ddpg/Pendulum-v1"]["algorithm_installed"] is False
+    assert listed["zoo:ddpg/Pendulum-v1"]["algorithm_installed"] is True
     assert listed["zoo:sac/HalfCheetahBulletEnv-v0"]["env_status"].startswith("not registered")
     assert listed["zoo:ppo/Reacher-v2"]["env_status"] == "not makeable with gymnasium 1.x (needs mujoco-py)"
 
@@ -140,7 +146,7 @@ def test_every_pair_that_can_be_made_here_resolves_on_both_backends(session):
     from rlplug.zoo import pairs
 
     names = [p.name for p in pairs(session.host.algorithms) if p.env_status == "installed" and not p.env.startswith("ALE/")]
-    assert len(names) >= 40
+    assert len(names) >= 40 and {"zoo:ddpg/Pendulum-v1", "zoo:ddpg/LunarLanderContinuous-v3"} <= set(names)
     for name in [*names, "zoo:ppo/ALE/Pong-v5", "zoo:dqn/ALE/Pong-v5"]:
         recipe = session.resolve(name)
         spec = session.host.algorithm(recipe.algorithm)

@@ -104,7 +104,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def zoo_recipes(args: argparse.Namespace, session: Any) -> int:
     """``rlplug recipes --zoo``: the Zoo's pairs; those of algorithms not installed are listed as such."""
-    from ..zoo import NOT_TRANSLATED, pairs
+    from ..zoo import pairs
 
     installed = session.host.algorithms
     rows, data = [], []
@@ -112,7 +112,7 @@ def zoo_recipes(args: argparse.Namespace, session: Any) -> int:
         if pair.algorithm in installed:
             algorithm = pair.algorithm
         else:
-            algorithm = f"{pair.algorithm} ({NOT_TRANSLATED.get(pair.algorithm, 'its plugin is not installed')})"
+            algorithm = f"{pair.algorithm} (its plugin is not installed)"
         rows.append([pair.name, algorithm, pair.env_status, pair.verified])
         data.append({"name": pair.name, "algorithm": pair.algorithm, "algorithm_installed": pair.algorithm in installed,
                      "env": pair.env, "env_status": pair.env_status, "verified": pair.verified})

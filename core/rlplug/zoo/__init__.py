@@ -16,12 +16,11 @@ from typing import Any
 from ..errors import RecipeError, UnknownNameError
 from ..suggest import did_you_mean
 from .files import INSTALL, hyperparams_dir, load, zoo_version
-from .translate import TRANSLATORS, Translation, translate
+from .translate import Translation, translate
 
 PREFIX = "zoo:"
 ZOO_ALGORITHMS = ("ppo", "sac", "td3", "dqn", "ddpg")
-"""The Zoo files for rlplug's algorithms; ``TRANSLATORS`` says which ones rlplug translates today."""
-NOT_TRANSLATED = {"ddpg": "needs the ddpg plugin (not written yet)"}
+"""The Zoo files for rlplug's algorithms, each translated key by key (``TRANSLATORS``)."""
 SPECIAL_ENTRIES = ("default", "atari")
 DEFAULT_BACKEND = "skrl"
 VERIFIED_FILE = Path(__file__).with_name("verified.toml")
@@ -52,8 +51,6 @@ def _entry_for(name: str) -> tuple[str, str, str, dict[str, Any]]:
     if algorithm not in ZOO_ALGORITHMS:
         raise UnknownNameError(f"recipe '{name}': rlplug reads the Zoo's {', '.join(ZOO_ALGORITHMS)} files, not "
                                f"'{algorithm}'" + did_you_mean(algorithm, ZOO_ALGORITHMS))  # fmt: skip
-    if algorithm not in TRANSLATORS:
-        raise UnknownNameError(f"recipe '{name}': the Zoo's {algorithm} entries {NOT_TRANSLATED[algorithm]}")
     entries = load(algorithm, name)
     if env in entries and env not in SPECIAL_ENTRIES:
         return algorithm, env, env, entries[env]

@@ -3,7 +3,7 @@ leaves out, its strings (``lin_3e-4`` schedules, ``policy_kwargs`` such as ``dic
 activation_fn=nn.ReLU)``) read safely, never ``eval``-ed.
 
 The defaults are those of Stable-Baselines3 2.9.2's constructors (``PPO.__init__``, ``SAC.__init__``, ``TD3.__init__``,
-``DQN.__init__`` and the policies' ``net_arch`` / ``activation_fn``); the Zoo passes an entry's keys to them as
+``DDPG.__init__``, ``DQN.__init__`` and the policies' ``net_arch`` / ``activation_fn``); the Zoo passes an entry's keys to them as
 keyword arguments, so what an entry does not say is what SB3 does by default.
 """
 
@@ -22,6 +22,10 @@ SB3_DEFAULTS: dict[str, dict[str, Any]] = {
     "td3": {"learning_rate": 1e-3, "buffer_size": 1_000_000, "learning_starts": 100, "batch_size": 256, "tau": 0.005,
             "gamma": 0.99, "train_freq": 1, "gradient_steps": 1, "policy_delay": 2, "target_policy_noise": 0.2,
             "target_noise_clip": 0.5, "noise_type": None, "policy_kwargs": "dict(net_arch=[400, 300], activation_fn=nn.ReLU)"},
+    # DDPG.__init__ is TD3's with policy_delay=1, target_noise_clip=0.0 and n_critics=1 (unless policy_kwargs says)
+    "ddpg": {"learning_rate": 1e-3, "buffer_size": 1_000_000, "learning_starts": 100, "batch_size": 256, "tau": 0.005,
+             "gamma": 0.99, "train_freq": 1, "gradient_steps": 1, "noise_type": None,
+             "policy_kwargs": "dict(net_arch=[400, 300], activation_fn=nn.ReLU, n_critics=1)"},
     "dqn": {"learning_rate": 1e-4, "buffer_size": 1_000_000, "learning_starts": 100, "batch_size": 32, "tau": 1.0,
             "gamma": 0.99, "train_freq": 4, "gradient_steps": 1, "target_update_interval": 10_000,
             "exploration_fraction": 0.1, "exploration_initial_eps": 1.0, "exploration_final_eps": 0.05,

@@ -282,6 +282,8 @@ def _policy_option(c: _Context, key: str, name: str, value: Any) -> None:
             c.drop(key, value, "rlplug has no orthogonal initialisation (PyTorch's default init)")
     elif name == "n_critics" and algo in ("sac", "td3") and value == 2:
         c.ok(key, value, f"the twin critics of rlplug's {algo}")
+    elif name == "n_critics" and algo == "ddpg" and value == 1:
+        c.ok(key, value, "the one critic of rlplug's ddpg")
     elif name in ("use_expln", "full_std", "squash_output", "clip_mean"):
         c.drop(key, value, GSDE)
     else:
@@ -296,7 +298,7 @@ def _net_arch(c: _Context, key: str, value: Any) -> None:
     if isinstance(value, list) and all(isinstance(v, int) for v in value):
         c.hyper(key, value, hidden_sizes=list(value))
         return
-    critic = "qf" if c.t.algorithm in ("sac", "td3") else "vf"
+    critic = "qf" if c.t.algorithm in ("sac", "td3", "ddpg") else "vf"
     if isinstance(value, dict) and set(value) <= {"pi", critic} and "pi" in value:
         pi, other = list(value["pi"]), list(value.get(critic, value["pi"]))
         if pi == other:
@@ -476,7 +478,7 @@ def _noise_type(c: _Context, key: str, value: Any) -> None:
     """The Zoo's action noise (``NormalActionNoise`` / ``OrnsteinUhlenbeckActionNoise`` with sigma = noise_std)."""
     algo = c.t.algorithm
     if value is None:
-        if algo == "td3":
+        if algo in ("td3", "ddpg"):
             c.hyper(key, value, " (SB3 adds no action noise unless asked)", exploration_std=0.0)
         return
     std = float(c.p.get("noise_std", 0.1))
@@ -486,7 +488,7 @@ def _noise_type(c: _Context, key: str, value: Any) -> None:
         sigma, note = c.scaled(std * math.sqrt(OU_DT))
         c.hyper(f"{key}, noise_std", [kind, std], f" (SB3's OU with dt = {OU_DT}: theta x dt, sigma x sqrt(dt)){note}",
                 exploration_noise="ou", exploration_std=sigma, ou_theta=0.15 * OU_DT)  # fmt: skip
-    elif "normal" in kind and algo == "td3":
+    elif "normal" in kind and algo in ("td3", "ddpg"):
         sigma, note = c.scaled(std)
         c.hyper(f"{key}, noise_std", [kind, std], note, exploration_noise="gaussian", exploration_std=sigma)
     else:
@@ -575,6 +577,8 @@ TRANSLATORS: dict[str, dict[str, Callable[[_Context, str, Any], None]]] = {
     "td3": {**COMMON, **OFF_POLICY, "learning_rate": _lr_both("actor_learning_rate", "critic_learning_rate"),
             "policy_delay": _policy_delay, "target_policy_noise": _target_policy_noise,
             "target_noise_clip": _target_noise_clip, "noise_type": _noise_type, "noise_std": _noise_std},
+    "ddpg": {**COMMON, **OFF_POLICY, "learning_rate": _lr_both("actor_learning_rate", "critic_learning_rate"),
+             "noise_type": _noise_type, "noise_std": _noise_std},
     "dqn": {**COMMON, **OFF_POLICY, "learning_rate": _dqn_learning_rate, "tau": _dqn_tau,
             "target_update_interval": _target_update_interval_dqn, "exploration_fraction": _exploration_fraction,
             "exploration_initial_eps": _exploration_initial_eps, "exploration_final_eps": _exploration_final_eps,

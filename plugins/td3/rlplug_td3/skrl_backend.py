@@ -10,6 +10,8 @@ loss, ``TD3Loss``, is skrl's math line for line; exploration noise is skrl's own
 
 from __future__ import annotations
 
+import functools
+import operator
 from typing import Any
 
 import numpy as np
@@ -43,8 +45,12 @@ from skrl.resources.noises.torch import GaussianNoise
 # ---- models -------------------------------------------------------------------------------------
 
 
-def build_models(build: Build) -> dict[str, Model]:
-    """A tanh-bounded deterministic policy, twin Q(s, a) critics, and target copies of all three."""
+CRITICS = ("critic_1", "critic_2")
+"""The critics' model roles (twin Q-networks); a derived cell names its own (DDPG: one, ``critic``)."""
+
+
+def build_models(build: Build, critics: tuple[str, ...] = CRITICS) -> dict[str, Model]:
+    """A tanh-bounded deterministic policy, the Q(s, a) ``critics``, and a target copy of each."""
     configure_threads()
     seed_skrl(build.seed)
     s = build.settings
@@ -52,12 +58,10 @@ def build_models(build: Build) -> dict[str, Model]:
     models = {  # each network reads through its own copy of the cell's encoder
         "policy": DeterministicPolicy(*args, encoder=observation_encoder(build)),
         "target_policy": DeterministicPolicy(*args, encoder=observation_encoder(build)),
-        "critic_1": q_model(*args, encoder=observation_encoder(build)),
-        "critic_2": q_model(*args, encoder=observation_encoder(build)),
-        "target_critic_1": q_model(*args, encoder=observation_encoder(build)),
-        "target_critic_2": q_model(*args, encoder=observation_encoder(build)),
+        **{name: q_model(*args, encoder=observation_encoder(build)) for name in critics},
+        **{f"target_{name}": q_model(*args, encoder=observation_encoder(build)) for name in critics},
     }
-    for name in ("policy", "critic_1", "critic_2"):
+    for name in ("policy", *critics):
         hard_copy(models[f"target_{name}"], models[name])
     return models
 
@@ -76,9 +80,10 @@ class TD3Loss:
     """skrl's TD3 loss in two stages, called as ``loss(agent, batch, stage)``.
 
     "critic": the target policy's next action plus clipped Gaussian smoothing noise, clamped to the
-    action bounds; the minimum of the two target critics bootstraps ``r + gamma * (1 - terminated) *
-    min Q'``; ``loss_critic`` is the sum of both critics' MSE to it. "policy": ``loss_policy = -Q1(s,
-    pi(s))``. The operations (and random draws) come in upstream's order, so the result is bitwise
+    action bounds; the minimum of the target critics bootstraps ``r + gamma * (1 - terminated) *
+    min Q'``; ``loss_critic`` is the sum of the critics' MSE to it. "policy": ``loss_policy = -Q1(s,
+    pi(s))``. The critics are the agent's ``critic_roles``, so one critic and no smoothing noise is
+    skrl's DDPG. The operations (and random draws) come in upstream's order, so the result is bitwise
     skrl's.
     """
 
@@ -105,19 +110,19 @@ class TD3Loss:
                 )
                 next_actions.add_(noises)
                 next_actions.clamp_(min=agent._min_actions, max=agent._max_actions)
-            target_q1, _ = agent.target_critic_1.act({**next_inputs, "taken_actions": next_actions}, role="target_critic_1")
-            target_q2, _ = agent.target_critic_2.act({**next_inputs, "taken_actions": next_actions}, role="target_critic_2")
-            target_values = batch["rewards"] + self.discount_factor * batch["terminated"].logical_not() * torch.min(
-                target_q1, target_q2
+            next_inputs["taken_actions"] = next_actions
+            target_q = [getattr(agent, f"target_{r}").act(next_inputs, role=f"target_{r}")[0] for r in agent.critic_roles]
+            target_values = batch["rewards"] + self.discount_factor * batch["terminated"].logical_not() * functools.reduce(
+                torch.min, target_q
             )
-        q1, _ = agent.critic_1.act({**inputs, "taken_actions": batch["actions"]}, role="critic_1")
-        q2, _ = agent.critic_2.act({**inputs, "taken_actions": batch["actions"]}, role="critic_2")
-        return {"loss_critic": F.mse_loss(q1, target_values) + F.mse_loss(q2, target_values)}
+        q = [getattr(agent, r).act({**inputs, "taken_actions": batch["actions"]}, role=r)[0] for r in agent.critic_roles]
+        return {"loss_critic": functools.reduce(operator.add, (F.mse_loss(v, target_values) for v in q))}
 
     def policy(self, agent: TD3, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         inputs = {"observations": batch["observations"], "states": batch["states"]}
         actions, _ = agent.policy.act(inputs, role="policy")
-        q1, _ = agent.critic_1.act({**inputs, "taken_actions": actions}, role="critic_1")
+        first = agent.critic_roles[0]
+        q1, _ = getattr(agent, first).act({**inputs, "taken_actions": actions}, role=first)
         return {"loss_policy": -q1.mean()}
 
 
@@ -133,34 +138,41 @@ def make_td3_loss(build: Build) -> TD3Loss:
 
 
 def build_target_updater(build: Build) -> ModuleTargetUpdate:
-    """Policy and both critics move together, on the delayed (policy) steps, like upstream's polyak update."""
+    """Policy and critics move together, on the delayed (policy) steps, like upstream's polyak update."""
     m = build.models
-    pairs = [(m["target_policy"], m["policy"]), (m["target_critic_1"], m["critic_1"]), (m["target_critic_2"], m["critic_2"])]
-    return module_target_update(build, pairs)
+    return module_target_update(build, [(m[name], m[name.removeprefix("target_")]) for name in m if name.startswith("target_")])
 
 
 # ---- agent --------------------------------------------------------------------------------------
 
 
-class LossDelegatingTD3(StagedLossAgent, TD3):
-    """skrl's TD3 whose gradient step asks ``loss(agent, batch, stage)`` for each stage's terms.
-
-    Everything else is upstream's update: one sampled batch per gradient step, preprocessed
-    observations, the critic optimiser step on every gradient step, the policy optimiser step and the
-    target update on every ``policy_delay``-th, one ``scaler.update()``, the schedulers' steps.
+class StagedTD3(StagedLossAgent):
+    """TD3's update on a skrl deterministic actor-critic agent, mixed in before skrl's agent class
+    (``LossDelegatingTD3(StagedTD3, TD3)``): each gradient step asks ``loss(agent, batch, stage)`` for
+    each stage's terms. Everything else is upstream's update: one sampled batch per gradient step,
+    preprocessed observations, the critic optimiser step on every gradient step, the policy optimiser
+    step and the target update on every ``policy_delay``-th, one ``scaler.update()``, the schedulers'
+    steps. A derived agent sets ``critic_roles`` and ``policy_delay`` (DDPG: ``("critic",)`` and 1).
     """
+
+    critic_roles: tuple[str, ...] = CRITICS
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._timestep = 0
+        self._update_counter = 0
+
+    @property
+    def policy_delay(self) -> int:
+        return self.cfg.policy_delay
 
     def gradient_step(self, *, timestep: int, timesteps: int) -> None:
         self._timestep = timestep
         batch = self.sample_batch()
         clip = self.cfg.grad_norm_clip
-        self.run_stage(batch, "critic", self.critic_optimizer, (self.critic_1, self.critic_2), clip)
+        self.run_stage(batch, "critic", self.critic_optimizer, [getattr(self, r) for r in self.critic_roles], clip)
         self._update_counter += 1
-        if not self._update_counter % self.cfg.policy_delay:
+        if not self._update_counter % self.policy_delay:
             self.run_stage(batch, "policy", self.policy_optimizer, (self.policy,), clip)
             self.target_updater.step()
         self.scaler.update()  # once, after the optimisers have stepped
@@ -194,14 +206,17 @@ class LossDelegatingTD3(StagedLossAgent, TD3):
         self._timestep = int(state["timestep"])
 
 
-def agent_config(build: Build) -> TD3_CFG:
-    """skrl's ``TD3_CFG`` from the settings; rlplug's trainer owns warm-up and the update cadence."""
+class LossDelegatingTD3(StagedTD3, TD3):
+    """skrl's TD3 with ``StagedTD3``'s gradient step."""
+
+
+def common_config(build: Build) -> dict[str, Any]:
+    """The fields ``TD3_CFG`` shares with ``DDPG_CFG``; rlplug's trainer owns warm-up and the update cadence."""
     s = build.settings
     noise_kwargs = {**s["exploration_noise_kwargs"], "device": build.device}
-    smoothing_kwargs = {**s["smooth_regularization_noise_kwargs"], "device": build.device}
     # skrl's scheduler sees vector-env timesteps; the settings count transitions over all envs
     decay = s["exploration_decay_steps"] // build.num_envs
-    return TD3_CFG(
+    return dict(
         gradient_steps=1,
         batch_size=s["batch_size"],
         discount_factor=s["discount_factor"],
@@ -213,11 +228,19 @@ def agent_config(build: Build) -> TD3_CFG:
         exploration_noise=resolve_class("noise", s["exploration_noise"]),
         exploration_noise_kwargs=noise_kwargs,
         exploration_scheduler=LinearSchedule(s["exploration_scale_start"], s["exploration_scale_end"], decay),
+        experiment={"write_interval": 0, "checkpoint_interval": 0},
+    )
+
+
+def agent_config(build: Build) -> TD3_CFG:
+    """skrl's ``TD3_CFG``: the common fields, the policy delay and the target-policy smoothing."""
+    s = build.settings
+    return TD3_CFG(
+        **common_config(build),
         policy_delay=s["policy_delay"],
         smooth_regularization_noise=resolve_class("noise", s["smooth_regularization_noise"]),
-        smooth_regularization_noise_kwargs=smoothing_kwargs,
+        smooth_regularization_noise_kwargs={**s["smooth_regularization_noise_kwargs"], "device": build.device},
         smooth_regularization_clip=s["smooth_regularization_clip"],
-        experiment={"write_interval": 0, "checkpoint_interval": 0},
     )
 
 
@@ -225,10 +248,14 @@ def agent_config(build: Build) -> TD3_CFG:
 
 
 class SkrlTD3Trainer(SkrlOffPolicyTrainer):
-    """rlplug's off-policy loop around ``LossDelegatingTD3``; evaluation uses the noiseless policy."""
+    """rlplug's off-policy loop around ``LossDelegatingTD3``; evaluation uses the noiseless policy. A
+    derived cell names its own ``agent_class`` and ``agent_config``."""
 
-    def make_agent(self, build: Build) -> LossDelegatingTD3:
-        agent = LossDelegatingTD3(**agent_arguments(build), cfg=agent_config(build))
+    agent_class: type[StagedTD3] = LossDelegatingTD3
+    agent_config = staticmethod(agent_config)
+
+    def make_agent(self, build: Build) -> StagedTD3:
+        agent = self.agent_class(**agent_arguments(build), cfg=self.agent_config(build))
         use_adam_impl(agent, build.settings["optimizer_impl"])  # skrl built its Adams in the constructor
         return agent
 

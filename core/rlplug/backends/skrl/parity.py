@@ -1,6 +1,6 @@
 """skrl config parity: every field of the agent config an skrl cell fills is a recipe setting or excluded.
 
-skrl 2.1 configures an agent with one ``@dataclass`` (``PPO_CFG``, ``SAC_CFG``, ``TD3_CFG``, ``DQN_CFG``,
+skrl 2.1 configures an agent with one ``@dataclass`` (``PPO_CFG``, ``SAC_CFG``, ``TD3_CFG``, ``DDPG_CFG``, ``DQN_CFG``,
 ``MAPPO_CFG``; rlplug's own ``IQL_CFG`` and ``CQL_CFG`` for the offline agents skrl lacks). For each,
 the table here names per field the cell's skrl setting that feeds it (``Setting``, with skrl's
 default unless ``differs`` says why) or why it is not one (``Excluded``). ``constructed(build)`` reads
@@ -147,6 +147,8 @@ TABLES: dict[str, Table] = {
     },
 }
 """Every agent config a first-party skrl cell fills, by class name."""
+# DDPG_CFG is TD3_CFG less the policy delay and the target-policy smoothing
+TABLES["DDPG_CFG"] = {k: v for k, v in TABLES["TD3_CFG"].items() if k != "policy_delay" and not k.startswith("smooth_regularization")}
 
 
 def constructed(build: Any) -> dict[str, Any]:

@@ -123,6 +123,18 @@ LOSSES: dict[str, Table] = {
         "deactivate_vmap": VMAP,
         "use_prioritized_weights": NO_PRIORITIES,
     },
+    "DDPGLoss": {
+        "actor_network": MODEL,
+        "value_network": MODEL,
+        "loss_function": Setting("loss_function"),
+        "delay_actor": Excluded("fixed by the cell: True (TorchRL's default False keeps no target actor); DDPG's target "
+                                "actor, as skrl's and SB3's DDPG have"),
+        "delay_value": Excluded("library default kept: DDPG's target critic"),
+        "gamma": LOSS_GAMMA,
+        "separate_losses": SEPARATE,
+        "reduction": REDUCTION,
+        "use_prioritized_weights": NO_PRIORITIES,
+    },
     "DQNLoss": {
         "value_network": MODEL,
         "loss_function": Setting("loss_function"),
