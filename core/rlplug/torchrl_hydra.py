@@ -17,7 +17,8 @@ as dropped or approximated, with the reason. Offline recipes (IQL, CQL) get thei
 file in TorchRL's transition layout (``FILE.dataset.pt``, a pickled TensorDict ``torch.load`` reads), which
 pre-fills the trainer's replay buffer.
 
-TorchRL also has a DDPG trainer config; rlplug has no DDPG plugin, so nothing is exported to it. Nothing here
+TorchRL also has a DDPG trainer config; rlplug-ddpg is not exported to it yet (its trainer takes no exploration
+module, so the noise would have to sit in the collector's own copy of the policy). Nothing here
 imports torch or TorchRL at module level; writing an offline recipe's dataset imports torch.
 """
 
@@ -31,7 +32,8 @@ from typing import Any
 from .errors import RlplugError
 
 TORCHRL_VERSION = "0.14.1"
-NO_TRAINER = {"mappo": f"TorchRL {TORCHRL_VERSION} has no multi-agent PPO trainer config"}
+NO_TRAINER = {"mappo": f"TorchRL {TORCHRL_VERSION} has no multi-agent PPO trainer config",
+              "ddpg": "not exported yet: TorchRL's DDPGTrainer takes no exploration module"}
 ACTIVATIONS = {"tanh": "torch.nn.Tanh", "relu": "torch.nn.ReLU", "elu": "torch.nn.ELU"}
 ENTRY = ("import hydra, torchrl.trainers.algorithms.configs  # registers TorchRL's config groups\n"
          "with hydra.initialize_config_dir(config_dir=DIR, version_base=None):\n"
