@@ -8,8 +8,10 @@ any preprocessor), and rlplug's offline loop instead of the environment-stepping
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+import skrl
 import torch
 import torch.nn.functional as F
 from rlplug import Build
@@ -70,7 +72,12 @@ class SkrlTD3BCTrainer(SkrlOfflineTrainer):
     export_policy = SkrlTD3Trainer.export_policy
 
     def make_agent(self, build: Build) -> TD3BC:
-        agent = TD3BC(**agent_arguments(build), cfg=agent_config(build))
+        level = skrl.logger.level
+        skrl.logger.setLevel(logging.ERROR)  # skrl's TD3 warns that it has no exploration noise: offline it needs none
+        try:
+            agent = TD3BC(**agent_arguments(build), cfg=agent_config(build))
+        finally:
+            skrl.logger.setLevel(level)
         use_adam_impl(agent, build.settings["optimizer_impl"])
         if build.settings["normalize_observations"] and standardised_observations(build):
             agent._observation_preprocessor = ObservationStandardizer(build.memory.tensors["observations"]).to(build.device)
