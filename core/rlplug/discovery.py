@@ -27,7 +27,7 @@ from .schema import AlgorithmSpec, declaration_problems
 from .suggest import did_you_mean
 
 GROUP = "rlplug.plugins"
-FIRST_PARTY = frozenset(f"rlplug-{a}" for a in ("ppo", "sac", "dqn", "td3", "ddpg", "iql", "cql", "mappo"))
+FIRST_PARTY = frozenset(f"rlplug-{a}" for a in ("ppo", "sac", "dqn", "td3", "ddpg", "iql", "cql", "mappo", "td3bc"))
 CORE_VERSION = "0.1.0"
 
 

@@ -126,12 +126,12 @@ class TD3Loss:
         return {"loss_policy": -q1.mean()}
 
 
-def make_td3_loss(build: Build) -> TD3Loss:
-    """The registered default loss ("td3") for td3/skrl."""
+def make_td3_loss(build: Build, loss_class: type[TD3Loss] = TD3Loss) -> TD3Loss:
+    """The registered default loss ("td3") for td3/skrl (``loss_class``: a loss derived from it, td3bc's)."""
     s = build.settings
     noise_class = resolve_class("noise", s["smooth_regularization_noise"])
     noise = None if noise_class is None else noise_class(**s["smooth_regularization_noise_kwargs"], device=build.device)
-    return TD3Loss(s["discount_factor"], noise, s["smooth_regularization_clip"])
+    return loss_class(s["discount_factor"], noise, s["smooth_regularization_clip"])
 
 
 # ---- target networks ----------------------------------------------------------------------------

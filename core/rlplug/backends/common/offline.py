@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch import nn
 
 from ...datasets import DatasetError, DatasetInfo, load_data, read_info
 from ...hookspecs import Build
@@ -40,6 +41,21 @@ def dataset_transitions(build: Build) -> tuple[DatasetInfo, dict[str, torch.Tens
 def dataset_fingerprint(info: DatasetInfo) -> str:
     """What identifies a dataset's contents: the checksums recorded when it was written."""
     return ",".join(f"{key}:{record['sha256'][:16]}" for key, record in sorted(info.metadata["files"].items()))
+
+
+class ObservationStandardizer(nn.Module):
+    """``(x - mean) / (std + eps)`` with a dataset's fixed statistics (TD3+BC's state normalisation,
+    ``eps = 1e-3`` as in its paper). Called like skrl's preprocessors (``train`` is accepted and ignored:
+    the statistics never move), so one module serves a skrl agent, a TorchRL batch and an export."""
+
+    def __init__(self, observations: torch.Tensor, eps: float = 1e-3) -> None:
+        super().__init__()
+        flat = observations.reshape(len(observations), -1).float()
+        self.register_buffer("mean", flat.mean(0))
+        self.register_buffer("scale", flat.std(0, correction=0) + eps)
+
+    def forward(self, x: torch.Tensor, train: bool = False) -> torch.Tensor:
+        return (x - self.mean) / self.scale
 
 
 class OfflineTrainerBase(TrainerBase):

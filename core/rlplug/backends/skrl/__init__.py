@@ -43,6 +43,7 @@ from .models import (
     value_model,
 )
 from .multiagent import AgentValue, agent_models, joint_deterministic_actions, make_multiagent_vector_env
+from ..common.offline import ObservationStandardizer
 from .offline import SkrlOfflineTrainer, dataset_memory
 from .offpolicy import (
     ModuleTargetUpdate,
@@ -154,6 +155,7 @@ __all__ = [
     "joint_deterministic_actions",
     "make_multiagent_vector_env",
     # offline
+    "ObservationStandardizer",
     "SkrlOfflineTrainer",
     "dataset_memory",
 ]

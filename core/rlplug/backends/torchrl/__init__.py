@@ -58,6 +58,7 @@ from .multiagent import (
     multiagent_actor,
     multiagent_critic,
 )
+from ..common.offline import ObservationStandardizer
 from .offline import TorchRLOfflineTrainer, dataset_buffer, dataset_tensordict
 from .offpolicy import (
     TRANSITION_KEYS,
@@ -168,6 +169,7 @@ __all__ = [
     "multiagent_actor",
     "multiagent_critic",
     # offline
+    "ObservationStandardizer",
     "TorchRLOfflineTrainer",
     "dataset_buffer",
     "dataset_tensordict",

@@ -91,9 +91,14 @@ class TorchRLOfflineTrainer(OfflineTrainerBase):
     def policy_module(self, build: Build) -> nn.Module:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def loss_terms(self, sample: TensorDict) -> dict[str, torch.Tensor]:
+        """The loss's terms on one batch; a cell whose terms change from step to step (td3bc's delayed
+        actor term) overrides this."""
+        return dict(self.loss(sample).items())  # one pass over the tensordict, then dict lookups
+
     def optimise(self, sample: TensorDict) -> dict[str, torch.Tensor]:
         """Loss, backward, optimiser step: what ``compile = true`` compiles (the target update stays eager)."""
-        out = dict(self.loss(sample).items())  # one pass over the tensordict, then dict lookups
+        out = self.loss_terms(sample)
         total = sum(out[name] for name in self.optimised_terms if name in out)
         self.optimizer.zero_grad(set_to_none=True)
         total.backward()
