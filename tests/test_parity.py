@@ -20,9 +20,10 @@ pytest.importorskip("skrl")
 import tiny_envs  # noqa: E402,F401 - registers Tiny-v0 and TinyContinuous-v0
 from conftest import write_dataset  # noqa: E402
 from rlplug.backends.skrl import parity as skrl_parity  # noqa: E402
+from rlplug.discovery import FIRST_PARTY  # noqa: E402
 from rlplug.backends.torchrl import parity as torchrl_parity  # noqa: E402
 
-PLUGINS = ("ppo", "sac", "td3", "ddpg", "dqn", "iql", "cql", "mappo")
+PLUGINS = tuple(sorted(name.removeprefix("rlplug-") for name in FIRST_PARTY))  # every first-party plugin, none forgotten
 
 # (algorithm, env, hyperparameter overrides): the default cells, and variants that construct the other
 # classes a recipe can reach (multi-step estimators and their slice sampler, memmap storage, the hard
@@ -40,10 +41,12 @@ TORCHRL_CELLS = {
     "iql": ("iql", "TinyContinuous-v0", {}),
     "cql": ("cql", "TinyContinuous-v0", {}),
     "cql-discrete": ("cql", "Tiny-v0", {}),
+    "td3bc": ("td3bc", "TinyContinuous-v0", {}),
     "mappo": ("mappo", None, {}),
 }
-SKRL_CELLS = {name: TORCHRL_CELLS[name] for name in ("ppo", "sac", "td3", "ddpg", "dqn", "iql", "cql", "cql-discrete", "mappo")}
-OFFLINE = ("iql", "cql")
+SKRL_CELLS = {name: TORCHRL_CELLS[name] for name in ("ppo", "sac", "td3", "ddpg", "dqn", "iql", "cql", "cql-discrete", "td3bc",
+                                                    "mappo")}
+OFFLINE = ("iql", "cql", "td3bc")
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +97,7 @@ def test_torchrl_cell_has_config_parity(cell, name):
     # the roles a cell of its family builds were all found (a missed attribute would hide a class)
     roles = set(torchrl_parity.constructed(build))
     assert {"loss", "value_estimator", "buffer", "storage", "sampler", "writer"} <= roles
-    assert ("collector" in roles) == (name not in ("iql", "cql", "cql-discrete"))
+    assert ("collector" in roles) == (name not in ("iql", "cql", "cql-discrete", "td3bc"))
 
 
 @pytest.mark.parametrize("name", SKRL_CELLS)
@@ -159,7 +162,7 @@ def test_a_key_added_to_an_skrl_config_is_named(cell, monkeypatch):
     build = cell("skrl", "ppo")
     assert type(build.trainer.agent.cfg) is upgraded
     assert skrl_parity.parity_problems(build) == [
-        "ppo/skrl agent config PPO_CFG.new_key: not in the parity table; map it to a recipe setting or exclude it with a reason"
+        "ppo/skrl agent config PPO_CFG.new_key: not in the parity table (on-policy); map it to a recipe setting or exclude it with a reason"
     ]
 
 

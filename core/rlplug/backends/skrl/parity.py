@@ -102,9 +102,15 @@ TABLES: dict[str, Table] = {
         "learning_rate_scheduler": NO_SCHEDULE,
         "learning_rate_scheduler_kwargs": NO_SCHEDULE,
         "grad_norm_clip": Setting("grad_norm_clip"),
-        "exploration_noise": Setting("exploration_noise", differs="a deterministic policy collects varied data only with "
-                                     "exploration noise (TD3's exploration_noise parameter); skrl's None adds none"),
-        "exploration_noise_kwargs": Setting("exploration_noise_kwargs", differs="the parameters of that noise (exploration_std)"),
+        "exploration_noise": {  # td3bc's offline cell is TD3's agent with nothing to collect
+            "off-policy": Setting("exploration_noise", differs="a deterministic policy collects varied data only with "
+                                  "exploration noise (TD3's exploration_noise parameter); skrl's None adds none"),
+            "offline": Setting("exploration_noise"),
+        },
+        "exploration_noise_kwargs": {
+            "off-policy": Setting("exploration_noise_kwargs", differs="the parameters of that noise (exploration_std)"),
+            "offline": Setting("exploration_noise_kwargs"),
+        },
         "exploration_scheduler": Excluded("set by the cell: a LinearSchedule from exploration_final_scale and exploration_decay_steps"),
         "policy_delay": Setting("policy_delay"),
         "smooth_regularization_noise": Setting("smooth_regularization_noise", differs="target policy smoothing is part of TD3 "
@@ -181,7 +187,8 @@ def parity_problems(build: Any, tables: Mapping[str, Table] = TABLES) -> list[st
     found = []
     for role, cfg in constructed(build).items():
         name = type(cfg).__name__
-        found += problems(f"{build.algorithm.name}/skrl {role} {name}", config_fields(type(cfg)), tables.get(name), settings, "")
+        found += problems(f"{build.algorithm.name}/skrl {role} {name}", config_fields(type(cfg)), tables.get(name), settings,
+                          build.algorithm.kind)  # a family's entry where one config serves several (TD3_CFG: td3, td3bc)
     return found
 
 
@@ -190,5 +197,6 @@ def parity_report(build: Any, tables: Mapping[str, Table] = TABLES) -> dict[str,
     report = {}
     for cfg in constructed(build).values():
         table = tables.get(type(cfg).__name__, {})
-        report[type(cfg).__name__] = {**counts(config_fields(type(cfg)), table, ""), "differences": differences(table, "")}
+        kind = build.algorithm.kind
+        report[type(cfg).__name__] = {**counts(config_fields(type(cfg)), table, kind), "differences": differences(table, kind)}
     return report
