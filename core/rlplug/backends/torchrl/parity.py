@@ -123,25 +123,6 @@ LOSSES: dict[str, Table] = {
         "deactivate_vmap": VMAP,
         "use_prioritized_weights": NO_PRIORITIES,
     },
-    "TD3BCLoss": {
-        "actor_network": MODEL,
-        "qvalue_network": MODEL,
-        "action_spec": Excluded("the cell passes bounds instead"),
-        "bounds": Excluded("set by the cell from the build's Box action space"),
-        "num_qvalue_nets": Excluded("fixed by the cell: 2, TD3's twin critics (the library default)"),
-        "policy_noise": Setting("policy_noise"),
-        "noise_clip": Setting("noise_clip"),
-        "alpha": Setting("alpha"),
-        "loss_function": Setting("loss_function", differs="the paper's mean squared TD error, as TD3's cells (rlplug_td3bc.settings); "
-                                 "TorchRL defaults to smooth_l1"),
-        "delay_actor": Excluded("library default kept: TD3's target actor"),
-        "delay_qvalue": Excluded("library default kept: TD3's target critics"),
-        "priority_key": NO_PRIORITIES,
-        "separate_losses": SEPARATE,
-        "reduction": REDUCTION,
-        "deactivate_vmap": VMAP,
-        "use_prioritized_weights": NO_PRIORITIES,
-    },
     "DDPGLoss": {
         "actor_network": MODEL,
         "value_network": MODEL,
@@ -214,6 +195,13 @@ LOSSES: dict[str, Table] = {
         "action_space": Excluded("read by the loss from the Q actor's spec"),
         "reduction": REDUCTION,
     },
+}
+# TD3+BC is TD3's loss with a behaviour-cloning actor term (and no gamma argument: its estimator has it)
+LOSSES["TD3BCLoss"] = {
+    **{k: v for k, v in LOSSES["TD3Loss"].items() if k != "gamma"},
+    "alpha": Setting("alpha"),
+    "loss_function": Setting("loss_function", differs="the paper's mean squared TD error, as TD3's cells (rlplug_td3bc.settings); "
+                             "TorchRL defaults to smooth_l1"),
 }
 
 # ---- value estimators ------------------------------------------------------------------------------
