@@ -19,6 +19,7 @@ from .offpolicy import (
     gradient_steps_due,
     replay_settings,
     skrl_estimator_check,
+    target_settings,
     torchrl_estimator_settings,
 )
 from .onpolicy import (
@@ -58,6 +59,7 @@ __all__ = [
     "REPLAY_PARAMS",
     "REPLAY_RULES",
     "TARGET_PARAMS",
+    "target_settings",
     "LinearSchedule",
     "adam_flags",
     "gradient_steps_due",

@@ -47,6 +47,18 @@ TARGET_PARAMS = (
           bounds="[1, inf)"),
 )
 
+
+
+def target_settings(hp: Mapping[str, Any]) -> dict[str, Any]:
+    """``TARGET_PARAMS`` checked, under the keys both backends' target updaters read (the offline cells'; the
+    replay family's ``replay_settings`` holds them too)."""
+    if not 0.0 < hp["tau"] <= 1.0:
+        raise ValueError(f"tau must be in (0, 1], got {hp['tau']}")
+    if hp["target_update_period"] < 1:
+        raise ValueError(f"target_update_period must be at least 1, got {hp['target_update_period']}")
+    return {"target_update": hp["target_update"], "tau": float(hp["tau"]), "target_update_period": int(hp["target_update_period"])}
+
+
 ESTIMATOR_PARAMS = (
     Param("value_estimator", "td0", "bootstrapped target: td0 (one step, both backends); td1 or td_lambda (TorchRL "
           "only, on sampled trajectory slices of one environment)", choices=("td0", "td1", "td_lambda")),

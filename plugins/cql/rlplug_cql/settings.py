@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rlplug.families import offline_settings, optimizer_settings
+from rlplug.families import offline_settings, optimizer_settings, target_settings
 
 
 def _target_entropy(hp: Mapping[str, Any]) -> float | None:
@@ -30,15 +30,9 @@ def _common(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
         raise ValueError(f"num_random must be at least 1, got {hp['num_random']}")
     if hp["temperature"] <= 0:
         raise ValueError(f"temperature must be positive, got {hp['temperature']}")
-    if not 0.0 < hp["tau"] <= 1.0:
-        raise ValueError(f"tau must be in (0, 1], got {hp['tau']}")
-    if hp["target_update_period"] < 1:
-        raise ValueError(f"target_update_period must be at least 1, got {hp['target_update_period']}")
     return {
         **offline_settings(hp, recipe),
-        "target_update": hp["target_update"],
-        "tau": float(hp["tau"]),
-        "target_update_period": int(hp["target_update_period"]),
+        **target_settings(hp),
         "grad_norm_clip": float(hp["grad_norm_clip"]),
         "hidden_sizes": list(hp["hidden_sizes"]),
         "activation": hp["activation"],

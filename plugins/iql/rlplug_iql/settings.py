@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rlplug.families import offline_settings, optimizer_settings
+from rlplug.families import offline_settings, optimizer_settings, target_settings
 
 
 def _check(hp: Mapping[str, Any]) -> None:
@@ -21,22 +21,13 @@ def _check(hp: Mapping[str, Any]) -> None:
         raise ValueError(f"grad_norm_clip must be >= 0, got {hp['grad_norm_clip']}")
 
 
-def _target_settings(hp: Mapping[str, Any]) -> dict[str, Any]:
-    """The target-Q update, under the keys SAC's settings use (``target_update`` reads them)."""
-    if hp["target_update_period"] < 1:
-        raise ValueError("target_update_period must be at least 1")
-    if not 0.0 < hp["tau"] <= 1.0:
-        raise ValueError(f"tau must be in (0, 1], got {hp['tau']}")
-    return {"target_update": hp["target_update"], "tau": float(hp["tau"]), "target_update_period": int(hp["target_update_period"])}
-
-
 def skrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
     """Fields of rlplug's skrl ``IQL_CFG`` plus the models' shape and the offline loop's settings."""
     _check(hp)
     return {
         **optimizer_settings(hp),
         **offline_settings(hp, recipe),
-        **_target_settings(hp),
+        **target_settings(hp),
         "discount_factor": hp["gamma"],
         "expectile": hp["expectile"],
         "temperature": hp["temperature"],
@@ -53,7 +44,7 @@ def torchrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
     return {
         **optimizer_settings(hp),
         **offline_settings(hp, recipe),
-        **_target_settings(hp),
+        **target_settings(hp),
         "value_estimator": "td0",
         "gamma": hp["gamma"],
         "num_qvalue_nets": 2,

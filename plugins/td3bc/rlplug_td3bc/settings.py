@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rlplug.families import offline_settings, optimizer_settings
+from rlplug.families import offline_settings, optimizer_settings, target_settings
 
 
 def _common(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
@@ -20,16 +20,10 @@ def _common(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
         raise ValueError(f"policy_delay must be at least 1, got {hp['policy_delay']}")
     if hp["alpha"] < 0 or hp["target_policy_noise"] < 0 or hp["target_noise_clip"] < 0:
         raise ValueError("alpha, target_policy_noise and target_noise_clip must not be negative")
-    if not 0.0 < hp["tau"] <= 1.0:
-        raise ValueError(f"tau must be in (0, 1], got {hp['tau']}")
-    if hp["target_update_period"] < 1:
-        raise ValueError(f"target_update_period must be at least 1, got {hp['target_update_period']}")
     return {
         **optimizer_settings(hp),
         **offline_settings(hp, recipe),
-        "target_update": hp["target_update"],
-        "tau": float(hp["tau"]),
-        "target_update_period": int(hp["target_update_period"]),
+        **target_settings(hp),
         "policy_delay": int(hp["policy_delay"]),
         "alpha": float(hp["alpha"]),
         "normalize_observations": bool(hp["normalize_observations"]),
