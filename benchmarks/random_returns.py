@@ -11,6 +11,7 @@ installed, and environment ids that two recipes wrap differently.
 
     python benchmarks/random_returns.py                       # 20 episodes each, writes results/random_returns.json
     python benchmarks/random_returns.py --episodes 5 --out /tmp/r.json
+    python benchmarks/random_returns.py --zoo zoo:dqn/Acrobot-v1 zoo:ppo/Swimmer-v4 --out results/random_returns_zoo.json
 """
 
 from __future__ import annotations
@@ -27,16 +28,18 @@ HERE = Path(__file__).resolve().parent
 OUT = HERE / "results" / "random_returns.json"
 
 
-def online_recipes() -> tuple[dict[str, list[Any]], dict[str, str]]:
-    """The first-party recipes scored on their return, grouped by environment id; and the skipped ones, with why."""
+def online_recipes(zoo: list[str]) -> tuple[dict[str, list[Any]], dict[str, str]]:
+    """The first-party recipes (or, given ``zoo`` names, those Zoo recipes) scored on their return, grouped by
+    environment id; and the skipped ones, with why."""
     from rlplug.recipes import RecipeBook, first_party_registry
 
     book = RecipeBook()
     book.add_file(first_party_registry())
     by_env: dict[str, list[Any]] = {}
     skipped: dict[str, str] = {}
-    for name, version in book.refs():
-        recipe = book.resolve(f"{name}@{version}")
+    refs = zoo or [f"{name}@{version}" for name, version in book.refs()]
+    for ref in refs:
+        recipe = book.resolve(ref)
         if recipe.target_metric == "normalised_score":
             skipped[recipe.ref] = "offline: its normalised score already has the random return at 0"
         else:
@@ -118,8 +121,10 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--zoo", nargs="+", default=[], metavar="zoo:ALGO/ENV",
+                        help="measure the environments of these Zoo recipes instead of the first-party ones")
     args = parser.parse_args()
-    by_env, skipped = online_recipes()
+    by_env, skipped = online_recipes(args.zoo)
     data: dict[str, Any] = {}
     for env_id, recipes in sorted(by_env.items()):
         names = [r.ref for r in recipes]
@@ -137,7 +142,7 @@ def main() -> None:
     for name, why in sorted(skipped.items()):
         print(f"skipped {name}: {why}", file=sys.stderr)
     command = "python benchmarks/random_returns.py" + (f" --episodes {args.episodes}" if args.episodes != 20 else "") + (
-        f" --seed {args.seed}" if args.seed else "")
+        f" --seed {args.seed}" if args.seed else "") + (f" --zoo {' '.join(args.zoo)}" if args.zoo else "")
     envelope = {"command": command, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 "protocol": f"uniform random actions, {args.episodes} episodes of rlplug's evaluation env reset with seeds "
                             f"{args.seed + 10_000}..{args.seed + 10_000 + args.episodes - 1}",

@@ -184,3 +184,15 @@ def test_zoo_listing_and_show_import_neither_torch_nor_the_zoo():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0 and result.stdout.strip() == "[]", result.stderr
+
+
+def test_a_recorded_pair_is_judged_against_the_zoo_score_and_cites_it(session):
+    """verified.toml's Zoo score and random return set the target (normalised score 0.9) and the reference."""
+    from rlplug.zoo import verified, zoo_target
+
+    assert zoo_target(-73.506, -500.0) == -116.2
+    pair = verified()["ppo/Swimmer-v4"]
+    recipe = session.resolve("zoo:ppo/Swimmer-v4")
+    assert recipe.target == zoo_target(pair["zoo_score"], pair["random_return"])
+    assert pair["random_return"] < recipe.target < pair["zoo_score"]
+    assert recipe.reference["value"] == pair["zoo_score"] and "Zoo" in recipe.reference["source"]

@@ -89,13 +89,42 @@ def recipe_table(name: str) -> tuple[dict[str, Any], str]:
     if dropped:
         description += f"; dropped: {', '.join(dropped)}"
     table.update(backend=DEFAULT_BACKEND, target=target, description=f"{description}; {target_note}")
+    reference = _reference(done.algorithm, done.env)
+    if reference:
+        table["reference"] = reference
     return table, done.file
+
+
+def _reference(algorithm: str, env: str) -> dict[str, Any]:
+    """The Zoo's own result for the pair (``verified.toml``), as a recipe ``reference``; empty if not recorded."""
+    pair = verified().get(f"{algorithm}/{env}", {})
+    if not isinstance(pair.get("zoo_score"), (int, float)):
+        return {}
+    reference: dict[str, Any] = {"value": float(pair["zoo_score"]),
+                                 "source": f"RL Baselines3 Zoo benchmark.md, {algorithm} {env}"}
+    for key, field in (("zoo_std", "std"), ("zoo_steps", "steps"), ("zoo_note", "note")):
+        if key in pair:
+            reference[field] = pair[key]
+    return reference
+
+
+PASS_FRACTION = 0.9
+"""A verified pair's target: this fraction of the way from a random policy's return to the Zoo's score
+(a normalised score of 0.9, with 0 = random measured by rlplug and 1 = the Zoo's one agent)."""
+
+
+def zoo_target(zoo_score: float, random_return: float) -> float:
+    """``random + 0.9 * (zoo - random)``, rounded to one decimal: the pass mark of a verified pair."""
+    return round(random_return + PASS_FRACTION * (zoo_score - random_return), 1)
 
 
 def _target(algorithm: str, env: str) -> tuple[float, str]:
     pair = verified().get(f"{algorithm}/{env}", {})
     if isinstance(pair.get("target"), (int, float)):
         return float(pair["target"]), "target from its verification"
+    if isinstance(pair.get("zoo_score"), (int, float)) and isinstance(pair.get("random_return"), (int, float)):
+        target = zoo_target(float(pair["zoo_score"]), float(pair["random_return"]))
+        return target, f"target: a normalised score of {PASS_FRACTION} between random and the Zoo's score"
     from ..envs import reward_threshold
 
     threshold = reward_threshold(env)
