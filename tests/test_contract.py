@@ -73,3 +73,15 @@ def test_the_conformance_kit_refuses_a_trainer_that_breaks_the_contract():
     check_trainer_contract(Minimal(BUILD))
     with pytest.raises(ConformanceError, match=r"\[construction\] the trainer object breaks the rlplug.Trainer contract: .*no 'step'"):
         check_trainer_contract(object())
+
+
+def test_check_cell_fits_warm_up_and_iterations_to_a_short_budget():
+    """A replay cell's default learning_starts (1000) and log_every (1000) would leave a 100-step check with no
+    gradient step and a resume that counts one iteration more; check_cell fits them unless they are given."""
+    from rlplug.pipeline import Session
+    from rlplug.testing import meaningful_cadence
+
+    session = Session()
+    assert meaningful_cadence(session, "sac-pendulum", [], 100) == ["learning_starts=50", "log_every=100"]
+    assert meaningful_cadence(session, "sac-pendulum", ["learning_starts=10", "log_every=20"], 100) == []
+    assert meaningful_cadence(session, "ppo-cartpole", [], 100) == []  # on-policy: nothing to fit

@@ -93,4 +93,5 @@ def test_conforms_to_the_contract():
     checkpoint round-trip and bit-for-bit resume equivalence."""
     from rlplug.testing import check_cell
 
-    check_cell("ddpg-pendulum", "skrl", ["learning_starts=64", "hidden_sizes=[16, 16]", "batch_size=16", "log_every=64"], steps=128)
+    # learning_starts and log_every left to check_cell (meaningful_cadence), as a plugin author's first test would
+    check_cell("ddpg-pendulum", "skrl", ["hidden_sizes=[16, 16]", "batch_size=16"], steps=128)

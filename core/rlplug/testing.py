@@ -6,7 +6,9 @@
         check_cell("my-recipe", backend="skrl", overrides=["hidden_sizes=[16, 16]"], steps=256)
 
 ``check_cell`` resolves the recipe (installed plugins, plus ``plugins`` / ``recipe_files`` /
-``objects`` as the CLI's ``--plugin`` / ``--recipes`` take them), then checks, in order:
+``objects`` as the CLI's ``--plugin`` / ``--recipes`` take them; with ``steps``, a replay or offline
+cell's ``learning_starts`` and ``log_every`` are fitted to them unless given: ``meaningful_cadence``),
+then checks, in order:
 
 1. declarations: the algorithm targets this core's API version, the recipe's loss is registered
    for the cell with at least one optimised term;
@@ -62,7 +64,7 @@ def check_cell(
     session = Session(plugins=plugins, recipe_files=recipe_files, objects=objects)
     overrides = list(overrides)
     if steps is not None:
-        overrides.append(f"steps={steps}")
+        overrides += [*meaningful_cadence(session, recipe, overrides, steps), f"steps={steps}"]
     resolved = session.resolve(recipe, overrides)
     steps = resolved.steps
     passed: list[str] = []
@@ -90,6 +92,31 @@ def check_cell(
         check_resume_equivalence(session, resolved, build.backend, steps, resume_tolerance)
         passed.append("resume equivalence")
     return passed
+
+
+def meaningful_cadence(session: Session, recipe: str, overrides: Sequence[str], steps: int) -> list[str]:
+    """The overrides ``check_cell`` adds so a short train of ``steps`` tests what it means to, for settings
+    the caller did not set: ``learning_starts = steps // 2`` where the recipe's warm-up would leave no
+    gradient step, and ``log_every = steps`` where ``steps`` is not a whole number of iterations (a resumed
+    run would otherwise count one iteration more than a straight one: a cut iteration on each side)."""
+    table, _ = session.book.raw(recipe)
+    given = {item.partition("=")[0].strip().removeprefix("hyperparameters.") for item in overrides}
+    algorithm = next((item.partition("=")[2].strip() for item in overrides if item.partition("=")[0].strip() == "algorithm"),
+                     table.get("algorithm"))
+    spec = session.host.algorithms.get(algorithm) if isinstance(algorithm, str) else None
+    if spec is None:
+        return []  # resolve() names the unknown algorithm
+    declared, chosen = spec.param_map, table.get("hyperparameters", {})
+
+    def value(name: str) -> Any:
+        return chosen.get(name, declared[name].default)
+
+    added = []
+    if "learning_starts" in declared and "learning_starts" not in given and value("learning_starts") >= steps:
+        added.append(f"learning_starts={steps // 2}")
+    if "log_every" in declared and "log_every" not in given and steps % max(1, int(value("log_every"))):
+        added.append(f"log_every={steps}")
+    return added
 
 
 # ---- the checks ---------------------------------------------------------------------------------
