@@ -6,9 +6,11 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -34,10 +36,18 @@ RUNNER = textwrap.dedent("""
         before = [p.detach().clone() for p in trainer.loss_module.parameters()]
         trainer.train()
         after = list(trainer.loss_module.parameters())
-        out[job["name"]] = {"trainer": type(trainer).__name__, "loss": type(trainer.loss_module).__name__,
+        loss, stepper = trainer.loss_module, getattr(trainer, "optimization_stepper", None)
+        exploration = getattr(trainer, "exploration_module", None)
+        out[job["name"]] = {"trainer": type(trainer).__name__, "loss": type(loss).__name__,
                             "frames": trainer.collected_frames, "buffer": len(trainer.replay_buffer),
                             "changed": sum(not torch.equal(b, a) for b, a in zip(before, after)),
-                            "seconds": round(time.perf_counter() - start, 2)}
+                            "seconds": round(time.perf_counter() - start, 2),
+                            # what makes the TD3 trainer DDPG's: one critic, no smoothing or delay, Gaussian noise
+                            "critics": getattr(loss, "num_qvalue_nets", None),
+                            "policy_noise": getattr(loss, "policy_noise", None),
+                            "policy_delay": getattr(stepper, "policy_update_delay", None),
+                            "actor_lr": getattr(stepper, "optimizer_actor", trainer.optimizer).param_groups[0]["lr"],
+                            "exploration_std": float(exploration.std * exploration.sigma) if exploration else None}
     out["rlplug_imported"] = any(name == "rlplug" or name.startswith("rlplug.") for name in sys.modules)
     assert "rlplug" not in sys.modules
     print("RESULT " + json.dumps(out))
@@ -54,6 +64,7 @@ JOBS = {
     "sac": ("sac-pendulum", False, SMALL_OFFPOLICY),
     "dqn": ("dqn-cartpole", False, [*SMALL_OFFPOLICY, "collector.frames_per_batch=64", "collector.total_frames=256"]),
     "td3": ("td3-pendulum", False, SMALL_OFFPOLICY),
+    "ddpg": ("ddpg-pendulum", False, [*SMALL_OFFPOLICY, "optimizer_actor.lr=5e-4"]),
     "iql": ("iql-pendulum-medium", True, OFFLINE),
     "cql": ("cql-pendulum-medium", True, OFFLINE),
 }  # fmt: skip
@@ -92,11 +103,66 @@ def trained(exported):
 def test_each_algorithm_trains_through_torchrls_own_trainer_without_rlplug(trained, name):
     assert trained["rlplug_imported"] is False
     run = trained[name]
-    assert run["trainer"] == f"{name.upper()}Trainer"
-    assert run["loss"] == {"ppo": "ClipPPOLoss"}.get(name, f"{name.upper()}Loss")
+    trainer, loss = {"ppo": ("PPOTrainer", "ClipPPOLoss"), "ddpg": ("TD3Trainer", "TD3Loss")}.get(
+        name, (f"{name.upper()}Trainer", f"{name.upper()}Loss"))  # fmt: skip
+    assert (run["trainer"], run["loss"]) == (trainer, loss)
     *_, total = (o for o in JOBS[name][2] if o.startswith("collector.total_frames="))  # the last one given wins
     assert run["frames"] == int(total.split("=")[1])
     assert run["changed"] > 0  # the optimiser moved the loss's parameters
+
+
+@pytest.mark.slow
+def test_ddpg_runs_as_td3s_trainer_with_one_critic_no_smoothing_no_delay_and_its_own_noise(trained):
+    ddpg, td3 = trained["ddpg"], trained["td3"]
+    assert (ddpg["critics"], ddpg["policy_noise"], ddpg["policy_delay"]) == (1, 0.0, 1)
+    assert (td3["critics"], td3["policy_noise"], td3["policy_delay"]) == (2, 0.2, 2)
+    # rlplug's exploration_std is in action units, as its own AdditiveGaussianModule reads it (not scaled by the range)
+    assert (ddpg["exploration_std"], td3["exploration_std"]) == (pytest.approx(0.2), pytest.approx(0.1))
+    assert (ddpg["actor_lr"], td3["actor_lr"]) == (5e-4, 1e-3)  # the actor's own Adam, overridable alone
+
+
+def test_td3_loss_with_one_critic_and_no_smoothing_is_ddpgs_loss():
+    """The export's claim behind DDPG on the TD3 trainer: TD3Loss (num_qvalue_nets=1, policy_noise=0, noise_clip=0)
+    gives the value and actor losses and gradients of DDPGLoss with target actor and critic (rlplug's DDPG loss)."""
+    torch = pytest.importorskip("torch")
+    from tensordict import TensorDict
+    from tensordict.nn import TensorDictModule, TensorDictSequential
+    from torchrl.modules import MLP, TanhModule, ValueOperator
+    from torchrl.objectives import DDPGLoss, TD3Loss
+
+    torch.manual_seed(0)
+    actor = TensorDictSequential(TensorDictModule(MLP(in_features=3, out_features=1, num_cells=[16]), ["observation"],
+                                                  ["param"]), TanhModule(["param"], ["action"], low=-2.0, high=2.0))
+    qvalue = ValueOperator(MLP(in_features=4, out_features=1, num_cells=[16]), in_keys=["observation", "action"])
+    ddpg = DDPGLoss(actor, qvalue, delay_actor=True, delay_value=True, loss_function="l2")
+    td3 = TD3Loss(actor, qvalue, bounds=(-2.0, 2.0), num_qvalue_nets=1, policy_noise=0.0, noise_clip=0.0,
+                  loss_function="l2")
+    for loss in (ddpg, td3):
+        loss.make_value_estimator(gamma=0.98)
+    with torch.no_grad():  # the same online and (moved away from them) target weights in both losses
+        td3.actor_network_params.data.update_(ddpg.actor_network_params.data)
+        td3.qvalue_network_params.data.update_(ddpg.value_network_params.data.unsqueeze(0))
+        for targets in (ddpg.target_actor_network_params, ddpg.target_value_network_params):
+            for key, p in targets.items(True, True):
+                if key[-1] in ("weight", "bias"):  # not TanhModule's bounds, buffers in the actor's parameters
+                    p.add_(0.1 * torch.randn_like(p))
+        td3.target_actor_network_params.data.update_(ddpg.target_actor_network_params.data)
+        td3.target_qvalue_network_params.data.update_(ddpg.target_value_network_params.data.unsqueeze(0))
+    n = 64
+    batch = TensorDict({"observation": torch.randn(n, 3), "action": 4 * torch.rand(n, 1) - 2,
+                        "next": {"observation": torch.randn(n, 3), "reward": torch.randn(n, 1),
+                                 "done": torch.rand(n, 1) < 0.1, "terminated": torch.rand(n, 1) < 0.1}}, [n])
+    batch["next", "done"] |= batch["next", "terminated"]
+    pairs = ((ddpg.loss_value, td3.value_loss, ddpg.value_network_params, td3.qvalue_network_params, True),
+             (ddpg.loss_actor, td3.actor_loss, ddpg.actor_network_params, td3.actor_network_params, False))
+    for ddpg_term, td3_term, ddpg_params, td3_params, stacked in pairs:
+        ddpg_loss, td3_loss = ddpg_term(batch.clone())[0], td3_term(batch.clone())[0]
+        assert td3_loss.item() == pytest.approx(ddpg_loss.item(), rel=1e-6)
+        ddpg_grads = torch.autograd.grad(ddpg_loss, [p for p in ddpg_params.values(True, True) if p.requires_grad])
+        td3_grads = torch.autograd.grad(td3_loss, [p for p in td3_params.values(True, True) if p.requires_grad])
+        assert len(ddpg_grads) == len(td3_grads) == 4  # two layers' weights and biases
+        for a, b in zip(ddpg_grads, td3_grads):
+            torch.testing.assert_close(b[0] if stacked else b, a)
 
 
 @pytest.mark.slow
@@ -106,6 +172,36 @@ def test_offline_trainers_start_from_the_dataset_written_beside_the_file(exporte
     assert trained[name]["buffer"] == 2_000  # the random dataset's transitions; the one online frame overwrote one row
     header = (exported / f"{name}.yaml").read_text().split("defaults:")[0]
     assert "has no offline-only mode" in header and f"{name}.dataset.pt" in header
+
+
+def test_the_docs_export_table_is_the_codes(exported):
+    """docs/parity.md's table: every exported algorithm on the trainer and loss config its file names, in the
+    builders' order, then every refused one with the reason rlplug's error gives."""
+    from rlplug.torchrl_hydra import BUILDERS, NO_TRAINER
+
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "parity.md").read_text(encoding="utf-8")
+    table = docs.split("\n## Export to TorchRL's own trainer configs\n", 1)[1].split("\n## ", 1)[0]
+    lines = [line for line in table.splitlines() if line.startswith("| ")][1:]  # past the header row
+    rows = {cells[0]: cells[1:] for cells in ([c.strip() for c in line.strip("|").split("|")] for line in lines)}
+    assert list(rows)[: len(BUILDERS)] == list(BUILDERS) and set(rows) == set(BUILDERS) | set(NO_TRAINER)
+    for name in BUILDERS:
+        trainer, loss = re.match(r"`(\w+)` / `(\w+)`", rows[name][0]).groups()
+        body = (exported / f"{name}.yaml").read_text()
+        assert f"trainer@trainer: {trainer}\n" in body and f"loss@loss: {loss}\n" in body, name
+    for name, reason in NO_TRAINER.items():
+        assert rows[name] == ["refused", reason]
+
+
+def test_ddpgs_header_says_why_it_runs_on_td3s_trainer_and_what_it_cannot_anneal(capsys):
+    argv = ["show", "ddpg-pendulum", "--backend", "torchrl", "--format", "hydra", "--set",
+            "hyperparameters.exploration_decay_steps=5000", "--set", "hyperparameters.exploration_final_scale=0.1"]
+    assert main(argv) == 0
+    header, body = capsys.readouterr().out.split("\ndefaults:\n")
+    assert "DDPG on TorchRL 0.14.1's TD3 trainer" in header and "DDPGTrainer takes no exploration module" in header
+    assert "exploration_decay_steps = 5000: TD3Trainer never steps the exploration module's annealing" in header
+    assert "policy_delay" not in header.split("# Approximated:")[1]  # one step per update: no target cadence note
+    assert "trainer@trainer: td3" in body and "num_qvalue_nets: 1" in body and "policy_update_delay: 1" in body
+    assert "optimizer_critic.lr=3e-4" in header  # the override example names an optimiser the file has
 
 
 def test_the_header_names_what_torchrls_trainer_drops(tmp_path):
@@ -128,6 +224,9 @@ def test_prints_the_config_without_out(capsys):
 @pytest.mark.parametrize("argv, dataset_env, expected", [
     (["ppo-cartpole", "--backend", "skrl", "--format", "hydra"], None, "use it with --backend torchrl, not 'skrl'"),
     (["mappo-navigation", "--backend", "torchrl", "--format", "hydra"], None, "has no multi-agent PPO trainer config"),
+    (["td3bc-pendulum-medium", "--backend", "torchrl", "--format", "hydra", "--out", "t.yaml"], "Pendulum-v1",
+     "no TD3+BC trainer or loss config, and its TD3 trainer cannot step TD3BCLoss: the trainer calls value_loss, "
+     "which TD3BCLoss names qvalue_loss); train it with `rlplug train td3bc-pendulum-medium --backend torchrl`"),
     (["iql-pendulum-medium", "--backend", "torchrl", "--format", "hydra"], "Pendulum-v1", "needs --out FILE.yaml"),
     (["cql-cartpole-medium", "--backend", "torchrl", "--format", "hydra", "--out", "c.yaml"], "CartPole-v1",
      "cql trainer config builds a continuous-action loss; 'CartPole-v1' has discrete actions"),

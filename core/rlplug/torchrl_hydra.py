@@ -17,9 +17,9 @@ as dropped or approximated, with the reason. Offline recipes (IQL, CQL) get thei
 file in TorchRL's transition layout (``FILE.dataset.pt``, a pickled TensorDict ``torch.load`` reads), which
 pre-fills the trainer's replay buffer.
 
-TorchRL also has a DDPG trainer config; rlplug-ddpg is not exported to it yet (its trainer takes no exploration
-module, so the noise would have to sit in the collector's own copy of the policy). Nothing here
-imports torch or TorchRL at module level; writing an offline recipe's dataset imports torch.
+DDPG is written as TorchRL's TD3 trainer with a one-critic, unsmoothed, undelayed ``TD3Loss`` (``_ddpg`` says why
+not TorchRL's DDPGTrainer). ``NO_TRAINER`` says, for each first-party algorithm that is refused, what TorchRL lacks.
+Nothing here imports torch or TorchRL at module level; writing an offline recipe's dataset imports torch.
 """
 
 from __future__ import annotations
@@ -32,8 +32,11 @@ from typing import Any
 from .errors import RlplugError
 
 TORCHRL_VERSION = "0.14.1"
-NO_TRAINER = {"mappo": f"TorchRL {TORCHRL_VERSION} has no multi-agent PPO trainer config",
-              "ddpg": "not exported yet: TorchRL's DDPGTrainer takes no exploration module"}
+NO_TRAINER = {
+    "mappo": f"TorchRL {TORCHRL_VERSION} has no multi-agent PPO trainer config",
+    "td3bc": f"TorchRL {TORCHRL_VERSION} has no TD3+BC trainer or loss config, and its TD3 trainer cannot step "
+             "TD3BCLoss: the trainer calls value_loss, which TD3BCLoss names qvalue_loss",
+}  # fmt: skip
 ACTIVATIONS = {"tanh": "torch.nn.Tanh", "relu": "torch.nn.ReLU", "elu": "torch.nn.ELU"}
 ENTRY = ("import hydra, torchrl.trainers.algorithms.configs  # registers TorchRL's config groups\n"
          "with hydra.initialize_config_dir(config_dir=DIR, version_base=None):\n"
@@ -45,14 +48,14 @@ class ExportError(RlplugError):
     """A recipe that cannot be written as a TorchRL trainer config."""
 
 
-def check_exportable(algorithm: str, backend: str) -> None:
+def check_exportable(algorithm: str, backend: str, recipe: str = "NAME") -> None:
     """Refuse what no TorchRL trainer config can run: another backend, an algorithm without a trainer config."""
     if backend != "torchrl":
         raise ExportError(f"--format hydra writes TorchRL's own trainer configs: use it with --backend torchrl, not '{backend}'")
     if algorithm not in BUILDERS:
         reason = NO_TRAINER.get(algorithm, f"TorchRL {TORCHRL_VERSION} has no trainer config for it")
-        raise ExportError(f"--format hydra: algorithm '{algorithm}' cannot be exported ({reason}); "
-                          f"exportable: {', '.join(BUILDERS)}")  # fmt: skip
+        raise ExportError(f"--format hydra: algorithm '{algorithm}' cannot be exported ({reason}); train it with "
+                          f"`rlplug train {recipe} --backend torchrl`; exportable: {', '.join(BUILDERS)}")  # fmt: skip
 
 
 class Export:
@@ -64,6 +67,7 @@ class Export:
         self.cfg: dict[str, Any] = {}
         self.dropped: list[str] = []
         self.approximated: list[str] = []
+        self.notes: list[str] = []  # how the recipe's algorithm maps onto a TorchRL trainer of another name
         self.obs_dim = math.prod(observation_space.shape)
         self.discrete = hasattr(action_space, "n")
         self.act_dim = int(action_space.n) if self.discrete else math.prod(action_space.shape)
@@ -203,9 +207,11 @@ class Export:
                  f"{self.recipe.env}), written by `rlplug show {self.recipe.name} --backend torchrl --format hydra`.",
                  "Runs with TorchRL alone (no rlplug import); save this file as DIR/NAME.yaml, then:"]  # fmt: skip
         lines += ["  " + line for line in ENTRY.splitlines()]
-        lines.append("Override in Hydra's grammar, e.g. collector.total_frames=4096 optimizer.lr=3e-4.")
-        if dataset_note:
-            lines += ["", *dataset_note.splitlines()]
+        optimizer = "optimizer" if "optimizer" in self.cfg else "optimizer_critic"
+        lines.append(f"Override in Hydra's grammar, e.g. collector.total_frames=4096 {optimizer}.lr=3e-4.")
+        for text in (*self.notes, dataset_note):
+            if text:
+                lines += ["", *text.splitlines()]
         lines += ["", "Dropped (TorchRL's trainer has no place for them):"]
         lines += [f"  - {d}" for d in self.dropped] or ["  (none)"]
         lines += ["Approximated:"]
@@ -308,6 +314,28 @@ def _dqn(x: Export) -> None:
 
 def _td3(x: Export) -> None:
     s = x.s
+    _deterministic_actor_critic(x, num_qvalue_nets=2, policy_noise=s["policy_noise"], noise_clip=s["noise_clip"])
+    if s["policy_delay"] > 1:
+        x.approximated.append(f"policy_delay = {s['policy_delay']}: TD3Trainer soft-updates the targets after every "
+                              "optimiser step, rlplug's TD3 after every delayed actor step")  # fmt: skip
+
+
+def _ddpg(x: Export) -> None:
+    """DDPG as TorchRL's TD3 trainer and ``TD3Loss`` with one critic, no target smoothing and no policy delay: the same
+    losses as ``DDPGLoss`` with target actor and critic (rlplug's DDPG loss), stepped as rlplug's DDPG steps them (the
+    critic, then the actor against the updated critic, each with its own Adam). TorchRL's DDPGTrainer cannot be used:
+    it takes no exploration module and copies the trained actor's weights into the collector's policy by key, so
+    the collector's policy must be the bare actor."""
+    _deterministic_actor_critic(x, num_qvalue_nets=1, policy_noise=0.0, noise_clip=0.0)
+    x.notes.append(f"DDPG on TorchRL {TORCHRL_VERSION}'s TD3 trainer: TD3Loss with num_qvalue_nets = 1, "
+                   "policy_noise = 0,\nnoise_clip = 0 and policy_update_delay = 1 is DDPG's update (one critic, no "
+                   "target smoothing, no\npolicy delay). TorchRL's DDPGTrainer takes no exploration module: its "
+                   "collector would act without noise.")  # fmt: skip
+
+
+def _deterministic_actor_critic(x: Export, num_qvalue_nets: int, policy_noise: float, noise_clip: float) -> None:
+    """TD3's trainer config: a tanh-bounded deterministic actor, Q-networks, the exploration module and two Adams."""
+    s = x.s
     low, high = x.bounds
     network = x.network("policy_network", x.obs_dim, x.act_dim)
     # a deterministic tanh-bounded actor from TorchRL's classes (no model config builds one)
@@ -326,31 +354,38 @@ def _td3(x: Export) -> None:
     x.collector(policy, frames, x.recipe.steps, s["learning_starts"], partial=True)
     del x.cfg["collector"]["policy"]  # the trainer passes the actor followed by its exploration module
     x.replay_buffer(s["buffer_size"], s["batch_size"], "random")
-    _single_optimizer(x, {"actor_lr": s["actor_lr"], "critic_lr": s["critic_lr"]})
+    for name, lr in (("optimizer_actor", s["actor_lr"]), ("optimizer_critic", s["critic_lr"])):
+        x.group("optimizer", name, "adam")  # TD3Trainer's two optimisers, over the actor's and the critics' parameters
+        x.cfg[name] = {"lr": lr}
     x.group("loss", "loss", "td3")
     # partial, as TD3TrainerConfig requires: the trainer passes the networks and the env's action spec
-    x.cfg["loss"] = {"policy_noise": s["policy_noise"], "noise_clip": s["noise_clip"],
+    x.cfg["loss"] = {"num_qvalue_nets": num_qvalue_nets, "policy_noise": policy_noise, "noise_clip": noise_clip,
                      "loss_function": s["loss_function"], "_partial_": True}  # fmt: skip
     x.target_updater()
-    exploration: Any = None
-    if s["exploration_noise"] == "gaussian":
-        # rlplug's std is a fraction of the half action range; AdditiveGaussianModule's sigma is in action units
-        halves = [(h - lo) / 2 for lo, h in zip(low, high)]
-        half = sum(halves) / len(halves)
-        exploration = {"_target_": "torchrl.modules.AdditiveGaussianModule",
-                       "spec": {"_target_": "torchrl.data.Bounded", "low": low, "high": high, "shape": [x.act_dim]},
-                       "sigma_init": s["exploration_std"] * s["exploration_scale_start"] * half,
-                       "sigma_end": s["exploration_std"] * s["exploration_scale_end"] * half,
-                       "annealing_num_steps": max(1, s["exploration_decay_steps"])}  # fmt: skip
-        if len(set(halves)) > 1:
-            x.approximated.append(f"exploration_std = {s['exploration_std']!r}: one sigma for every action dimension, "
-                                  f"scaled by the mean half range {half!r}")  # fmt: skip
-    else:
-        x.drop("exploration_noise", s["exploration_noise"], "only Gaussian exploration is exported", None)
-    x.trainer("td3", actor_network=policy, qvalue_network=qvalue, exploration_module=exploration,
+    x.trainer("td3", optimizer=None, optimizer_actor="${optimizer_actor}", optimizer_critic="${optimizer_critic}",
+              actor_network=policy, qvalue_network=qvalue, exploration_module=_exploration(x),
               target_net_updater="${target_net_updater}", optim_steps_per_batch=optim_steps,
               policy_update_delay=s["policy_delay"], value_estimator_gamma=s["gamma"], **x.clip(s["grad_norm_clip"]))
     x.offpolicy_common()
+
+
+def _exploration(x: Export) -> dict[str, Any] | None:
+    """rlplug's Gaussian exploration as the module rlplug's TorchRL cell builds: ``AdditiveGaussianModule`` with std
+    ``exploration_std`` (in action units) scaled by ``sigma``, the schedule's scale."""
+    s = x.s
+    if s["exploration_noise"] != "gaussian":
+        x.drop("exploration_noise", s["exploration_noise"], "only Gaussian exploration is exported (the collector acts "
+               "without noise)")  # fmt: skip
+        return None
+    low, high = x.bounds
+    start, end, steps = s["exploration_scale_start"], s["exploration_scale_end"], s["exploration_decay_steps"]
+    if steps and start != end:
+        x.dropped.append(f"exploration_decay_steps = {steps}: TD3Trainer never steps the exploration module's "
+                         f"annealing, so its scale stays at sigma_init = {start!r}")  # fmt: skip
+    return {"_target_": "torchrl.modules.AdditiveGaussianModule",
+            "spec": {"_target_": "torchrl.data.Bounded", "low": low, "high": high, "shape": [x.act_dim]},
+            "std": s["exploration_std"], "sigma_init": start, "sigma_end": end,
+            "annealing_num_steps": max(1, steps)}  # fmt: skip
 
 
 def _iql(x: Export) -> None:
@@ -412,7 +447,9 @@ def _target_entropy(x: Export, value: Any) -> float:
     return float(-x.act_dim) if value == "auto" else float(value)
 
 
-BUILDERS: dict[str, Callable[[Export], None]] = {"ppo": _ppo, "sac": _sac, "dqn": _dqn, "td3": _td3, "iql": _iql, "cql": _cql}
+BUILDERS: dict[str, Callable[[Export], None]] = {
+    "ppo": _ppo, "sac": _sac, "dqn": _dqn, "td3": _td3, "ddpg": _ddpg, "iql": _iql, "cql": _cql,
+}  # fmt: skip
 
 
 def export_config(recipe: Any, settings: dict[str, Any], source: str, out: Path | None) -> str:
@@ -422,7 +459,7 @@ def export_config(recipe: Any, settings: dict[str, Any], source: str, out: Path 
 
     from .envs import probe_spaces
 
-    check_exportable(recipe.algorithm, "torchrl")
+    check_exportable(recipe.algorithm, "torchrl", recipe.name)
     dataset_note = ""
     observation_space, action_space = probe_spaces(recipe.env, recipe.env_kwargs)
     if recipe.dataset:
@@ -431,7 +468,7 @@ def export_config(recipe: Any, settings: dict[str, Any], source: str, out: Path 
         info = read_info(recipe.dataset)  # checked against the env, as rlplug's offline cells check it
         info.check_env(recipe.env, observation_space, action_space, f"recipe '{recipe.name}'")
     x = Export(recipe, settings, observation_space, action_space)
-    if x.discrete and recipe.algorithm in ("sac", "td3", "iql", "cql"):
+    if x.discrete and recipe.algorithm in ("sac", "td3", "ddpg", "iql", "cql"):
         raise ExportError(f"--format hydra: TorchRL {TORCHRL_VERSION}'s {recipe.algorithm} trainer config builds a "
                           f"continuous-action loss; '{recipe.env}' has discrete actions")  # fmt: skip
     BUILDERS[recipe.algorithm](x)

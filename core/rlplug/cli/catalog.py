@@ -142,7 +142,7 @@ def show_torchrl_hydra(recipe: Any, backend: str, settings: dict[str, Any], out:
 
     from ..torchrl_hydra import check_exportable, export_config
 
-    check_exportable(recipe.algorithm, backend)
+    check_exportable(recipe.algorithm, backend, recipe.name)
     path = Path(out) if out else None
     if path is not None and path.suffix not in (".yaml", ".yml"):
         raise ExportError(f"--out {out}: Hydra composes FILE.yaml (or .yml) files")
