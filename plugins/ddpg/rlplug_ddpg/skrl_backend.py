@@ -1,13 +1,15 @@
 """DDPG on skrl: TD3's cell (``rlplug_td3.skrl_backend``) on skrl's own ``DDPG`` agent.
 
-Overridden: one critic (role ``critic``), ``DDPG_CFG`` (no policy delay, no smoothing noise), and a
-policy step and target update on every gradient step. TD3's staged loss with one critic and no
-smoothing noise is skrl's DDPG math; memory, target updater, exploration, evaluation and export are TD3's.
+Overridden: one critic (role ``critic``), ``DDPG_CFG`` (no policy delay, no smoothing noise), and the
+update stages: the policy step and the target update on every gradient step. TD3's staged loss with one
+critic and no smoothing noise is skrl's DDPG math; memory, target updater, exploration, evaluation and
+export are TD3's.
 """
 
 from __future__ import annotations
 
 from rlplug import Build
+from rlplug.backends.skrl import UpdateStage
 from rlplug_td3 import skrl_backend as td3
 from rlplug_td3.skrl_backend import build_memory, build_target_updater  # noqa: F401 -- TD3's, unchanged
 from skrl.agents.torch.ddpg import DDPG, DDPG_CFG
@@ -27,10 +29,11 @@ def make_ddpg_loss(build: Build) -> td3.TD3Loss:
 
 
 class LossDelegatingDDPG(td3.StagedTD3, DDPG):
-    """skrl's DDPG with TD3's staged gradient step: one critic, the policy stepped every time."""
+    """skrl's DDPG with TD3's staged gradient step: one critic, the policy and the targets stepped every time."""
 
     critic_roles = CRITICS
-    policy_delay = 1
+    update_stages = (UpdateStage("critic"), UpdateStage("policy"))
+    target_every = 1
 
 
 def agent_config(build: Build) -> DDPG_CFG:
