@@ -399,5 +399,4 @@ class SkrlCQLTrainer(SkrlOfflineTrainer):
         return "argmax" if is_discrete(self.build) else "squash"
 
 
-def build_trainer(build: Build) -> SkrlCQLTrainer:
-    return SkrlCQLTrainer(build)
+build_trainer = SkrlCQLTrainer

@@ -380,5 +380,4 @@ class TorchRLCQLTrainer(TorchRLOfflineTrainer):
         return build.models["q_network" if is_discrete(build) else "actor"]
 
 
-def build_trainer(build: Build) -> TorchRLCQLTrainer:
-    return TorchRLCQLTrainer(build)
+build_trainer = TorchRLCQLTrainer

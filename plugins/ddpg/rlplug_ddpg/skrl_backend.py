@@ -1,15 +1,13 @@
 """DDPG on skrl: TD3's cell (``rlplug_td3.skrl_backend``) on skrl's own ``DDPG`` agent.
 
-Overridden: one critic (role ``critic``), ``DDPG_CFG`` (no policy delay, no smoothing noise), and the
-update stages: the policy step and the target update on every gradient step. TD3's staged loss with one
-critic and no smoothing noise is skrl's DDPG math; memory, target updater, exploration, evaluation and
-export are TD3's.
+Overridden: one critic (role ``critic``), ``DDPG_CFG`` (no policy delay, no smoothing noise), and a
+policy step and target update on every gradient step. TD3's staged loss with one critic and no
+smoothing noise is skrl's DDPG math; memory, target updater, exploration, evaluation and export are TD3's.
 """
 
 from __future__ import annotations
 
 from rlplug import Build
-from rlplug.backends.skrl import UpdateStage
 from rlplug_td3 import skrl_backend as td3
 from rlplug_td3.skrl_backend import build_memory, build_target_updater  # noqa: F401 -- TD3's, unchanged
 from skrl.agents.torch.ddpg import DDPG, DDPG_CFG
@@ -32,8 +30,7 @@ class LossDelegatingDDPG(td3.StagedTD3, DDPG):
     """skrl's DDPG with TD3's staged gradient step: one critic, the policy and the targets stepped every time."""
 
     critic_roles = CRITICS
-    update_stages = (UpdateStage("critic"), UpdateStage("policy"))
-    target_every = 1
+    policy_delay = 1
 
 
 def agent_config(build: Build) -> DDPG_CFG:
@@ -45,5 +42,4 @@ class SkrlDDPGTrainer(td3.SkrlTD3Trainer):
     agent_config = staticmethod(agent_config)
 
 
-def build_trainer(build: Build) -> SkrlDDPGTrainer:
-    return SkrlDDPGTrainer(build)
+build_trainer = SkrlDDPGTrainer

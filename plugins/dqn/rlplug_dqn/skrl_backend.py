@@ -192,5 +192,4 @@ class SkrlDQNTrainer(SkrlOffPolicyTrainer):
         return {"grad_norm_clip": build.settings["grad_norm_clip"]}  # DQN_CFG has no clip (upstream never clips)
 
 
-def build_trainer(build: Build) -> SkrlDQNTrainer:
-    return SkrlDQNTrainer(build)
+build_trainer = SkrlDQNTrainer

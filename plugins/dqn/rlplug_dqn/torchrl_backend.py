@@ -175,5 +175,4 @@ class TorchRLDQNTrainer(TorchRLOffPolicyTrainer):
         return {"train/epsilon": float(self.egreedy.eps), "train/lr": self.optimizer.param_groups[0]["lr"]}
 
 
-def build_trainer(build: Build) -> TorchRLDQNTrainer:
-    return TorchRLDQNTrainer(build)
+build_trainer = TorchRLDQNTrainer

@@ -248,5 +248,4 @@ class SkrlIQLTrainer(SkrlOfflineTrainer):
     policy_output = "output"
 
 
-def build_trainer(build: Build) -> SkrlIQLTrainer:
-    return SkrlIQLTrainer(build)
+build_trainer = SkrlIQLTrainer

@@ -187,5 +187,4 @@ class TorchRLIQLTrainer(TorchRLOfflineTrainer):
         return {"update": make_optimizer(build.loss, build.settings)}
 
 
-def build_trainer(build: Build) -> TorchRLIQLTrainer:
-    return TorchRLIQLTrainer(build)
+build_trainer = TorchRLIQLTrainer

@@ -147,5 +147,4 @@ class SkrlMAPPOTrainer(SkrlMultiAgentRolloutTrainer):
     config_class = MAPPO_CFG
 
 
-def build_trainer(build: Build) -> SkrlMAPPOTrainer:
-    return SkrlMAPPOTrainer(build)
+build_trainer = SkrlMAPPOTrainer

@@ -88,5 +88,4 @@ class TorchRLMAPPOTrainer(TorchRLMultiAgentRolloutTrainer):
     """One ``step()`` = one collector batch (``rollout_steps`` x ``num_envs`` env steps) + the update."""
 
 
-def build_trainer(build: Build) -> TorchRLMAPPOTrainer:
-    return TorchRLMAPPOTrainer(build)
+build_trainer = TorchRLMAPPOTrainer

@@ -92,5 +92,4 @@ class SkrlPPOTrainer(SkrlRolloutTrainer):
     config_class = PPO_CFG
 
 
-def build_trainer(build: Build) -> SkrlPPOTrainer:
-    return SkrlPPOTrainer(build)
+build_trainer = SkrlPPOTrainer

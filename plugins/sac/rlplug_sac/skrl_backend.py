@@ -225,5 +225,4 @@ class SkrlSACTrainer(SkrlOffPolicyTrainer):
         return {"exploration_noise": exploration_noise(build)}
 
 
-def build_trainer(build: Build) -> SkrlSACTrainer:
-    return SkrlSACTrainer(build)
+build_trainer = SkrlSACTrainer

@@ -212,5 +212,4 @@ class TorchRLSACTrainer(TorchRLOffPolicyTrainer):
         return {"train/alpha": float(self.loss.log_alpha.detach().exp())}
 
 
-def build_trainer(build: Build) -> TorchRLSACTrainer:
-    return TorchRLSACTrainer(build)
+build_trainer = TorchRLSACTrainer

@@ -146,7 +146,7 @@ class StagedTD3(StagedLossAgent):
     """TD3's update on a skrl deterministic actor-critic agent, mixed in before skrl's agent class
     (``LossDelegatingTD3(StagedTD3, TD3)``): upstream's update as stages of the registered loss, the
     critic on every gradient step, the policy and the target update on every ``policy_delay``-th. A
-    derived agent sets ``critic_roles`` and its stages (DDPG: ``("critic",)``, the policy every step).
+    derived agent sets ``critic_roles`` and ``policy_delay`` (DDPG: ``("critic",)`` and 1).
     """
 
     critic_roles: tuple[str, ...] = CRITICS
@@ -158,6 +158,10 @@ class StagedTD3(StagedLossAgent):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._timestep = 0
+
+    @property
+    def policy_delay(self) -> int:
+        return self.cfg.policy_delay
 
     def gradient_step(self, *, timestep: int = 0, timesteps: int = 0) -> dict[str, torch.Tensor]:
         self._timestep = timestep  # the exploration schedule's clock, for the logged scale
@@ -222,5 +226,4 @@ class SkrlTD3Trainer(SkrlOffPolicyTrainer):
     policy_output = "output"
 
 
-def build_trainer(build: Build) -> SkrlTD3Trainer:
-    return SkrlTD3Trainer(build)
+build_trainer = SkrlTD3Trainer

@@ -204,5 +204,4 @@ class TorchRLTD3Trainer(TorchRLOffPolicyTrainer):
         return {"train/exploration_scale": float(noise_scale(self.noise)), "train/policy_updates": float(self.target_updater.steps)}
 
 
-def build_trainer(build: Build) -> TorchRLTD3Trainer:
-    return TorchRLTD3Trainer(build)
+build_trainer = TorchRLTD3Trainer

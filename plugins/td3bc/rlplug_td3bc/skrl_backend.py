@@ -62,5 +62,4 @@ class SkrlTD3BCTrainer(SkrlOfflineTrainer):
         return agent
 
 
-def build_trainer(build: Build) -> SkrlTD3BCTrainer:
-    return SkrlTD3BCTrainer(build)
+build_trainer = SkrlTD3BCTrainer

@@ -78,5 +78,4 @@ class TorchRLTD3BCTrainer(TorchRLOfflineTrainer):
         return {"loss_actor": loss_actor, "bc_loss": info["bc_loss"], "lmbda": info["lmbd"]}
 
 
-def build_trainer(build: Build) -> TorchRLTD3BCTrainer:
-    return TorchRLTD3BCTrainer(build)
+build_trainer = TorchRLTD3BCTrainer

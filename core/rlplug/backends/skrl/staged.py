@@ -53,7 +53,7 @@ class StagedLossAgent:
     registered staged loss, its update stages, the target updater from the hook, batch sampling.
 
     A subclass declares ``update_stages`` and ``target_every`` (the target networks move on every
-    ``target_every``-th gradient step, an int or a config field's name), and optionally ``checkpointed``
+    ``target_every``-th gradient step, an int or a ``setting``'s name), and optionally ``checkpointed``
     (attributes skrl's ``checkpoint_modules`` miss, dotted paths: ``"_exploration_noise.state"``),
     ``after_stage(stage)`` and ``extra_metrics()``. A stage's optimiser is the agent's attribute
     ``UpdateStage.optimizer`` (default ``"<stage>_optimizer"``, skrl's names); its learning-rate scheduler,
@@ -83,7 +83,12 @@ class StagedLossAgent:
         self.grad_norm_clip = self.cfg.grad_norm_clip if grad_norm_clip is None else grad_norm_clip
         self.stage_terms = stage_terms(self.loss_terms, optimisers, self.update_stages, type(self).__name__)
         self.stages_by_name = {stage.name: stage for stage in self.update_stages}
-        self.update_schedule = UpdateSchedule(self.update_stages, self.target_every, lambda name: getattr(self.cfg, name))
+        self.update_schedule = UpdateSchedule(self.update_stages, self.target_every, self.setting)
+
+    def setting(self, name: str) -> Any:
+        """What a stage's ``every`` / ``only_if`` (or ``target_every``) names: the agent's attribute of that
+        name (a derived agent fixes one: DDPG's ``policy_delay = 1``), else its config's field."""
+        return getattr(self, name) if hasattr(type(self), name) else getattr(self.cfg, name)
 
     # -- one gradient step ------------------------------------------------------------------------
 
