@@ -41,7 +41,7 @@ def gradient_step(build):
     if build.backend == "skrl":
         agent = trainer.agent
         return lambda: agent.gradient_step(timestep=WARMUP, timesteps=build.recipe.steps)
-    return lambda: trainer.update(trainer.memory.sample())
+    return trainer.gradient_step
 
 
 def make(cell: str, compiled: bool):

@@ -66,7 +66,7 @@ def cell_step(cell: str) -> tuple[Callable[[], object], object]:
         agent = trainer.agent
         agent.enable_models_training_mode(True)
         return (lambda: agent.gradient_step(timestep=warmup, timesteps=build.recipe.steps)), trainer
-    return (lambda: trainer.update(trainer.memory.sample())), trainer
+    return trainer.gradient_step, trainer
 
 
 def rate(step: Callable[[], object], updates: int) -> float:

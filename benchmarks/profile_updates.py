@@ -71,7 +71,7 @@ def step_of(recipe: str, loss: str):
     build = rlplug.build(recipe, backend="torchrl", overrides=[f"loss={loss}", f"learning_starts={WARMUP}", f"log_every={WARMUP}"])
     trainer = build.trainer
     trainer.train(WARMUP)
-    return lambda: trainer.update(trainer.memory.sample())
+    return trainer.gradient_step
 
 
 def profile(recipe: str, loss: str, updates: int) -> dict:

@@ -5,7 +5,7 @@ squashing, two 256x256 Q networks, batch 256, three Adams, a learned temperature
 one torch thread), sampling its batches from a tensor replay of the same size. Each rlplug cell is
 built from the ``sac-pendulum`` recipe at those sizes (version 2 trains 64x64 networks), its replay memory filled with random transitions by its own
 trainer (``learning_starts`` past the warm-up, so no update runs then), and then timed calling the
-cell's own gradient step (skrl: ``agent.gradient_step``; TorchRL: ``trainer.update(memory.sample())``).
+cell's own gradient step (skrl: ``agent.gradient_step``; TorchRL: ``trainer.gradient_step``).
 Rounds alternate plain and rlplug so machine load hits both alike; reported: updates/s of each and
 the ratio rlplug / plain per round, with mean and spread.
 
@@ -107,7 +107,7 @@ def rlplug_updater(backend: str, recipe: str = "sac-pendulum", hidden: int | Non
         agent = trainer.agent
         agent.enable_models_training_mode(True)
         return lambda: agent.gradient_step(timestep=warmup, timesteps=build.recipe.steps), trainer
-    return lambda: trainer.update(trainer.memory.sample()), trainer
+    return trainer.gradient_step, trainer
 
 
 def main() -> None:

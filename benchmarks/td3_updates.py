@@ -6,7 +6,7 @@ torch's default CPU path, target-policy smoothing noise 0.2 clipped at 0.5, the 
 target update (tau 0.005) every second step, one torch thread), sampling from a tensor replay. Each
 rlplug cell is built from the recipe, its replay filled by its own trainer during the random warm-up,
 and timed calling its own gradient step (skrl: ``agent.gradient_step``; TorchRL:
-``trainer.update(memory.sample())``). A round times an even number of updates, so both sides take the
+``trainer.gradient_step()``). A round times an even number of updates, so both sides take the
 same share of delayed actor steps. Reported as ``sac_updates.py`` does (``update_rates.py``).
 
     python benchmarks/td3_updates.py [--updates 400] [--rounds 3] [--backends skrl,torchrl] [--json]

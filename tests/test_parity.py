@@ -158,7 +158,7 @@ def test_a_key_added_to_an_skrl_config_is_named(cell, monkeypatch):
     from skrl.agents.torch.ppo import PPO_CFG
 
     upgraded = dataclasses.make_dataclass("PPO_CFG", [("new_key", int, dataclasses.field(default=0))], bases=(PPO_CFG,), kw_only=True)
-    monkeypatch.setattr(ppo_skrl, "PPO_CFG", upgraded)
+    monkeypatch.setattr(ppo_skrl.SkrlPPOTrainer, "config_class", upgraded)
     build = cell("skrl", "ppo")
     assert type(build.trainer.agent.cfg) is upgraded
     assert skrl_parity.parity_problems(build) == [

@@ -34,21 +34,21 @@ def _equal(a, b):
 def test_trains_actor_and_targets_every_step(builds):
     build = ddpg_build(builds)
     trainer, loss = build.trainer, build.loss
-    assert isinstance(loss, DDPGLoss) and trainer.policy_delay == 1
+    assert isinstance(loss, DDPGLoss) and trainer.update_schedule.every == [1, 1] and trainer.update_schedule.target_every == 1
     assert loss.target_actor_network_params is not None and loss.target_value_network_params is not None
-    original, steps = trainer.update, []
+    original, steps = trainer.gradient_step, []
 
-    def update(sample):
+    def gradient_step():
         actor, critic = _flat(loss.actor_network_params), _flat(loss.value_network_params)
         targets = _flat(loss.target_value_network_params)
-        terms = original(sample)
+        terms = original()
         assert set(terms) == {"loss_qvalue", "loss_actor"}
         assert not _equal(actor, _flat(loss.actor_network_params)) and not _equal(critic, _flat(loss.value_network_params))
         assert not _equal(targets, _flat(loss.target_value_network_params))
         steps.append(build.target_updater.steps)
         return terms
 
-    trainer.update = update
+    trainer.gradient_step = gradient_step
     trainer.train(200)
     assert steps == list(range(1, 200 - 64 + 1))
 

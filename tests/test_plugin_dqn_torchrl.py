@@ -79,7 +79,7 @@ def test_hard_target_copies_every_period_and_stays_put_in_between(builds, period
     assert _equal(_target(loss), _online(loss))
     for step in range(1, 3 * period + 2):
         target_before = _target(loss)
-        trainer.update(build.memory.sample())
+        trainer.gradient_step()
         if step % period == 0:
             assert _equal(_target(loss), _online(loss)), step
         else:
@@ -91,7 +91,7 @@ def test_soft_target_moves_by_tau(builds):
     build = _filled(builds, target_update="soft", tau=0.25, target_update_period=1)
     for _ in range(3):
         target_before = _target(build.loss)
-        build.trainer.update(build.memory.sample())
+        build.trainer.gradient_step()
         expected = [0.75 * t + 0.25 * o for t, o in zip(target_before, _online(build.loss))]
         assert all(torch.allclose(t, e, atol=1e-6) for t, e in zip(_target(build.loss), expected))
 
@@ -100,7 +100,7 @@ def test_soft_target_moves_by_tau(builds):
 def test_loss_is_dqns_td_error_against_the_target_network(builds, double_dqn):
     build = _filled(builds, double_dqn=double_dqn, gamma=0.9, td_loss="huber", target_update_period=1000)
     for _ in range(3):  # online and target parameters now differ
-        build.trainer.update(build.memory.sample())
+        build.trainer.gradient_step()
     sample = build.memory.sample()
     loss, q_network = build.loss, build.models["q_network"]
     with torch.no_grad():

@@ -174,7 +174,7 @@ def test_ou_exploration_noise_correlates_actions_in_bounds_and_round_trips(build
     assert _lag1_autocorrelation(stored["ou"]) > 0.5 > 0.2 > abs(_lag1_autocorrelation(stored["none"]))
 
     state = build.trainer.state_dict()
-    assert torch.is_tensor(state["agent"]["exploration_noise_state"])
+    assert torch.is_tensor(state["agent"]["attributes"]["exploration_noise.state"])
     fresh = _sac_build(builds, seed=3, exploration_noise="ou")
     fresh.trainer.load_state_dict(state)
     assert torch.equal(fresh.trainer.agent.exploration_noise.state, build.trainer.agent.exploration_noise.state)

@@ -50,7 +50,7 @@ def test_target_q_parameters_move_as_a_soft_update_with_tau(builds):
     build = _filled_without_updates(builds, tau=0.1)
     loss, trainer = build.loss, build.trainer
     targets_before = loss.target_qvalue_network_params.clone()
-    trainer.update(build.memory.sample())
+    trainer.gradient_step()
     online_after = loss.qvalue_network_params
     for key, after in loss.target_qvalue_network_params.items(True, True):
         expected = 0.9 * targets_before[key] + 0.1 * online_after[key].detach()

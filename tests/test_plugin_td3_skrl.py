@@ -43,11 +43,13 @@ def _watch_gradient_steps(agent):
 
     def gradient_step(**kwargs):
         policy, critics = _parameters(agent.policy), _parameters(agent.critic_1, agent.critic_2)
-        original(**kwargs)
+        terms = original(**kwargs)
         assert not _equal(critics, _parameters(agent.critic_1, agent.critic_2))
-        delayed = agent._update_counter % agent.cfg.policy_delay == 0
+        delayed = agent.update_schedule.steps % agent.cfg.policy_delay == 0
         assert _equal(policy, _parameters(agent.policy)) != delayed
+        assert ("loss_policy" in terms) == delayed  # the terms of the stages that ran
         seen["delayed" if delayed else "plain"] += 1
+        return terms
 
     agent.gradient_step = gradient_step
     return seen
@@ -119,7 +121,7 @@ def test_checkpoint_round_trip_into_fresh_build(builds):
     fresh.trainer.load_state_dict(state)
     np.testing.assert_array_equal(fresh.trainer.act_deterministic(observations), build.trainer.act_deterministic(observations))
     old, new = build.trainer.agent, fresh.trainer.agent
-    assert new._update_counter == old._update_counter > 0
+    assert new.update_schedule.steps == old.update_schedule.steps > 0
     assert new.target_updater.steps == old.target_updater.steps
     assert torch.equal(new._exploration_noise.state, old._exploration_noise.state)
     assert fresh.trainer.env_steps == 300 and fresh.trainer.gradient_steps == build.trainer.gradient_steps
@@ -138,7 +140,7 @@ def test_parity_with_upstream_td3_update(builds, grad_norm_clip):
     build = td3_build(builds, steps=200, learning_starts=10_000, grad_norm_clip=grad_norm_clip, tau=0.05, optimizer_impl="loop")
     build.trainer.train(200)  # fills the replay memory with random transitions, no updates
     ours = build.trainer.agent
-    assert ours._update_counter == 0 and len(build.memory) == 200
+    assert ours.update_schedule.steps == 0 and len(build.memory) == 200
 
     cfg = agent_config(build)
     cfg.gradient_steps = 2
@@ -172,7 +174,7 @@ def test_parity_with_upstream_td3_update(builds, grad_norm_clip):
         upstream_state = getattr(upstream, name).state_dict()["state"]
         for key in ours_state:
             assert torch.equal(ours_state[key]["exp_avg"], upstream_state[key]["exp_avg"]), name
-    assert ours._update_counter == upstream._update_counter == 2
+    assert ours.update_schedule.steps == upstream._update_counter == 2
 
 
 def test_settings_refuse_torchrl_only_estimators():

@@ -43,21 +43,22 @@ def _online_and_targets(loss):
 
 
 def _watch_updates(trainer):
-    """Wrap ``trainer.update`` to check the policy delay: the actor changes exactly on every
+    """Wrap ``trainer.gradient_step`` to check the policy delay: the actor changes exactly on every
     ``policy_delay``-th gradient step, the critics on every step."""
-    original, loss = trainer.update, trainer.loss
+    original, loss = trainer.gradient_step, trainer.loss
     seen = {"delayed": 0, "plain": 0}
 
-    def update(sample):
+    def gradient_step():
         actor, critics = _flat(loss.actor_network_params), _flat(loss.qvalue_network_params)
-        terms = original(sample)
+        terms = original()
         assert not _equal(critics, _flat(loss.qvalue_network_params))
-        delayed = trainer.updates % trainer.policy_delay == 0
+        delayed = trainer.update_schedule.steps % trainer.build.settings["policy_delay"] == 0
         assert _equal(actor, _flat(loss.actor_network_params)) != delayed
+        assert ("loss_actor" in terms) == delayed
         seen["delayed" if delayed else "plain"] += 1
         return terms
 
-    trainer.update = update
+    trainer.gradient_step = gradient_step
     return seen
 
 
@@ -132,7 +133,7 @@ def test_checkpoint_round_trip_and_ou_annealing(builds):
     assert not np.array_equal(fresh.trainer.act_deterministic(observations), build.trainer.act_deterministic(observations))
     fresh.trainer.load_state_dict(state)
     np.testing.assert_array_equal(fresh.trainer.act_deterministic(observations), build.trainer.act_deterministic(observations))
-    assert fresh.trainer.updates == build.trainer.updates > 0
+    assert fresh.trainer.update_schedule.steps == build.trainer.update_schedule.steps > 0
     assert fresh.target_updater.steps == build.target_updater.steps
     assert float(fresh.trainer.noise.eps) == pytest.approx(0.2)
     assert fresh.trainer.env_steps == 300 and fresh.trainer.collector._frames == 300  # past the random warm-up

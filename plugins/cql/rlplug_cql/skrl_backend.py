@@ -16,7 +16,7 @@ same neutral hyperparameters, so both backends train the same algorithm:
   bounds. Stage ``policy``: ``alpha * log pi(a|s) - min Q(s, a)``; stage ``entropy``: SAC's
   temperature loss. The policy is a squashed Gaussian with a state-dependent scale, TorchRL's
   ``TanhNormal`` actor (``NormalParamExtractor``'s biased softplus).
-* Discrete actions, stage ``q``: ``0.5 * TD loss`` against ``r + gamma * (1 - terminated) *
+* Discrete actions, stage ``critic``: ``0.5 * TD loss`` against ``r + gamma * (1 - terminated) *
   max_a target Q(s', a)`` plus ``min_q_weight * (logsumexp_a Q(s, a) - Q(s, a_data))``.
 """
 
@@ -38,7 +38,7 @@ from rlplug.backends.skrl import (
     ModuleTargetUpdate,
     SkrlOfflineTrainer,
     StagedLossAgent,
-    agent_arguments,
+    UpdateStage,
     configure_threads,
     dataset_memory,
     hard_copy,
@@ -48,9 +48,7 @@ from rlplug.backends.skrl import (
     q_model,
     register_action_bounds,
     seed_skrl,
-    skrl_policy_export,
     tanh_log_det,
-    use_adam_impl,
 )
 from skrl.agents.torch import Agent, AgentCfg
 from skrl.memories.torch import RandomMemory
@@ -140,7 +138,7 @@ class CQLLoss:
 
     Box: ``critic`` -> ``loss_critic`` (TD, summed over both Q networks) and ``loss_cql`` (the
     weighted penalty, summed over both), ``policy`` -> ``loss_policy`` (stashes ``log_prob``),
-    ``entropy`` -> ``loss_entropy``. Discrete: ``q`` -> ``loss_critic`` and ``loss_cql``. Reported:
+    ``entropy`` -> ``loss_entropy``. Discrete: ``critic`` (``q``) -> ``loss_critic`` and ``loss_cql``. Reported:
     ``q_data`` (mean Q(s, a_data)), ``alpha`` and ``entropy`` (Box).
     """
 
@@ -163,6 +161,8 @@ class CQLLoss:
         self.td_loss = F.mse_loss if td_loss == "mse" else F.smooth_l1_loss
 
     def __call__(self, agent: Agent, batch: dict[str, torch.Tensor], stage: str) -> dict[str, torch.Tensor]:
+        if stage == "critic" and isinstance(agent, DiscreteCQL):
+            return self.q(agent, batch)
         return getattr(self, stage)(agent, batch)
 
     # -- Box actions ------------------------------------------------------------------------------
@@ -287,9 +287,6 @@ class OfflineStagedAgent(StagedLossAgent, Agent):
         super().init(trainer_cfg=trainer_cfg)
         self._tensors_names = ["observations", "states", "actions", "rewards", "next_observations", "next_states", "terminated"]
 
-    def gradient_step(self) -> dict[str, torch.Tensor]:  # pragma: no cover - abstract
-        raise NotImplementedError
-
     # skrl's interaction hooks, for driving the agent with skrl's own loop (reference §11);
     # rlplug's offline trainer calls gradient_step directly
 
@@ -301,16 +298,17 @@ class OfflineStagedAgent(StagedLossAgent, Agent):
             self.update(timestep=timestep, timesteps=timesteps)
         super().post_interaction(timestep=timestep, timesteps=timesteps)
 
-    def update(self, *, timestep: int, timesteps: int) -> None:
-        self.gradient_step()
-
 
 class CQL(OfflineStagedAgent):
     """SAC + CQL(H) on skrl's ``Agent`` base (SAC's roles, optimisers and entropy coefficient).
 
-    ``log_entropy_coefficient`` is a bare tensor, which skrl's ``checkpoint_modules`` cannot hold:
-    ``extra_state()`` carries it, with the target updater's step count.
+    Stages "critic", "policy" and (with ``learn_entropy``) "entropy", in SAC's order; the entropy step is
+    never clipped. ``log_entropy_coefficient`` is a bare tensor, which skrl's ``checkpoint_modules``
+    cannot hold: it is ``checkpointed``.
     """
+
+    update_stages = (UpdateStage("critic"), UpdateStage("policy"), UpdateStage("entropy", only_if="learn_entropy", clip_groups=0))
+    checkpointed = ("log_entropy_coefficient", "_entropy_coefficient")
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -341,30 +339,15 @@ class CQL(OfflineStagedAgent):
         mean, _ = self.policy.compute({"observations": observations}, role="policy")
         return self.policy.squash(mean), {}
 
-    def gradient_step(self) -> dict[str, torch.Tensor]:
-        batch = self.sample_batch()
-        clip = self.cfg.grad_norm_clip
-        terms = self.run_stage(batch, "critic", self.critic_optimizer, (self.critic_1, self.critic_2), clip)
-        terms.update(self.run_stage(batch, "policy", self.policy_optimizer, (self.policy,), clip))
-        if self.cfg.learn_entropy:
-            terms.update(self.run_stage(batch, "entropy", self.entropy_optimizer, (), 0.0))
+    def after_stage(self, stage: str) -> None:
+        if stage == "entropy":
             self._entropy_coefficient = self.log_entropy_coefficient.detach().exp()
-        self.scaler.update()
-        self.target_updater.step()
-        return {name: value for name, value in terms.items() if name in self.logged_terms}
-
-    def extra_state(self) -> dict[str, Any]:
-        return {**super().extra_state(), "log_entropy_coefficient": self.log_entropy_coefficient.detach().clone()}
-
-    def load_extra_state(self, state: dict[str, Any]) -> None:
-        with torch.no_grad():
-            self.log_entropy_coefficient.copy_(state["log_entropy_coefficient"])
-        self._entropy_coefficient = self.log_entropy_coefficient.detach().exp()
-        super().load_extra_state(state)
 
 
 class DiscreteCQL(OfflineStagedAgent):
-    """Q-learning + the CQL penalty on skrl's ``Agent`` base (DQN's roles, one Adam)."""
+    """Q-learning + the CQL penalty on skrl's ``Agent`` base (DQN's roles, one Adam, one stage: "critic")."""
+
+    update_stages = (UpdateStage("critic", optimizer="optimizer"),)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -379,12 +362,6 @@ class DiscreteCQL(OfflineStagedAgent):
         """The argmax of Q (``[B, 1]`` int64, what the memory stores)."""
         q_values, _ = self.q_network.compute({"observations": observations}, role="q_network")
         return q_values.argmax(dim=-1, keepdim=True), {}
-
-    def gradient_step(self) -> dict[str, torch.Tensor]:
-        terms = self.run_stage(self.sample_batch(), "q", self.optimizer, (self.q_network,), self.cfg.grad_norm_clip)
-        self.scaler.update()
-        self.target_updater.step()
-        return {name: value for name, value in terms.items() if name in self.logged_terms}
 
 
 def cql_cfg(build: Build) -> CQL_CFG:
@@ -405,25 +382,21 @@ def cql_cfg(build: Build) -> CQL_CFG:
 
 class SkrlCQLTrainer(SkrlOfflineTrainer):
     """rlplug's offline loop around ``CQL`` / ``DiscreteCQL``; evaluation acts with the squashed
-    Gaussian mean or the argmax of Q (``compute``, so it draws nothing from torch's RNG)."""
+    Gaussian mean or the argmax of Q."""
 
-    def make_agent(self, build: Build) -> OfflineStagedAgent:
-        agent_class = DiscreteCQL if is_discrete(build) else CQL
-        agent = agent_class(**agent_arguments(build), cfg=cql_cfg(build))
-        use_adam_impl(agent, build.settings["optimizer_impl"])
-        return agent
+    agent_config = staticmethod(cql_cfg)
 
-    def act_deterministic(self, observations: np.ndarray) -> np.ndarray:
-        with torch.no_grad():
-            actions, _ = self.agent.act(self.observations(observations), None, timestep=0, timesteps=0)
-            return (actions.squeeze(-1) if is_discrete(self.build) else actions).cpu().numpy()
+    @property
+    def agent_class(self) -> type[OfflineStagedAgent]:
+        return DiscreteCQL if is_discrete(self.build) else CQL
 
-    def export_policy(self) -> torch.nn.Module:
-        """The argmax of Q, or the policy's squashed mean (raw observations: no preprocessor)."""
-        if is_discrete(self.build):
-            return skrl_policy_export(self.build, self.agent.q_network, then="argmax")
-        return skrl_policy_export(self.build, self.agent.policy, then="squash")
+    @property
+    def policy_role(self) -> str:
+        return "q_network" if is_discrete(self.build) else "policy"
+
+    @property
+    def policy_output(self) -> str:
+        return "argmax" if is_discrete(self.build) else "squash"
 
 
-def build_trainer(build: Build) -> SkrlCQLTrainer:
-    return SkrlCQLTrainer(build)
+build_trainer = SkrlCQLTrainer

@@ -39,6 +39,7 @@ from rlplug.backends.torchrl import (
     NetworkCall,
     chosen_q,
     TorchRLOfflineTrainer,
+    UpdateStage,
     adam,
     configure_threads,
     dataset_buffer,
@@ -367,17 +368,16 @@ def make_optimizer(loss: LossModule, settings: dict[str, Any]) -> torch.optim.Ad
 
 class TorchRLCQLTrainer(TorchRLOfflineTrainer):
     """The core's offline step (sample the dataset, sum the loss's optimised terms, clip the policy and
-    Q gradients, step Adam, then the target updater); evaluation acts with the squashed Gaussian mean
-    (Box) or the argmax of Q (Discrete)."""
+    Q gradients, never log alpha's, step Adam, then the target updater); evaluation acts with the
+    squashed Gaussian mean (Box) or the argmax of Q (Discrete)."""
 
-    clip_groups = 2  # actor and critics (Discrete: the Q network); never log alpha
+    update_stages = (UpdateStage("update", clip_groups=2),)  # actor and critics (Discrete: the Q network)
 
-    def make_optimizer(self, build: Build) -> torch.optim.Adam:
-        return make_optimizer(build.loss, build.settings)
+    def make_optimizers(self, build: Build) -> dict[str, torch.optim.Adam]:
+        return {"update": make_optimizer(build.loss, build.settings)}
 
     def policy_module(self, build: Build) -> nn.Module:
         return build.models["q_network" if is_discrete(build) else "actor"]
 
 
-def build_trainer(build: Build) -> TorchRLCQLTrainer:
-    return TorchRLCQLTrainer(build)
+build_trainer = TorchRLCQLTrainer

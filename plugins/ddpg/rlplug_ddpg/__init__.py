@@ -35,6 +35,7 @@ DDPG = replace(
             backend="skrl",
             factory="rlplug_ddpg.skrl_backend:make_ddpg_loss",
             terms=("loss_critic", "loss_policy"),
+            optimisers={"loss_critic": "critic", "loss_policy": "policy"},
             doc="skrl's DDPG math, staged (td3's loss with one critic and no smoothing): 'critic' (MSE to "
             "r + gamma * (1 - terminated) * Q'(s', pi'(s'))) and 'policy' (-Q(s, pi(s))) on every step",
         ),
@@ -43,6 +44,7 @@ DDPG = replace(
             backend="torchrl",
             factory="rlplug_ddpg.torchrl_backend:make_ddpg_loss",
             terms=("loss_qvalue", "loss_actor"),
+            optimisers={"loss_qvalue": "critic", "loss_actor": "actor"},
             doc="torchrl.objectives.DDPGLoss (l2, target actor and critic): loss_value (logged as TD3's "
             "loss_qvalue), loss_actor and the target update on every step",
             describe="rlplug_ddpg.torchrl_backend:describe_ddpg_loss",

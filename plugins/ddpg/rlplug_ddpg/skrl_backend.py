@@ -27,7 +27,7 @@ def make_ddpg_loss(build: Build) -> td3.TD3Loss:
 
 
 class LossDelegatingDDPG(td3.StagedTD3, DDPG):
-    """skrl's DDPG with TD3's staged gradient step: one critic, the policy stepped every time."""
+    """skrl's DDPG with TD3's staged gradient step: one critic, the policy and the targets stepped every time."""
 
     critic_roles = CRITICS
     policy_delay = 1
@@ -42,5 +42,4 @@ class SkrlDDPGTrainer(td3.SkrlTD3Trainer):
     agent_config = staticmethod(agent_config)
 
 
-def build_trainer(build: Build) -> SkrlDDPGTrainer:
-    return SkrlDDPGTrainer(build)
+build_trainer = SkrlDDPGTrainer

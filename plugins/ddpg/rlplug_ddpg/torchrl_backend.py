@@ -12,7 +12,6 @@ from typing import Any
 from rlplug import Build
 from rlplug.backends.torchrl import describe_loss, set_value_estimator
 from rlplug_td3.torchrl_backend import build_memory, build_models, build_target_updater, build_trainer  # noqa: F401
-from tensordict import TensorDictBase, TensorDictParams
 from torchrl.objectives import DDPGLoss as UpstreamDDPGLoss
 
 
@@ -20,15 +19,9 @@ class DDPGLoss(UpstreamDDPGLoss):
     """Upstream's ``DDPGLoss`` under the names TD3's trainer steps (``TD3Loss``'s): ``value_loss``,
     ``actor_loss`` and ``qvalue_network_params``. Values, parameters and keys are upstream's."""
 
-    def value_loss(self, tensordict: TensorDictBase) -> tuple[Any, dict]:
-        return self.loss_value(tensordict)
-
-    def actor_loss(self, tensordict: TensorDictBase) -> tuple[Any, dict]:
-        return self.loss_actor(tensordict)
-
-    @property
-    def qvalue_network_params(self) -> TensorDictParams:
-        return self.value_network_params
+    value_loss = UpstreamDDPGLoss.loss_value
+    actor_loss = UpstreamDDPGLoss.loss_actor
+    qvalue_network_params = property(lambda self: self.value_network_params)
 
 
 def make_ddpg_loss(build: Build) -> DDPGLoss:

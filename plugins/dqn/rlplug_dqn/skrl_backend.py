@@ -13,24 +13,20 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from rlplug import Build
 from rlplug.backends.skrl import (
     SkrlOffPolicyTrainer,
     StagedLossAgent,
-    agent_arguments,
+    UpdateStage,
     configure_threads,
-    flat_observations,
     module_target_update,
     observation_encoder,
     q_model,
     replay_memory,
     resolve_class,
     seed_skrl,
-    skrl_policy_export,
-    use_adam_impl,
 )
 from rlplug.families import LinearSchedule
 from skrl.agents.torch.dqn import DQN, DQN_CFG
@@ -121,16 +117,16 @@ def build_target_updater(build: Build) -> Any:
 class LossDelegatingDQN(StagedLossAgent, DQN):
     """skrl's DQN whose gradient step asks ``loss(agent, batch, "q")`` for the terms to optimise.
 
-    ``update()`` keeps upstream's shape (``cfg.gradient_steps`` gradient steps); rlplug's trainer
-    calls ``gradient_step`` directly as often as the update-to-data ratio says. One gradient step is
-    upstream's: sample, preprocess, loss, backward, optional gradient-norm clip (upstream has none),
-    Adam step, then ``target_updater.step()`` where upstream counts ``target_update_interval``, then
-    the learning-rate scheduler.
+    One gradient step is upstream's: sample, preprocess, loss, backward, optional gradient-norm clip
+    (upstream has none), Adam step, then ``target_updater.step()`` where upstream counts
+    ``target_update_interval``, then the learning-rate scheduler (``StagedLossAgent``).
     """
 
-    def __init__(self, *, grad_norm_clip: float = 0.0, **kwargs: Any) -> None:
+    update_stages = (UpdateStage("q", optimizer="optimizer"),)
+    checkpointed = ("epsilon",)  # informational: it follows the timestep
+
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.grad_norm_clip = grad_norm_clip
         scheduler = self.cfg.exploration_scheduler
         self.epsilon = scheduler(0, 1) if scheduler is not None else 0.0
 
@@ -157,34 +153,8 @@ class LossDelegatingDQN(StagedLossAgent, DQN):
         random_actions = torch.randint(q_values.shape[1], greedy.shape, device=greedy.device)
         return torch.where(explore, random_actions, greedy), outputs
 
-    # -- learning ---------------------------------------------------------------------------------
-
-    def gradient_step(self, *, timestep: int, timesteps: int) -> None:
-        self.run_stage(self.sample_batch(), "q", self.optimizer, [self.q_network], self.grad_norm_clip)
-        self.scaler.update()
-        self.target_updater.step()
-        if self.scheduler:
-            self.scheduler.step()
-
-    # -- what rlplug's trainer reads --------------------------------------------------------------
-
     def extra_metrics(self) -> dict[str, float]:
         return {"train/epsilon": float(self.epsilon), "train/lr": self.optimizer.param_groups[0]["lr"]}
-
-    def extra_state(self) -> dict[str, Any]:
-        """What ``checkpoint_modules`` (Q networks, optimiser) misses: the updater's step count
-        (the phase of a hard copy), the scheduler, and epsilon (informational: it follows the timestep)."""
-        return {
-            **super().extra_state(),
-            "scheduler": self.scheduler.state_dict() if self.scheduler else None,
-            "epsilon": float(self.epsilon),
-        }
-
-    def load_extra_state(self, state: dict[str, Any]) -> None:
-        super().load_extra_state(state)
-        if self.scheduler:
-            self.scheduler.load_state_dict(state["scheduler"])
-        self.epsilon = float(state["epsilon"])
 
 
 def dqn_config(build: Build) -> DQN_CFG:
@@ -211,25 +181,15 @@ def dqn_config(build: Build) -> DQN_CFG:
 
 
 class SkrlDQNTrainer(SkrlOffPolicyTrainer):
-    """The shared off-policy loop (seeded warm-up, replay, ``utd_ratio`` gradient steps) around DQN."""
+    """The shared off-policy loop (seeded warm-up, replay, ``utd_ratio`` gradient steps) around DQN;
+    evaluation and export take the argmax of Q."""
 
-    def make_agent(self, build: Build) -> LossDelegatingDQN:
-        agent = LossDelegatingDQN(**agent_arguments(build), cfg=dqn_config(build), grad_norm_clip=build.settings["grad_norm_clip"])
-        use_adam_impl(agent, build.settings["optimizer_impl"])  # skrl built its Adam (and scheduler) in the constructor
-        return agent
+    agent_class = LossDelegatingDQN
+    agent_config = staticmethod(dqn_config)
+    policy_role, policy_output = "q_network", "argmax"
 
-    def act_deterministic(self, observations: np.ndarray) -> np.ndarray:
-        """Argmax of Q; ``compute`` rather than ``act``, so evaluating draws nothing from torch's RNG."""
-        agent = self.agent
-        with torch.no_grad():
-            x = flat_observations(observations, self.build.device)
-            q_values, _ = agent.q_network.compute({"observations": agent._observation_preprocessor(x), "states": None})
-            return q_values.argmax(dim=-1).cpu().numpy()
-
-    def export_policy(self) -> torch.nn.Module:
-        """The observation scaler and the argmax of Q."""
-        return skrl_policy_export(self.build, self.agent.q_network, self.agent._observation_preprocessor, then="argmax")
+    def agent_kwargs(self, build: Build) -> dict[str, Any]:
+        return {"grad_norm_clip": build.settings["grad_norm_clip"]}  # DQN_CFG has no clip (upstream never clips)
 
 
-def build_trainer(build: Build) -> SkrlDQNTrainer:
-    return SkrlDQNTrainer(build)
+build_trainer = SkrlDQNTrainer

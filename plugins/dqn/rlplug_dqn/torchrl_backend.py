@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import torch
 from rlplug import Build
 from rlplug.backends.torchrl import (
@@ -26,23 +25,19 @@ from rlplug.backends.torchrl import (
     lean_applies,
     loss_output,
     loss_target_update,
-    observation_batch,
     observation_keys,
     observation_net,
     q_value_actor,
     replay_buffer,
     seed_everything,
     set_value_estimator,
-    sync_gradients,
     td0_target,
-    torchrl_policy_export,
 )
 from rlplug.families import LinearSchedule
-from tensordict import TensorDict, TensorDictBase
+from tensordict import TensorDictBase
 from tensordict.nn import TensorDictSequential
 from torch import nn
 from torchrl.data import TensorDictReplayBuffer
-from torchrl.envs import ExplorationType, set_exploration_type
 from torchrl.modules import EGreedyModule
 from torchrl.objectives import DQNLoss
 from torchrl.objectives.utils import distance_loss
@@ -139,92 +134,45 @@ LR_SCHEDULERS = {"LinearLR": torch.optim.lr_scheduler.LinearLR}  # what settings
 
 
 class TorchRLDQNTrainer(TorchRLOffPolicyTrainer):
-    """The shared off-policy loop around ``DQNLoss``: epsilon-greedy collection, one Adam step per gradient step."""
+    """The shared off-policy loop around ``DQNLoss``: epsilon-greedy collection, one Adam step per gradient
+    step (then the target update and the learning-rate schedule); evaluation and export take the argmax."""
 
-    def __init__(self, build: Build) -> None:
-        s = build.settings
-        self.q_network = build.models["q_network"]
-        self.loss, self.target_updater = build.loss, build.target_updater
-        self.terms = tuple(build.loss_entry.terms)
-        self.logged_terms = self.terms + tuple(t for t in build.loss_entry.reported if t not in self.terms)
-        self.max_grad_norm = s["max_grad_norm"]
+    policy_model = "q_network"
+    clip_setting = "max_grad_norm"
+    checkpointed = ("egreedy",)
+
+    def make_optimizers(self, build: Build) -> dict[str, torch.optim.Adam]:
         # loss.parameters() rather than the model's: a registered loss may own extra parameters
         # (target parameters are buffers, so they are not in it)
-        self.trained_parameters = list(self.loss.parameters())
-        self.optimizer = adam(self.trained_parameters, s["optimizer_impl"], lr=s["lr"])
-        self.lr_scheduler = None
-        if s["lr_scheduler"] is not None:  # stepped once per gradient step, as skrl steps DQN's scheduler
-            scheduler_class = LR_SCHEDULERS[s["lr_scheduler"]]
-            self.lr_scheduler = scheduler_class(self.optimizer, **s["lr_scheduler_kwargs"])
+        return {"update": adam(list(build.loss.parameters()), build.settings["optimizer_impl"], lr=build.settings["lr"])}
+
+    def make_lr_schedulers(self, build: Build, optimizers: dict[str, torch.optim.Optimizer]) -> dict[str, Any]:
+        s = build.settings  # stepped once per gradient step, as skrl steps DQN's scheduler
+        if s["lr_scheduler"] is None:
+            return {}
+        return {"update": LR_SCHEDULERS[s["lr_scheduler"]](optimizers["update"], **s["lr_scheduler_kwargs"])}
+
+    @property
+    def lr_scheduler(self) -> Any:
+        return self.lr_schedulers.get("update")
+
+    def make_exploration_policy(self, build: Build) -> nn.Module:
+        s = build.settings
         self.epsilon = LinearSchedule(s["eps_init"], s["eps_end"], s["annealing_num_steps"])
         self.egreedy = EGreedyModule(
-            spec=self.q_network.spec["action"],
+            spec=self.policy.spec["action"],
             eps_init=float(s["eps_init"]),
             eps_end=float(s["eps_end"]),
             annealing_num_steps=max(1, s["annealing_num_steps"]),
         ).to(build.device)
-        self.policy = TensorDictSequential(self.q_network, self.egreedy)
-        super().__init__(build)
-
-    @property
-    def exploration_policy(self) -> nn.Module:
-        return self.policy
+        return TensorDictSequential(self.policy, self.egreedy)
 
     def after_batch(self, frames: int) -> None:
         """Epsilon for the next batch, from the transitions collected so far (O(1), unlike ``step(frames)``)."""
         self.egreedy.eps.fill_(self.epsilon(self.env_steps))
 
-    def optimise(self, sample: TensorDict) -> dict[str, torch.Tensor]:
-        """Loss, backward, optimiser step: what ``compile = true`` compiles (target update and schedule stay eager)."""
-        out = self.loss(sample)
-        total = sum(out[name] for name in self.terms)
-        self.optimizer.zero_grad(set_to_none=True)
-        total.backward()
-        sync_gradients(self.optimizer)  # data-parallel runs: the mean gradient over ranks
-        if self.max_grad_norm:
-            nn.utils.clip_grad_norm_(self.trained_parameters, self.max_grad_norm)
-        self.optimizer.step()
-        return {name: out[name] for name in self.logged_terms}
-
-    def update(self, sample: TensorDict) -> dict[str, torch.Tensor]:
-        if "_optimise" not in self.__dict__:
-            self._optimise = self.compiled(self.optimise)
-        terms = self._optimise(sample)
-        self.target_updater.step()
-        if self.lr_scheduler is not None:
-            self.lr_scheduler.step()
-        return terms
-
     def extra_metrics(self) -> dict[str, float]:
         return {"train/epsilon": float(self.egreedy.eps), "train/lr": self.optimizer.param_groups[0]["lr"]}
 
-    def act_deterministic(self, observations: np.ndarray) -> np.ndarray:
-        with torch.no_grad(), set_exploration_type(ExplorationType.DETERMINISTIC):
-            return self.q_network(observation_batch(observations, self.build.device))["action"].cpu().numpy()
 
-    def export_policy(self) -> nn.Module:
-        """The Q-network and its argmax."""
-        return torchrl_policy_export(self.build, self.q_network)
-
-    # -- checkpoints: online and target parameters (in the loss), Adam, its schedule, the updater, epsilon
-
-    def extra_state(self) -> dict[str, Any]:
-        return {
-            "loss": self.loss.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "target_updater": self.target_updater.state_dict(),
-            "lr_scheduler": None if self.lr_scheduler is None else self.lr_scheduler.state_dict(),
-            "egreedy": self.egreedy.state_dict(),
-        }
-
-    def load_extra_state(self, state: dict[str, Any]) -> None:
-        self.loss.load_state_dict(state["loss"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.target_updater.load_state_dict(state["target_updater"])
-        if self.lr_scheduler is not None:
-            self.lr_scheduler.load_state_dict(state["lr_scheduler"])
-        self.egreedy.load_state_dict(state["egreedy"])
-
-
-def build_trainer(build: Build) -> TorchRLDQNTrainer:
-    return TorchRLDQNTrainer(build)
+build_trainer = TorchRLDQNTrainer

@@ -21,7 +21,6 @@ import dataclasses
 import itertools
 from typing import Any
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from rlplug import Build
@@ -30,7 +29,7 @@ from rlplug.backends.skrl import (
     ModuleTargetUpdate,
     SkrlOfflineTrainer,
     StagedLossAgent,
-    agent_arguments,
+    UpdateStage,
     configure_threads,
     dataset_memory,
     hard_copy,
@@ -39,8 +38,6 @@ from rlplug.backends.skrl import (
     q_model,
     register_action_bounds,
     seed_skrl,
-    skrl_policy_export,
-    use_adam_impl,
     value_model,
 )
 from skrl.agents.torch import Agent, AgentCfg
@@ -175,11 +172,12 @@ class IQL(StagedLossAgent, Agent):
     """Implicit Q-Learning on skrl's ``Agent`` base, its gradient step delegated to a staged loss.
 
     Roles: ``policy``, ``value``, ``critic_1/2``, ``target_critic_1/2``. Stages "value", "critic" and
-    "policy" (``StagedLossAgent.run_stage``), each stepping its own Adam; then the target updater.
-    Everything persistent is in ``checkpoint_modules`` (models and optimisers); ``extra_state`` adds
-    the updater's step count. ``init`` is skrl's own: the dataset memory already holds its tensors.
+    "policy", each stepping its own Adam; then the target updater. Everything persistent is in
+    ``checkpoint_modules`` (models and optimisers) and ``StagedLossAgent.extra_state``. ``init`` is
+    skrl's own: the dataset memory already holds its tensors.
     """
 
+    update_stages = (UpdateStage("value"), UpdateStage("critic"), UpdateStage("policy"))
     _tensors_names = ["observations", "actions", "rewards", "next_observations", "terminated"]
 
     def __init__(self, *, cfg: IQL_CFG, **kwargs: Any) -> None:
@@ -224,16 +222,6 @@ class IQL(StagedLossAgent, Agent):
         sampled = self.memory.sample(names=self._tensors_names, batch_size=self.cfg.batch_size)[0]
         return dict(zip(self._tensors_names, sampled))
 
-    def gradient_step(self, *, timestep: int = 0, timesteps: int = 0) -> dict[str, torch.Tensor]:
-        batch = self.sample_batch()
-        clip = self.cfg.grad_norm_clip
-        terms = self.run_stage(batch, "value", self.value_optimizer, (self.value,), clip)
-        terms.update(self.run_stage(batch, "critic", self.critic_optimizer, (self.critic_1, self.critic_2), clip))
-        terms.update(self.run_stage(batch, "policy", self.policy_optimizer, (self.policy,), clip))
-        self.scaler.update()  # once, after all optimisers stepped (as skrl's agents)
-        self.target_updater.step()
-        return {name: terms[name] for name in self.logged_terms if name in terms}
-
 
 def iql_cfg(build: Build) -> IQL_CFG:
     """``IQL_CFG`` from the settings; TensorBoard and checkpoint writes are rlplug's, so skrl's are off."""
@@ -255,20 +243,9 @@ def iql_cfg(build: Build) -> IQL_CFG:
 class SkrlIQLTrainer(SkrlOfflineTrainer):
     """rlplug's offline loop around the skrl ``IQL`` agent; evaluation acts with the (bounded) policy mean."""
 
-    def make_agent(self, build: Build) -> IQL:
-        agent = IQL(**agent_arguments(build), cfg=iql_cfg(build))
-        use_adam_impl(agent, build.settings["optimizer_impl"])
-        return agent
-
-    def act_deterministic(self, observations: np.ndarray) -> np.ndarray:
-        with torch.no_grad():
-            mean, _ = self.agent.policy.compute({"observations": self.observations(observations)}, role="policy")
-            return mean.cpu().numpy()
-
-    def export_policy(self) -> torch.nn.Module:
-        """The policy's bounded mean (IQL trains on raw observations: no preprocessor)."""
-        return skrl_policy_export(self.build, self.agent.policy, then="output")
+    agent_class = IQL
+    agent_config = staticmethod(iql_cfg)
+    policy_output = "output"
 
 
-def build_trainer(build: Build) -> SkrlIQLTrainer:
-    return SkrlIQLTrainer(build)
+build_trainer = SkrlIQLTrainer

@@ -38,7 +38,6 @@ from rlplug.backends.torchrl import (
     td0_target,
     value_operator,
 )
-from torch import nn
 from torchrl.data import TensorDictReplayBuffer
 from tensordict import TensorDictBase
 from torchrl.objectives import IQLLoss
@@ -181,15 +180,11 @@ def make_optimizer(loss: IQLLoss, settings: dict[str, Any]) -> torch.optim.Adam:
 
 
 class TorchRLIQLTrainer(TorchRLOfflineTrainer):
-    """The core's offline step (sample the dataset, sum the loss's optimised terms, clip, step Adam,
-    then the target updater); evaluation acts with the actor's squashed mean."""
+    """The core's offline step (sample the dataset, sum the loss's optimised terms, clip each group, step
+    Adam, then the target updater); evaluation acts with the actor's squashed mean."""
 
-    def make_optimizer(self, build: Build) -> torch.optim.Adam:
-        return make_optimizer(build.loss, build.settings)
-
-    def policy_module(self, build: Build) -> nn.Module:
-        return build.models["actor"]
+    def make_optimizers(self, build: Build) -> dict[str, torch.optim.Adam]:
+        return {"update": make_optimizer(build.loss, build.settings)}
 
 
-def build_trainer(build: Build) -> TorchRLIQLTrainer:
-    return TorchRLIQLTrainer(build)
+build_trainer = TorchRLIQLTrainer

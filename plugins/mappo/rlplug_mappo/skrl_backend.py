@@ -13,27 +13,19 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import torch
 from rlplug import Build
 from rlplug.backends.skrl import (
-    MultiAgentTrainerBase,
     OnPolicyAgent,
-    SkrlRolloutTrainer,
+    SkrlMultiAgentRolloutTrainer,
     agent_models,
     clipped_ppo_terms,
     compute_returns_and_advantages,
     configure_threads,
-    deep_restore,
-    deep_snapshot,
-    joint_deterministic_actions,
-    make_multiagent_vector_env,
-    rollout_config,
     rollout_epochs,
     rollout_learner,
     rollout_memory,
     seed_skrl,
-    skrl_joint_policy_export,
 )
 from skrl.memories.torch import RandomMemory
 from skrl.multi_agents.torch.mappo import MAPPO, MAPPO_CFG
@@ -145,94 +137,14 @@ class LossDelegatingMAPPO(OnPolicyAgent, MAPPO):
                 self.track_data(f"Loss / {name} ({source})", value)
 
 
-PER_AGENT_KWARGS = (
-    "learning_rate_scheduler_kwargs",
-    "observation_preprocessor_kwargs",
-    "state_preprocessor_kwargs",
-    "value_preprocessor_kwargs",
-)
-
-
-def complete_per_agent_kwargs(cfg: MAPPO_CFG, possible_agents: list[str]) -> MAPPO_CFG:
-    """Work around skrl 2.1.1's ``MultiAgentCfg.expand``: a ``*_kwargs`` field left at its default ``{}``
-    is read as a per-agent dict naming no agent and raises ``ValueError: Specified keys (set()) do not
-    match possible agents``, so even ``MAPPO(cfg=MAPPO_CFG())`` fails. Give each agent its own ``{}``."""
-    for name in PER_AGENT_KWARGS:
-        if getattr(cfg, name) == {}:
-            setattr(cfg, name, {uid: {} for uid in possible_agents})
-    return cfg
-
-
-def mappo_config(build: Build) -> MAPPO_CFG:
-    """``MAPPO_CFG`` from the translated settings (the same values for every agent)."""
-    agents = list(build.extras["multiagent"].agents)
-    # the trainer marks every episode end (a step limit included) as terminated: nothing to bootstrap
-    cfg = rollout_config(build, MAPPO_CFG, time_limit_bootstrap=False)
-    cfg.value_preprocessor_kwargs = {uid: dict(cfg.value_preprocessor_kwargs) for uid in agents}
-    return complete_per_agent_kwargs(cfg, agents)
-
-
 # ---- trainer ------------------------------------------------------------------------------------
 
 
-class SkrlMAPPOTrainer(MultiAgentTrainerBase, SkrlRolloutTrainer):
+class SkrlMAPPOTrainer(SkrlMultiAgentRolloutTrainer):
     """One ``step()`` = one rollout of ``rollouts`` vector steps + every agent's update, on an MPE / VMAS env."""
 
-    def __init__(self, build: Build) -> None:
-        self.agents = list(build.extras["multiagent"].agents)
-        super().__init__(build)
-
-    def make_env(self, build: Build) -> Any:
-        return make_multiagent_vector_env(build.env_id, build.env_kwargs, build.num_envs, build.seed, build.device)
-
-    def make_agent(self, build: Build) -> LossDelegatingMAPPO:
-        spaces = build.extras["multiagent"]
-        return LossDelegatingMAPPO(
-            possible_agents=self.agents,
-            models=build.models,
-            memories=build.memory,
-            observation_spaces=dict.fromkeys(self.agents, spaces.observation_space),
-            state_spaces=dict.fromkeys(self.agents, spaces.state_space),
-            action_spaces=dict.fromkeys(self.agents, spaces.action_space),
-            device=build.device,
-            cfg=mappo_config(build),
-            loss=build.loss,
-            terms=build.loss_entry.terms,
-            reported=build.loss_entry.reported,
-        )
-
-    def track_episodes(self, rewards: Any, terminated: Any, truncated: Any) -> None:
-        """Per-agent returns: the agents' rewards averaged each step; the wrappers end episodes for the whole team."""
-        team_reward = torch.stack([rewards[uid] for uid in self.agents]).mean(0)
-        self.episodes.update(team_reward.cpu().numpy(), terminated[self.agents[0]].cpu().numpy())
-
-    def stored_outcome(self, next_observations: Any, terminated: Any, truncated: Any, infos: Any) -> tuple[Any, Any]:
-        return next_observations, terminated  # the wrappers mark every episode end terminated
-
-    def update_metrics(self, tracked: Any) -> dict[str, float]:
-        """Per-term means over agents."""
-        metrics = {
-            f"loss/{name}": float(np.mean([tracked[f"Loss / {name} ({uid})"][-1] for uid in self.agents]))
-            for name in self.agent.logged_terms
-        }
-        metrics["train/lr"] = self.agent.optimizers[self.agents[0]].param_groups[0]["lr"]
-        return metrics
-
-    def act_deterministic(self, observations: np.ndarray) -> np.ndarray:
-        with torch.no_grad():
-            x = torch.as_tensor(observations, dtype=torch.float32, device=self.build.device)
-            return joint_deterministic_actions(self.agent.policies, self.agents, x).cpu().numpy()
-
-    def export_policy(self) -> torch.nn.Module:
-        """One module over ``[B, n_agents, obs_dim]``: each agent's policy mean (clamped) or argmax."""
-        return skrl_joint_policy_export(self.build, self.agent.policies, self.agents)
-
-    def snapshot_env(self) -> Any:
-        return deep_snapshot(self.env)  # the MPE worlds / VMAS scenario mid-episode, their RNGs
-
-    def restore_env(self, state: Any) -> None:
-        deep_restore(self.env, state)
+    agent_class = LossDelegatingMAPPO
+    config_class = MAPPO_CFG
 
 
-def build_trainer(build: Build) -> SkrlMAPPOTrainer:
-    return SkrlMAPPOTrainer(build)
+build_trainer = SkrlMAPPOTrainer

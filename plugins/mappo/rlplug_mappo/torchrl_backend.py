@@ -12,26 +12,18 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-import torch
 from rlplug import Build
 from rlplug.backends.torchrl import (
-    MultiAgentTrainerBase,
-    TorchRLRolloutTrainer,
+    TorchRLMultiAgentRolloutTrainer,
     agent_group,
     configure_threads,
     done_keys,
-    group_observation_batch,
-    library_envs,
-    make_multiagent_env,
     multiagent_actor,
     multiagent_critic,
     rollout_buffer,
     seed_everything,
 )
-from tensordict import TensorDict
 from torchrl.data import ReplayBuffer
-from torchrl.envs import EnvBase
 from torchrl.objectives import ValueEstimators
 from torchrl.objectives.multiagent import MAPPOLoss
 
@@ -92,32 +84,8 @@ def make_mappo_loss(build: Build) -> MAPPOLoss:
 # ---- trainer ------------------------------------------------------------------------------------
 
 
-class TorchRLMAPPOTrainer(MultiAgentTrainerBase, TorchRLRolloutTrainer):
-    """One ``step()`` = one collector batch (``rollout_steps`` x ``num_envs`` env steps) + the update.
-
-    An episode's end, its step limit included, ends the return (as on rlplug's skrl backend): MPE and
-    VMAS episodes are fixed-horizon tasks, so the cut is part of the task.
-    """
-
-    def __init__(self, build: Build) -> None:
-        self.group = agent_group(build.env_id)
-        self.observation_key, self.value_key, self.action_key = ((self.group, key) for key in ("observation", "state_value", "action"))
-        self.done_key, self.terminated_key = done_keys(build.env_id)
-        super().__init__(build)
-
-    def make_env(self, build: Build) -> EnvBase:
-        return make_multiagent_env(build.env_id, build.env_kwargs, build.num_envs, build.seed, build.device)
-
-    def step_rewards(self, batch: TensorDict) -> torch.Tensor:
-        """Per-agent returns: the agents' rewards averaged each step, episodes cut by the team's done."""
-        return batch["next", self.group, "reward"].mean(dim=-2).reshape(batch.shape)
-
-    def observation_batch(self, observations: np.ndarray) -> TensorDict:
-        return group_observation_batch(observations, self.group, self.build.device)
-
-    def raw_envs(self) -> list[Any]:
-        return library_envs(self.env)  # the MPE worlds / VMAS scenario mid-episode
+class TorchRLMAPPOTrainer(TorchRLMultiAgentRolloutTrainer):
+    """One ``step()`` = one collector batch (``rollout_steps`` x ``num_envs`` env steps) + the update."""
 
 
-def build_trainer(build: Build) -> TorchRLMAPPOTrainer:
-    return TorchRLMAPPOTrainer(build)
+build_trainer = TorchRLMAPPOTrainer

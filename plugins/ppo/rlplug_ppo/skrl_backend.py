@@ -18,8 +18,6 @@ from rlplug.backends.skrl import (
     SkrlRolloutTrainer,
     actor_critic_models,
     clipped_ppo_terms,
-    rollout_agent_arguments,
-    rollout_config,
     rollout_memory,
 )
 from skrl.agents.torch.ppo import PPO, PPO_CFG
@@ -90,9 +88,8 @@ class LossDelegatingPPO(OnPolicyAgent, PPO):
 class SkrlPPOTrainer(SkrlRolloutTrainer):
     """One ``step()`` = one rollout of ``rollouts`` vector steps + the update; ``PPO_CFG`` from the settings."""
 
-    def make_agent(self, build: Build) -> LossDelegatingPPO:
-        return LossDelegatingPPO(cfg=rollout_config(build, PPO_CFG), **rollout_agent_arguments(build))
+    agent_class = LossDelegatingPPO
+    config_class = PPO_CFG
 
 
-def build_trainer(build: Build) -> SkrlPPOTrainer:
-    return SkrlPPOTrainer(build)
+build_trainer = SkrlPPOTrainer

@@ -75,5 +75,4 @@ class TorchRLPPOTrainer(TorchRLRolloutTrainer):
     """One ``step()`` = one collector batch (``rollout_steps`` x ``num_envs`` transitions) + the update."""
 
 
-def build_trainer(build: Build) -> TorchRLPPOTrainer:
-    return TorchRLPPOTrainer(build)
+build_trainer = TorchRLPPOTrainer

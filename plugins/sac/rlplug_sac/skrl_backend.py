@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from rlplug import Build
@@ -23,19 +22,15 @@ from rlplug.backends.skrl import (
     ModuleTargetUpdate,
     SkrlOffPolicyTrainer,
     StagedLossAgent,
-    agent_arguments,
+    UpdateStage,
     configure_threads,
-    flat_observations,
     module_target_update,
     observation_encoder,
-    policy_mean_or_argmax,
     q_model,
     register_action_bounds,
     replay_memory,
     seed_skrl,
-    skrl_policy_export,
     tanh_log_det,
-    use_adam_impl,
 )
 from skrl.agents.torch.sac import SAC, SAC_CFG
 from skrl.memories.torch import RandomMemory
@@ -157,10 +152,14 @@ def build_target_updater(build: Build) -> ModuleTargetUpdate:
 class LossDelegatingSAC(StagedLossAgent, SAC):
     """skrl's ``SAC`` whose gradient step takes its terms from a registered staged loss.
 
-    Stages "critic", "policy" and "entropy" in upstream's order (``StagedLossAgent.run_stage``).
-    Upstream does not checkpoint ``log_entropy_coefficient`` (reference §14.6): ``extra_state()``
-    carries it. ``exploration_noise`` (optional) is added to the sampled actions ``act()`` returns.
+    Stages "critic", "policy" and (with ``learn_entropy``) "entropy", in upstream's order; upstream never
+    clips the entropy step. Upstream does not checkpoint ``log_entropy_coefficient`` (reference §14.6):
+    it is ``checkpointed`` here. ``exploration_noise`` (optional) is added to the sampled actions ``act()``
+    returns.
     """
+
+    update_stages = (UpdateStage("critic"), UpdateStage("policy"), UpdateStage("entropy", only_if="learn_entropy", clip_groups=0))
+    checkpointed = ("log_entropy_coefficient", "_entropy_coefficient", "exploration_noise.state")
 
     def __init__(self, *, exploration_noise: OrnsteinUhlenbeckNoise | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -177,41 +176,12 @@ class LossDelegatingSAC(StagedLossAgent, SAC):
             actions = torch.clamp(actions + noise, min=self._action_low, max=self._action_high)
         return actions, outputs
 
-    def gradient_step(self, *, timestep: int, timesteps: int) -> None:
-        batch = self.sample_batch()
-        clip = self.cfg.grad_norm_clip
-        self.run_stage(batch, "critic", self.critic_optimizer, (self.critic_1, self.critic_2), clip)
-        self.run_stage(batch, "policy", self.policy_optimizer, (self.policy,), clip)
-        if self.cfg.learn_entropy:
-            self.run_stage(batch, "entropy", self.entropy_optimizer, (), 0.0)  # upstream never clips it
+    def after_stage(self, stage: str) -> None:
+        if stage == "entropy":
             self._entropy_coefficient = torch.exp(self.log_entropy_coefficient.detach())
-        self.scaler.update()  # once, after all optimisers stepped (upstream)
-        self.target_updater.step()
-        if self.policy_scheduler:
-            self.policy_scheduler.step()
-        if self.critic_scheduler:
-            self.critic_scheduler.step()
 
     def extra_metrics(self) -> dict[str, float]:
         return {"train/alpha": float(self._entropy_coefficient)}
-
-    def extra_state(self) -> dict[str, Any]:
-        log_alpha = self.log_entropy_coefficient.detach().clone() if self.cfg.learn_entropy else None
-        noise_state = getattr(self.exploration_noise, "state", None)
-        return {
-            **super().extra_state(),
-            "log_entropy_coefficient": log_alpha,
-            "exploration_noise_state": noise_state.clone() if torch.is_tensor(noise_state) else None,
-        }
-
-    def load_extra_state(self, state: dict[str, Any]) -> None:
-        if state["log_entropy_coefficient"] is not None:
-            with torch.no_grad():
-                self.log_entropy_coefficient.copy_(state["log_entropy_coefficient"])
-            self._entropy_coefficient = torch.exp(self.log_entropy_coefficient.detach())
-        super().load_extra_state(state)
-        if state.get("exploration_noise_state") is not None:
-            self.exploration_noise.state = state["exploration_noise_state"].clone()
 
 
 def exploration_noise(build: Build) -> OrnsteinUhlenbeckNoise | None:
@@ -248,26 +218,11 @@ class SkrlSACTrainer(SkrlOffPolicyTrainer):
     """rlplug's off-policy loop around ``LossDelegatingSAC``; evaluation acts with the Gaussian mean
     (squashed into the bounds with ``squash_actions``, clipped to them otherwise)."""
 
-    def make_agent(self, build: Build) -> LossDelegatingSAC:
-        agent = LossDelegatingSAC(**agent_arguments(build), cfg=sac_cfg(build), exploration_noise=exploration_noise(build))
-        use_adam_impl(agent, build.settings["optimizer_impl"])  # skrl built its Adams in the constructor
-        return agent
+    agent_class = LossDelegatingSAC
+    agent_config = staticmethod(sac_cfg)
 
-    def act_deterministic(self, observations: np.ndarray) -> np.ndarray:
-        with torch.no_grad():
-            x = self.agent._observation_preprocessor(flat_observations(observations, self.build.device))
-            policy = self.agent.policy
-            if isinstance(policy, SquashedGaussianPolicy):
-                mean, _ = policy.compute({"observations": x, "states": None}, role="policy")
-                return policy.deterministic_actions(mean).cpu().numpy()
-            return policy_mean_or_argmax(policy, x).cpu().numpy()
-
-    def export_policy(self) -> torch.nn.Module:
-        """The observation scaler, the policy and its squashed mean (or the plain Gaussian's clamped mean)."""
-        policy = self.agent.policy
-        then = "deterministic_actions" if isinstance(policy, SquashedGaussianPolicy) else "mean_or_argmax"
-        return skrl_policy_export(self.build, policy, self.agent._observation_preprocessor, then)
+    def agent_kwargs(self, build: Build) -> dict[str, Any]:
+        return {"exploration_noise": exploration_noise(build)}
 
 
-def build_trainer(build: Build) -> SkrlSACTrainer:
-    return SkrlSACTrainer(build)
+build_trainer = SkrlSACTrainer

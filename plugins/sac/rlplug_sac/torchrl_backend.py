@@ -21,10 +21,10 @@ from rlplug.backends.torchrl import (
     LossTargetUpdate,
     NetworkCall,
     TorchRLOffPolicyTrainer,
+    UpdateStage,
     adam,
     configure_threads,
     describe_loss,
-    deterministic_actions,
     lean_applies,
     loss_output,
     loss_target_update,
@@ -35,12 +35,10 @@ from rlplug.backends.torchrl import (
     replay_buffer,
     seed_everything,
     set_value_estimator,
-    sync_gradients,
     tanh_normal_actor,
     td0_target,
-    torchrl_policy_export,
 )
-from tensordict import TensorDict, TensorDictBase
+from tensordict import TensorDictBase
 from tensordict.nn import TensorDictSequential
 from torch import nn
 from torchrl.data import TensorDictReplayBuffer
@@ -190,86 +188,28 @@ def make_optimizer(loss: SACLoss, settings: dict[str, Any]) -> torch.optim.Adam:
     return adam(groups, settings["optimizer_impl"])
 
 
-# ---- exploration --------------------------------------------------------------------------------
-
-
-def exploration_policy(build: Build) -> nn.Module:
-    """What the collector runs: the actor's samples, followed by OU noise when configured."""
-    s = build.settings
-    actor = build.models["actor"]
-    if s["exploration_noise"] is None:
-        return actor
-    return TensorDictSequential(actor, ou_noise(build, sigma=s["exploration_std"], theta=s["ou_theta"]))
-
-
 # ---- trainer ------------------------------------------------------------------------------------
 
 
 class TorchRLSACTrainer(TorchRLOffPolicyTrainer):
-    """rlplug's off-policy loop: the collector runs the actor (random samples, plus the optional
-    exploration noise), each gradient step sums the loss's optimised terms, steps Adam, then the
-    target updater."""
+    """rlplug's off-policy loop: the collector runs the actor (random samples, plus the optional OU
+    noise), each gradient step sums the loss's optimised terms, steps Adam (clipping the actor's and the
+    critics' groups, never log alpha's), then the target updater."""
 
-    def __init__(self, build: Build) -> None:
+    update_stages = (UpdateStage("update", clip_groups=2),)
+
+    def make_optimizers(self, build: Build) -> dict[str, torch.optim.Adam]:
+        return {"update": make_optimizer(build.loss, build.settings)}
+
+    def make_exploration_policy(self, build: Build) -> nn.Module:
+        """The actor's samples, followed by OU noise when configured."""
         s = build.settings
-        self.actor = build.models["actor"]
-        self._exploration_policy = exploration_policy(build)
-        self.loss = build.loss
-        self.target_updater = build.target_updater
-        self.optimizer = make_optimizer(build.loss, s)
-        self.grad_norm_clip = s["grad_norm_clip"]
-        self.optimised_terms = tuple(build.loss_entry.terms)
-        self.logged_terms = self.optimised_terms + tuple(build.loss_entry.reported)
-        super().__init__(build)
-        self._optimise = self.compiled(self.optimise)  # compile = true: torch.compile of the gradient step
-
-    @property
-    def exploration_policy(self) -> nn.Module:
-        return self._exploration_policy
-
-    def optimise(self, sample: TensorDict) -> dict[str, torch.Tensor]:
-        """Loss, backward, optimiser step: what ``compile = true`` compiles (the target update stays eager)."""
-        out = self.loss(sample)
-        loss = sum(out[name] for name in self.optimised_terms)
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        sync_gradients(self.optimizer)  # data-parallel runs: the mean gradient over ranks
-        if self.grad_norm_clip > 0:
-            for group in self.optimizer.param_groups[:2]:  # actor, critics (upstream skrl clips these two)
-                nn.utils.clip_grad_norm_(group["params"], self.grad_norm_clip)
-        self.optimizer.step()
-        return {name: out[name] for name in self.logged_terms if name in out.keys()}
-
-    def update(self, sample: TensorDict) -> dict[str, torch.Tensor]:
-        terms = self._optimise(sample)
-        self.target_updater.step()
-        return terms
+        if s["exploration_noise"] is None:
+            return self.policy
+        return TensorDictSequential(self.policy, ou_noise(build, sigma=s["exploration_std"], theta=s["ou_theta"]))
 
     def extra_metrics(self) -> dict[str, float]:
         return {"train/alpha": float(self.loss.log_alpha.detach().exp())}
 
-    def act_deterministic(self, observations: np.ndarray) -> np.ndarray:
-        return deterministic_actions(self.actor, observations, self.build.device)
 
-    def export_policy(self) -> nn.Module:
-        """The actor's network and the squashed loc of its ``TanhNormal``."""
-        return torchrl_policy_export(self.build, self.actor)
-
-    # -- checkpoints ------------------------------------------------------------------------------
-
-    def extra_state(self) -> dict[str, Any]:
-        # the loss holds the actor's, both critics' and the target critics' parameters, and log alpha
-        return {
-            "loss": self.loss.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "target_updater": self.target_updater.state_dict(),
-        }
-
-    def load_extra_state(self, state: dict[str, Any]) -> None:
-        self.loss.load_state_dict(state["loss"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.target_updater.load_state_dict(state["target_updater"])
-
-
-def build_trainer(build: Build) -> TorchRLSACTrainer:
-    return TorchRLSACTrainer(build)
+build_trainer = TorchRLSACTrainer

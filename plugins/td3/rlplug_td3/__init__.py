@@ -53,6 +53,7 @@ TD3 = AlgorithmSpec(
             backend="skrl",
             factory="rlplug_td3.skrl_backend:make_td3_loss",
             terms=("loss_critic", "loss_policy"),
+            optimisers={"loss_critic": "critic", "loss_policy": "policy"},
             doc="skrl's TD3 math, staged: 'critic' (sum of both critics' MSE to the smoothed clipped "
             "double-Q target) every step, 'policy' (-Q1 of the policy's action) on delayed steps",
         ),
@@ -61,6 +62,7 @@ TD3 = AlgorithmSpec(
             backend="torchrl",
             factory="rlplug_td3.torchrl_backend:make_td3_loss",
             terms=("loss_qvalue", "loss_actor"),
+            optimisers={"loss_qvalue": "critic", "loss_actor": "actor"},
             doc="torchrl.objectives.TD3Loss (l2): value_loss every step, actor_loss and the target "
             "update every policy_delay steps",
             describe="rlplug_td3.torchrl_backend:describe_td3_loss",
@@ -70,6 +72,7 @@ TD3 = AlgorithmSpec(
             backend="torchrl",
             factory="rlplug_td3.torchrl_backend:make_lean_td3_loss",
             terms=("loss_qvalue", "loss_actor"),
+            optimisers={"loss_qvalue": "critic", "loss_actor": "actor"},
             doc="TD3Loss's value_loss and actor_loss from plain tensors (no tensordict plumbing on the hot path): "
             "upstream's values, parameters and keys; falls back to TD3Loss for TD(1)/TD(lambda)",
             describe="rlplug_td3.torchrl_backend:describe_td3_loss",

@@ -14,7 +14,6 @@ import functools
 import operator
 from typing import Any
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from rlplug import Build
@@ -23,9 +22,8 @@ from rlplug.backends.skrl import (
     ModuleTargetUpdate,
     SkrlOffPolicyTrainer,
     StagedLossAgent,
-    agent_arguments,
+    UpdateStage,
     configure_threads,
-    flat_observations,
     hard_copy,
     module_target_update,
     observation_encoder,
@@ -33,8 +31,6 @@ from rlplug.backends.skrl import (
     replay_memory,
     resolve_class,
     seed_skrl,
-    skrl_policy_export,
-    use_adam_impl,
 )
 from rlplug.families import LinearSchedule
 from skrl.agents.torch.td3 import TD3, TD3_CFG
@@ -148,38 +144,28 @@ def build_target_updater(build: Build) -> ModuleTargetUpdate:
 
 class StagedTD3(StagedLossAgent):
     """TD3's update on a skrl deterministic actor-critic agent, mixed in before skrl's agent class
-    (``LossDelegatingTD3(StagedTD3, TD3)``): each gradient step asks ``loss(agent, batch, stage)`` for
-    each stage's terms. Everything else is upstream's update: one sampled batch per gradient step,
-    preprocessed observations, the critic optimiser step on every gradient step, the policy optimiser
-    step and the target update on every ``policy_delay``-th, one ``scaler.update()``, the schedulers'
-    steps. A derived agent sets ``critic_roles`` and ``policy_delay`` (DDPG: ``("critic",)`` and 1).
+    (``LossDelegatingTD3(StagedTD3, TD3)``): upstream's update as stages of the registered loss, the
+    critic on every gradient step, the policy and the target update on every ``policy_delay``-th. A
+    derived agent sets ``critic_roles`` and ``policy_delay`` (DDPG: ``("critic",)`` and 1).
     """
 
     critic_roles: tuple[str, ...] = CRITICS
+    update_stages = (UpdateStage("critic"), UpdateStage("policy", every="policy_delay"))
+    target_every = "policy_delay"
+    # skrl checkpoints models and optimisers; the OU noise's state and the exploration schedule's clock are ours
+    checkpointed = ("_exploration_noise.state", "_timestep")
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._timestep = 0
-        self._update_counter = 0
 
     @property
     def policy_delay(self) -> int:
         return self.cfg.policy_delay
 
-    def gradient_step(self, *, timestep: int, timesteps: int) -> None:
-        self._timestep = timestep
-        batch = self.sample_batch()
-        clip = self.cfg.grad_norm_clip
-        self.run_stage(batch, "critic", self.critic_optimizer, [getattr(self, r) for r in self.critic_roles], clip)
-        self._update_counter += 1
-        if not self._update_counter % self.policy_delay:
-            self.run_stage(batch, "policy", self.policy_optimizer, (self.policy,), clip)
-            self.target_updater.step()
-        self.scaler.update()  # once, after the optimisers have stepped
-        if self.policy_scheduler:
-            self.policy_scheduler.step()
-        if self.critic_scheduler:
-            self.critic_scheduler.step()
+    def gradient_step(self, *, timestep: int = 0, timesteps: int = 0) -> dict[str, torch.Tensor]:
+        self._timestep = timestep  # the exploration schedule's clock, for the logged scale
+        return super().gradient_step(timestep=timestep, timesteps=timesteps)
 
     def exploration_scale(self) -> float:
         schedule = self.cfg.exploration_scheduler
@@ -187,23 +173,6 @@ class StagedTD3(StagedLossAgent):
 
     def extra_metrics(self) -> dict[str, float]:
         return {"train/exploration_scale": self.exploration_scale(), "train/policy_updates": float(self.target_updater.steps)}
-
-    # skrl checkpoints models and optimisers; the delay counter, the updater and the OU state are ours
-    def extra_state(self) -> dict[str, Any]:
-        noise_state = getattr(self._exploration_noise, "state", None)
-        return {
-            **super().extra_state(),
-            "update_counter": self._update_counter,
-            "exploration_noise_state": noise_state.clone() if torch.is_tensor(noise_state) else None,
-            "timestep": self._timestep,
-        }
-
-    def load_extra_state(self, state: dict[str, Any]) -> None:
-        super().load_extra_state(state)
-        self._update_counter = int(state["update_counter"])
-        if state["exploration_noise_state"] is not None:
-            self._exploration_noise.state = state["exploration_noise_state"].clone()
-        self._timestep = int(state["timestep"])
 
 
 class LossDelegatingTD3(StagedTD3, TD3):
@@ -248,28 +217,13 @@ def agent_config(build: Build) -> TD3_CFG:
 
 
 class SkrlTD3Trainer(SkrlOffPolicyTrainer):
-    """rlplug's off-policy loop around ``LossDelegatingTD3``; evaluation uses the noiseless policy. A
-    derived cell names its own ``agent_class`` and ``agent_config``."""
+    """rlplug's off-policy loop around ``LossDelegatingTD3``; evaluation and export use the noiseless
+    policy (skrl's ``act`` adds noise even in eval, §14.5). A derived cell names its own ``agent_class``
+    and ``agent_config``."""
 
-    agent_class: type[StagedTD3] = LossDelegatingTD3
+    agent_class = LossDelegatingTD3
     agent_config = staticmethod(agent_config)
-
-    def make_agent(self, build: Build) -> StagedTD3:
-        agent = self.agent_class(**agent_arguments(build), cfg=self.agent_config(build))
-        use_adam_impl(agent, build.settings["optimizer_impl"])  # skrl built its Adams in the constructor
-        return agent
-
-    def act_deterministic(self, observations: np.ndarray) -> np.ndarray:
-        """The policy's action without exploration noise (skrl's ``act`` adds noise even in eval, §14.5)."""
-        obs = flat_observations(observations, self.build.device)
-        with torch.no_grad():
-            actions, _ = self.agent.policy.compute({"observations": self.agent._observation_preprocessor(obs)}, role="policy")
-        return actions.cpu().numpy()
-
-    def export_policy(self) -> torch.nn.Module:
-        """The observation scaler and the policy, whose output is the action (no noise)."""
-        return skrl_policy_export(self.build, self.agent.policy, self.agent._observation_preprocessor, then="output")
+    policy_output = "output"
 
 
-def build_trainer(build: Build) -> SkrlTD3Trainer:
-    return SkrlTD3Trainer(build)
+build_trainer = SkrlTD3Trainer

@@ -19,31 +19,29 @@ from rlplug.backends.torchrl import (
     LeanLoss,
     LossTargetUpdate,
     NetworkCall,
-    OrnsteinUhlenbeckNoise,
     TorchRLOffPolicyTrainer,
+    UpdateStage,
+    action_bounds_spec,
     adam,
     configure_threads,
     describe_loss,
     deterministic_actor,
     lean_applies,
     loss_target_update,
-    observation_batch,
     observation_keys,
     observation_net,
+    ou_noise,
     q_value_operator,
     replay_buffer,
     seed_everything,
     set_value_estimator,
-    sync_gradients,
     td0_target,
-    torchrl_policy_export,
 )
 from rlplug.families import LinearSchedule
 from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModule, TensorDictSequential
 from torch import nn
-from torchrl.data import Bounded, TensorDictReplayBuffer
-from torchrl.envs import ExplorationType, set_exploration_type
+from torchrl.data import TensorDictReplayBuffer
 from torchrl.modules import AdditiveGaussianModule, OrnsteinUhlenbeckProcessModule
 from torchrl.objectives import TD3Loss
 from torchrl.objectives.utils import distance_loss
@@ -159,17 +157,9 @@ def exploration_noise(build: Build) -> nn.Module:
     skrl's discretisation) noise added to the action and projected into the bounds. Its scale
     (``sigma`` / ``eps``) is set from the schedule by the trainer, not by the modules' own annealing."""
     s = build.settings
-    space = build.action_space
-    spec = Bounded(
-        low=torch.as_tensor(space.low, dtype=torch.float32),
-        high=torch.as_tensor(space.high, dtype=torch.float32),
-        shape=space.shape,
-        device=build.device,
-    )
     if s["exploration_noise"] == "ou":
-        return OrnsteinUhlenbeckNoise(
-            spec, eps_init=1.0, eps_end=0.0, theta=s["ou_theta"], sigma=s["exploration_std"], dt=1.0, device=build.device
-        )
+        return ou_noise(build, sigma=s["exploration_std"], theta=s["ou_theta"])
+    spec = action_bounds_spec(build)
     return AdditiveGaussianModule(spec, sigma_init=1.0, sigma_end=0.0, mean=0.0, std=s["exploration_std"], device=build.device)
 
 
@@ -184,97 +174,34 @@ def noise_scale(noise: nn.Module) -> torch.Tensor:
 class TorchRLTD3Trainer(TorchRLOffPolicyTrainer):
     """rlplug's TorchRL off-policy loop with TorchRL's TD3 update: separate Adam optimisers for the
     actor and the critics, the critic stepped every gradient step, the actor and the targets every
-    ``policy_delay``-th."""
+    ``policy_delay``-th; the collector runs the actor plus the annealed exploration noise."""
 
-    def __init__(self, build: Build) -> None:
+    update_stages = (UpdateStage("critic"), UpdateStage("actor", every="policy_delay"))
+    target_every = "policy_delay"
+    checkpointed = ("noise",)
+
+    def make_optimizers(self, build: Build) -> dict[str, torch.optim.Adam]:
+        s, loss = build.settings, build.loss
+        groups = {"actor": (loss.actor_network_params, s["actor_lr"]), "critic": (loss.qvalue_network_params, s["critic_lr"])}
+        return {name: adam(list(params.values(True, True)), s["optimizer_impl"], lr=lr) for name, (params, lr) in groups.items()}
+
+    def stage_terms(self, stage: str, sample: TensorDict) -> dict[str, torch.Tensor]:
+        if stage == "critic":
+            return {"loss_qvalue": self.loss.value_loss(sample)[0]}
+        return {"loss_actor": self.loss.actor_loss(sample)[0]}
+
+    def make_exploration_policy(self, build: Build) -> nn.Module:
         s = build.settings
-        self.actor, self.loss = build.models["actor"], build.loss
-        self.target_updater = build.target_updater
-        self.policy_delay, self.grad_norm_clip = s["policy_delay"], s["grad_norm_clip"]
         self.noise = exploration_noise(build)
         self.schedule = LinearSchedule(s["exploration_scale_start"], s["exploration_scale_end"], s["exploration_decay_steps"])
         noise_scale(self.noise).fill_(self.schedule(0))
-        self._exploration_policy = TensorDictSequential(self.actor, self.noise)
-        self.actor_parameters = list(self.loss.actor_network_params.values(True, True))
-        self.critic_parameters = list(self.loss.qvalue_network_params.values(True, True))
-        self.actor_optimizer = adam(self.actor_parameters, s["optimizer_impl"], lr=s["actor_lr"])
-        self.critic_optimizer = adam(self.critic_parameters, s["optimizer_impl"], lr=s["critic_lr"])
-        self.updates = 0
-        super().__init__(build)
-
-    @property
-    def exploration_policy(self) -> nn.Module:
-        return self._exploration_policy
-
-    def critic_step(self, sample: TensorDict) -> torch.Tensor:
-        loss_qvalue, _ = self.loss.value_loss(sample)
-        self._optimise(loss_qvalue, self.critic_optimizer, self.critic_parameters)
-        return loss_qvalue
-
-    def actor_step(self, sample: TensorDict) -> torch.Tensor:
-        loss_actor, _ = self.loss.actor_loss(sample)
-        self._optimise(loss_actor, self.actor_optimizer, self.actor_parameters)
-        return loss_actor
-
-    def update(self, sample: TensorDict) -> dict[str, torch.Tensor]:
-        if "_steps" not in self.__dict__:  # compile = true: each step (loss, backward, optimiser) compiled on its own
-            self._steps = (self.compiled(self.critic_step), self.compiled(self.actor_step))
-        loss_qvalue = self._steps[0](sample)
-        self.updates += 1
-        if self.updates % self.policy_delay:
-            return {"loss_qvalue": loss_qvalue}
-        loss_actor = self._steps[1](sample)
-        self.target_updater.step()
-        # the trainer averages each term over the steps that returned it: loss_actor over delayed steps
-        return {"loss_qvalue": loss_qvalue, "loss_actor": loss_actor}
-
-    def _optimise(self, loss: torch.Tensor, optimizer: torch.optim.Optimizer, parameters: list[torch.Tensor]) -> None:
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        sync_gradients(optimizer)  # data-parallel runs: the mean gradient over ranks
-        if self.grad_norm_clip > 0:
-            nn.utils.clip_grad_norm_(parameters, self.grad_norm_clip)
-        optimizer.step()
+        return TensorDictSequential(self.policy, self.noise)
 
     def after_batch(self, frames: int) -> None:
         noise_scale(self.noise).fill_(self.schedule(self.env_steps))
 
     def extra_metrics(self) -> dict[str, float]:
-        return {
-            "train/exploration_scale": float(noise_scale(self.noise)),
-            "train/policy_updates": float(self.target_updater.steps),
-        }
-
-    def act_deterministic(self, observations: np.ndarray) -> np.ndarray:
-        """The actor's action, without exploration noise (already inside the bounds)."""
-        with torch.no_grad(), set_exploration_type(ExplorationType.DETERMINISTIC):
-            action = self.actor(observation_batch(observations, self.build.device))["action"]
-        return action.cpu().numpy()
-
-    def export_policy(self) -> nn.Module:
-        """The actor: ``tanh(net(obs))`` scaled into the bounds, without exploration noise."""
-        return torchrl_policy_export(self.build, self.actor)
-
-    # -- checkpoints: networks and targets live in the loss's parameters --------------------------
-
-    def extra_state(self) -> dict[str, Any]:
-        return {
-            "loss": self.loss.state_dict(),
-            "actor_optimizer": self.actor_optimizer.state_dict(),
-            "critic_optimizer": self.critic_optimizer.state_dict(),
-            "target_updater": self.target_updater.state_dict(),
-            "noise": self.noise.state_dict(),
-            "updates": self.updates,
-        }
-
-    def load_extra_state(self, state: dict[str, Any]) -> None:
-        self.loss.load_state_dict(state["loss"])
-        self.actor_optimizer.load_state_dict(state["actor_optimizer"])
-        self.critic_optimizer.load_state_dict(state["critic_optimizer"])
-        self.target_updater.load_state_dict(state["target_updater"])
-        self.noise.load_state_dict(state["noise"])
-        self.updates = int(state["updates"])
+        return {"train/exploration_scale": float(noise_scale(self.noise)), "train/policy_updates": float(self.target_updater.steps)}
 
 
-def build_trainer(build: Build) -> TorchRLTD3Trainer:
-    return TorchRLTD3Trainer(build)
+build_trainer = TorchRLTD3Trainer

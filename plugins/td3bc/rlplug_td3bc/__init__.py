@@ -45,6 +45,7 @@ TD3BC = AlgorithmSpec(
             factory="rlplug_td3bc.skrl_backend:make_td3bc_loss",
             terms=("loss_critic", "loss_policy"),
             reported=("bc_loss", "lmbda"),
+            optimisers={"loss_critic": "critic", "loss_policy": "policy"},
             doc="td3's staged skrl loss with the policy stage -lambda * Q1(s, pi(s)) + MSE(pi(s), a)",
         ),
         LossSpec(
@@ -53,6 +54,7 @@ TD3BC = AlgorithmSpec(
             factory="rlplug_td3bc.torchrl_backend:make_td3bc_loss",
             terms=("loss_qvalue", "loss_actor"),
             reported=("bc_loss", "lmbda"),
+            optimisers={"loss_qvalue": "critic", "loss_actor": "actor"},
             doc="torchrl.objectives.TD3BCLoss (l2): qvalue_loss every step, actor_loss and the target update "
             "every policy_delay steps",
             describe="rlplug_td3bc.torchrl_backend:describe_td3bc_loss",

@@ -9,21 +9,13 @@ any preprocessor), and rlplug's offline loop instead of the environment-stepping
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import skrl
 import torch
 import torch.nn.functional as F
 from rlplug import Build
-from rlplug.backends.skrl import (
-    ObservationStandardizer,
-    SkrlOfflineTrainer,
-    agent_arguments,
-    dataset_memory,
-    standardised_observations,
-    use_adam_impl,
-)
-from rlplug_td3.skrl_backend import LossDelegatingTD3, SkrlTD3Trainer, TD3Loss, agent_config, make_td3_loss
+from rlplug.backends.skrl import ObservationStandardizer, SkrlOfflineTrainer, dataset_memory, standardised_observations
+from rlplug_td3.skrl_backend import LossDelegatingTD3, TD3Loss, agent_config, make_td3_loss
 from rlplug_td3.skrl_backend import build_models, build_target_updater  # noqa: F401 - td3's, unchanged
 
 build_memory = dataset_memory
@@ -51,38 +43,23 @@ def make_td3bc_loss(build: Build) -> TD3BCLoss:
     return loss
 
 
-class TD3BC(LossDelegatingTD3):
-    """td3's agent whose gradient step also returns the terms of its stages (the offline loop logs them)."""
-
-    def gradient_step(self, *, timestep: int = 0, timesteps: int = 0) -> dict[str, torch.Tensor]:
-        self.step_terms: dict[str, torch.Tensor] = {}
-        super().gradient_step(timestep=timestep, timesteps=timesteps)
-        return self.step_terms
-
-    def run_stage(self, *args: Any, **kwargs: Any) -> dict[str, torch.Tensor]:
-        out = super().run_stage(*args, **kwargs)
-        self.step_terms.update((name, out[name]) for name in self.logged_terms if name in out)
-        return out
-
-
 class SkrlTD3BCTrainer(SkrlOfflineTrainer):
-    """rlplug's offline loop around ``TD3BC``; acting and export are td3's (noiseless policy, preprocessor first)."""
+    """rlplug's offline loop around td3's agent; acting and export are td3's (noiseless policy, preprocessor first)."""
 
-    act_deterministic = SkrlTD3Trainer.act_deterministic
-    export_policy = SkrlTD3Trainer.export_policy
+    agent_class = LossDelegatingTD3
+    agent_config = staticmethod(agent_config)
+    policy_output = "output"
 
-    def make_agent(self, build: Build) -> TD3BC:
+    def make_agent(self, build: Build) -> LossDelegatingTD3:
         level = skrl.logger.level
         skrl.logger.setLevel(logging.ERROR)  # skrl's TD3 warns that it has no exploration noise: offline it needs none
         try:
-            agent = TD3BC(**agent_arguments(build), cfg=agent_config(build))
+            agent = super().make_agent(build)
         finally:
             skrl.logger.setLevel(level)
-        use_adam_impl(agent, build.settings["optimizer_impl"])
         if build.settings["normalize_observations"] and standardised_observations(build):
             agent._observation_preprocessor = ObservationStandardizer(build.memory.tensors["observations"]).to(build.device)
         return agent
 
 
-def build_trainer(build: Build) -> SkrlTD3BCTrainer:
-    return SkrlTD3BCTrainer(build)
+build_trainer = SkrlTD3BCTrainer

@@ -16,6 +16,7 @@ from rlplug import Build
 from rlplug.backends.torchrl import (
     ObservationStandardizer,
     TorchRLOfflineTrainer,
+    UpdateStage,
     adam,
     dataset_buffer,
     describe_loss,
@@ -43,42 +44,38 @@ def describe_td3bc_loss() -> dict[str, Any]:
 
 
 class TorchRLTD3BCTrainer(TorchRLOfflineTrainer):
-    """The offline step with td3's cadence: the critic term every step, the actor term and the target
-    update every ``policy_delay``-th."""
+    """td3's cadence offline: the critic term on every gradient step, the actor term and the target update
+    on every ``policy_delay``-th. Both stages step one Adam (a group each), so on a delayed step they
+    step it once, on the sum of both terms: the actor term reads the critic before that step's update
+    (td3's separate optimisers step the critic first)."""
 
-    def make_optimizer(self, build: Build) -> torch.optim.Adam:
+    update_stages = (UpdateStage("critic", optimizer="adam"), UpdateStage("actor", every="policy_delay", optimizer="adam"))
+    target_every = "policy_delay"
+
+    def make_optimizers(self, build: Build) -> dict[str, torch.optim.Adam]:
         s, loss = build.settings, build.loss
         groups = [(loss.actor_network_params, s["actor_lr"]), (loss.qvalue_network_params, s["critic_lr"])]
-        return adam([{"params": list(p.values(True, True)), "lr": lr} for p, lr in groups], s["optimizer_impl"])
+        return {"adam": adam([{"params": list(p.values(True, True)), "lr": lr} for p, lr in groups], s["optimizer_impl"])}
 
     def policy_module(self, build: Build) -> nn.Module:
-        actor, self.keys = build.models["actor"], observation_keys(build)
-        self.standardizer = None
-        if build.settings["normalize_observations"] and standardised_observations(build) and len(self.keys) == 1:
+        actor, self.standardizer = build.models["actor"], None
+        if build.settings["normalize_observations"] and standardised_observations(build) and len(observation_keys(build)) == 1:
             self.standardizer = ObservationStandardizer(self.memory[:]["observation"]).to(build.device)
             actor = TensorDictModule(nn.Sequential(self.standardizer, actor.module), actor.in_keys, actor.out_keys)
         return actor
 
-    def loss_terms(self, sample: TensorDict) -> dict[str, torch.Tensor]:
-        loss_qvalue, _ = self.loss.qvalue_loss(sample)
-        if not self.delayed:
-            return {"loss_qvalue": loss_qvalue}
-        loss_actor, info = self.loss.actor_loss(sample)
-        return {"loss_qvalue": loss_qvalue, "loss_actor": loss_actor, "bc_loss": info["bc_loss"], "lmbda": info["lmbd"]}
-
-    def gradient_step(self) -> dict[str, torch.Tensor]:
-        if "_optimise" not in self.__dict__:
-            self._optimise = self.compiled(self.optimise)
-        self.delayed = (self.updates + 1) % self.build.settings["policy_delay"] == 0
+    def sample_batch(self) -> TensorDict:
         sample = self.memory.sample()
         if self.standardizer is not None:
             for key in ("observation", ("next", "observation")):
                 sample.set(key, self.standardizer(sample.get(key)))
-        terms = self._optimise(sample)
-        if self.delayed:
-            self.target_updater.step()
-        return terms
+        return sample
+
+    def stage_terms(self, stage: str, sample: TensorDict) -> dict[str, torch.Tensor]:
+        if stage == "critic":
+            return {"loss_qvalue": self.loss.qvalue_loss(sample)[0]}
+        loss_actor, info = self.loss.actor_loss(sample)
+        return {"loss_actor": loss_actor, "bc_loss": info["bc_loss"], "lmbda": info["lmbd"]}
 
 
-def build_trainer(build: Build) -> TorchRLTD3BCTrainer:
-    return TorchRLTD3BCTrainer(build)
+build_trainer = TorchRLTD3BCTrainer

@@ -42,18 +42,18 @@ from .models import (
     tanh_log_det,
     value_model,
 )
-from .multiagent import AgentValue, agent_models, joint_deterministic_actions, make_multiagent_vector_env
+from .multiagent import (
+    AgentValue,
+    SkrlMultiAgentRolloutTrainer,
+    agent_models,
+    joint_deterministic_actions,
+    make_multiagent_vector_env,
+)
 from ..common.offline import ObservationStandardizer
 from .offline import SkrlOfflineTrainer, dataset_memory
-from .offpolicy import (
-    ModuleTargetUpdate,
-    SkrlOffPolicyTrainer,
-    StagedLossAgent,
-    agent_arguments,
-    hard_copy,
-    module_target_update,
-    optimise,
-)
+from .offpolicy import ModuleTargetUpdate, SkrlOffPolicyTrainer, hard_copy, module_target_update
+from .staged import StagedLossAgent, agent_arguments, optimise
+from ..common.stages import UpdateStage
 from .onpolicy import (
     OnPolicyAgent,
     RolloutLearner,
@@ -85,6 +85,7 @@ __all__ = [
     "mlp",
     "restore_rng_state",
     "sync_gradients",
+    "UpdateStage",
     # observation encoders (the same objects in both packages)
     "ConvEncoder",
     "FlatEncoder",
@@ -151,6 +152,7 @@ __all__ = [
     "use_adam_impl",
     # multi-agent
     "AgentValue",
+    "SkrlMultiAgentRolloutTrainer",
     "agent_models",
     "joint_deterministic_actions",
     "make_multiagent_vector_env",

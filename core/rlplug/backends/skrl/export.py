@@ -1,6 +1,6 @@
-"""Exporting a skrl cell's deterministic policy (``Trainer.export_policy``): the agent's observation
-preprocessor (a ``RunningStandardScaler``), the model's ``compute`` and what the cell's
-``act_deterministic`` does with its output, as one ``ExportedPolicy`` of plain torch modules."""
+"""A skrl cell's deterministic policy, to act with (``Trainer.act_deterministic``) and to export
+(``Trainer.export_policy``): the agent's observation preprocessor (a ``RunningStandardScaler``), the
+model's ``compute`` and what becomes of its output, as one module of plain torch modules."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from torch import nn
 
 from ...errors import ExportUnsupportedError
 from ..common.export import Argmax, ClampToBounds, ExportedPolicy, policy_signature
+from .models import flat_observations
 
 THEN = ("mean_or_argmax", "argmax", "output")
 """What ``SkrlDeterministicPolicy`` does with the model's output, besides calling a method of the model."""
@@ -21,10 +22,11 @@ THEN = ("mean_or_argmax", "argmax", "output")
 class SkrlDeterministicPolicy(nn.Module):
     """``then(model.compute({"observations": preprocessor(x)}))`` for flat float32 ``[B, size]`` observations.
 
-    ``then``: ``"mean_or_argmax"`` (``policy_mean_or_argmax``: argmax of a Categorical policy's logits, a
+    ``then``: ``"mean_or_argmax"`` (the model's own ``deterministic_actions(output)`` where it has one,
+    SAC's squashed Gaussian; else ``policy_mean_or_argmax``: argmax of a Categorical policy's logits, a
     Gaussian's mean clamped into the action bounds), ``"argmax"`` (a Q-network), ``"output"`` (the output
     is the action: TD3's policy, IQL's bounded mean), or the name of a method of ``model`` that maps the
-    output to the action (``"deterministic_actions"`` of SAC's squashed Gaussian).
+    output to the action.
     """
 
     def __init__(self, model: Model, preprocessor: nn.Module | None = None, then: str = "mean_or_argmax", role: str = "policy") -> None:
@@ -33,7 +35,9 @@ class SkrlDeterministicPolicy(nn.Module):
         self.preprocessor = preprocessor
         self.role = role
         self.method = None
-        if then == "mean_or_argmax":
+        if then == "mean_or_argmax" and callable(getattr(model, "deterministic_actions", None)):
+            self.then, self.method = nn.Identity(), "deterministic_actions"
+        elif then == "mean_or_argmax":
             discrete = isinstance(model, CategoricalMixin)
             self.then = Argmax() if discrete else ClampToBounds(model.action_space.low, model.action_space.high)
         elif then == "argmax":
@@ -64,14 +68,16 @@ def preprocessor_module(preprocessor: Any) -> nn.Module | None:
     raise ExportUnsupportedError(f"the observation preprocessor {preprocessor!r} is not a torch module and cannot be exported")
 
 
-def skrl_policy_export(build: Any, model: Model, preprocessor: Any = None, then: str = "mean_or_argmax") -> ExportedPolicy:
+def skrl_policy_export(
+    build: Any, model: Model, preprocessor: Any = None, then: str = "mean_or_argmax", role: str = "policy"
+) -> ExportedPolicy:
     """The ``ExportedPolicy`` of a single-agent skrl cell whose ``act_deterministic`` is
     ``then(model.compute(preprocessor(flat_observations(observations))))`` (see ``SkrlDeterministicPolicy``).
 
     ``preprocessor`` is the agent's ``_observation_preprocessor`` (skrl's no-op is left out). The module
     shares the trainer's parameters and statistics: save it (``rlplug export``) before training on.
     """
-    policy = SkrlDeterministicPolicy(model, preprocessor_module(preprocessor), then)
+    policy = SkrlDeterministicPolicy(model, preprocessor_module(preprocessor), then, role)
     return ExportedPolicy(policy, policy_signature(build), flatten=True)
 
 
@@ -97,3 +103,33 @@ def skrl_joint_policy_export(build: Any, policies: Mapping[str, Model], agents: 
         heads.setdefault(id(policy), SkrlDeterministicPolicy(policy))
     policy = JointPolicies([heads[id(policies[uid])] for uid in agents])
     return ExportedPolicy(policy, policy_signature(build))
+
+
+class SkrlPolicyActing:
+    """Deterministic acting and export from the agent's policy model: ``policy_role`` names the agent's
+    model, ``policy_output`` what its ``compute`` output becomes (``SkrlDeterministicPolicy``:
+    ``"mean_or_argmax"``, ``"argmax"``, ``"output"`` or a method of the model); observations go through
+    the agent's observation preprocessor first. ``compute``, not ``act``: evaluating draws nothing from
+    torch's RNG."""
+
+    policy_role = "policy"
+    policy_output = "mean_or_argmax"
+
+    def deterministic_policy(self) -> SkrlDeterministicPolicy:
+        if "_deterministic_policy" not in self.__dict__:  # the agent's models and preprocessor do not change
+            model = getattr(self.agent, self.policy_role)
+            preprocessor = preprocessor_module(self.agent._observation_preprocessor)
+            self._deterministic_policy = SkrlDeterministicPolicy(model, preprocessor, self.policy_output, self.policy_role)
+            self._deterministic_policy.to(self.build.device)
+        return self._deterministic_policy
+
+    def act_deterministic(self, observations: Any) -> Any:
+        with torch.no_grad():
+            return self.deterministic_policy()(flat_observations(observations, self.build.device)).cpu().numpy()
+
+    def export_policy(self) -> nn.Module:
+        """``act_deterministic`` as one module: the observation preprocessor, the policy, its deterministic action."""
+        agent = self.agent
+        return skrl_policy_export(
+            self.build, getattr(agent, self.policy_role), agent._observation_preprocessor, self.policy_output, self.policy_role
+        )

@@ -1,4 +1,5 @@
-"""skrl building blocks for multi-agent cells: vectorised MPE and VMAS envs, per-agent models.
+"""skrl building blocks for multi-agent cells: vectorised MPE and VMAS envs, per-agent models, and the
+rollout trainer multi-agent cells subclass.
 
 Both envs are skrl ``MultiAgentEnvWrapper``s that return per-agent dicts of ``[num_envs, ...]``
 tensors, reset ended episodes themselves, and expose the global state (every agent's observation
@@ -21,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 import skrl
 import torch
 from skrl.envs.wrappers.torch.pettingzoo_envs import PettingZooWrapper
@@ -28,9 +30,13 @@ from skrl.envs.wrappers.torch.base import MultiAgentEnvWrapper
 from skrl.models.torch import DeterministicMixin, Model
 
 from ...envs import env_errors
+from ...envstate import deep_restore, deep_snapshot
 from ...multiagent import MultiAgentSpaces, gymnasium_space, make_mpe_env, make_vmas_env, parse_env_id
+from ...multiagent_training import MultiAgentTrainerBase
 from ..common.nets import mlp
+from .export import skrl_joint_policy_export
 from .models import policy_mean_or_argmax, stochastic_policy
+from .onpolicy import SkrlRolloutTrainer, rollout_config
 
 # ---- environments -------------------------------------------------------------------------------
 
@@ -236,3 +242,102 @@ def joint_deterministic_actions(policies: Mapping[str, Model], agents: Sequence[
     return torch.stack(
         [policy_mean_or_argmax(policies[uid], observations[:, i]) for i, uid in enumerate(agents)], dim=1
     )
+
+
+# ---- the multi-agent rollout trainer --------------------------------------------------------------
+
+PER_AGENT_KWARGS = (
+    "learning_rate_scheduler_kwargs",
+    "observation_preprocessor_kwargs",
+    "state_preprocessor_kwargs",
+    "value_preprocessor_kwargs",
+)
+
+
+def complete_per_agent_kwargs(cfg: Any, possible_agents: Sequence[str]) -> Any:
+    """Work around skrl 2.1.1's ``MultiAgentCfg.expand``: a ``*_kwargs`` field left at its default ``{}``
+    is read as a per-agent dict naming no agent and raises ``ValueError: Specified keys (set()) do not
+    match possible agents``, so even ``MAPPO(cfg=MAPPO_CFG())`` fails. Give each agent its own ``{}``."""
+    for name in PER_AGENT_KWARGS:
+        if getattr(cfg, name) == {}:
+            setattr(cfg, name, {uid: {} for uid in possible_agents})
+    return cfg
+
+
+def multiagent_config(build: Any, cfg_class: type) -> Any:
+    """A skrl multi-agent config (``MAPPO_CFG``, ``IPPO_CFG``) from the settings, the same values for every
+    agent. The trainer marks every episode end (a step limit included) terminated: nothing to bootstrap."""
+    agents = list(build.extras["multiagent"].agents)
+    cfg = rollout_config(build, cfg_class, time_limit_bootstrap=False)
+    cfg.value_preprocessor_kwargs = {uid: dict(cfg.value_preprocessor_kwargs) for uid in agents}
+    return complete_per_agent_kwargs(cfg, agents)
+
+
+class SkrlMultiAgentRolloutTrainer(MultiAgentTrainerBase, SkrlRolloutTrainer):
+    """The on-policy rollout trainer on an MPE / VMAS env: one ``step()`` = one rollout of
+    ``rollouts`` vector steps and every agent's update. Subclasses name ``agent_class`` (an
+    ``OnPolicyAgent`` over skrl's multi-agent class) and ``config_class``.
+
+    The env's per-agent dicts: each step's reward averaged over agents feeds the episode returns,
+    every episode end (the wrappers mark it terminated) ends the return, the MPE worlds / VMAS
+    scenario are checkpointed mid-episode, and every agent acts with its policy's mean or argmax.
+    """
+
+    def __init__(self, build: Any) -> None:
+        self.agents = list(build.extras["multiagent"].agents)
+        super().__init__(build)
+
+    def make_env(self, build: Any) -> Any:
+        return make_multiagent_vector_env(build.env_id, build.env_kwargs, build.num_envs, build.seed, build.device)
+
+    def agent_config(self, build: Any) -> Any:
+        return multiagent_config(build, self.config_class)
+
+    def make_agent(self, build: Any) -> Any:
+        spaces = build.extras["multiagent"]
+        return self.agent_class(
+            possible_agents=self.agents,
+            models=build.models,
+            memories=build.memory,
+            observation_spaces=dict.fromkeys(self.agents, spaces.observation_space),
+            state_spaces=dict.fromkeys(self.agents, spaces.state_space),
+            action_spaces=dict.fromkeys(self.agents, spaces.action_space),
+            device=build.device,
+            cfg=self.agent_config(build),
+            loss=build.loss,
+            terms=build.loss_entry.terms,
+            reported=build.loss_entry.reported,
+        )
+
+    def track_episodes(self, rewards: Any, terminated: Any, truncated: Any) -> None:
+        """Per-agent returns: the agents' rewards averaged each step; the wrappers end episodes for the whole team."""
+        team_reward = torch.stack([rewards[uid] for uid in self.agents]).mean(0)
+        self.episodes.update(team_reward.cpu().numpy(), terminated[self.agents[0]].cpu().numpy())
+
+    def stored_outcome(self, next_observations: Any, terminated: Any, truncated: Any, infos: Any) -> tuple[Any, Any]:
+        return next_observations, terminated  # the wrappers mark every episode end terminated
+
+    def update_metrics(self, tracked: Any) -> dict[str, float]:
+        """Per-term means over agents."""
+        metrics = {
+            f"loss/{name}": float(np.mean([tracked[f"Loss / {name} ({uid})"][-1] for uid in self.agents]))
+            for name in self.agent.logged_terms
+        }
+        metrics["train/lr"] = self.agent.optimizers[self.agents[0]].param_groups[0]["lr"]
+        return metrics
+
+    def act_deterministic(self, observations: Any) -> Any:
+        with torch.no_grad():
+            x = torch.as_tensor(observations, dtype=torch.float32, device=self.build.device)
+            return joint_deterministic_actions(self.agent.policies, self.agents, x).cpu().numpy()
+
+    def export_policy(self) -> torch.nn.Module:
+        """One module over ``[B, n_agents, obs_dim]``: each agent's policy mean (clamped) or argmax."""
+        return skrl_joint_policy_export(self.build, self.agent.policies, self.agents)
+
+    def snapshot_env(self) -> Any:
+        return deep_snapshot(self.env)  # the MPE worlds / VMAS scenario mid-episode, their RNGs
+
+    def restore_env(self, state: Any) -> None:
+        deep_restore(self.env, state)
+

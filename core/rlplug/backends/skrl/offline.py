@@ -2,17 +2,16 @@
 takes gradient steps without an environment.
 
 skrl has no offline path (every trainer steps an env, reference §11): a cell writes its agent on
-skrl's ``Agent`` base with a ``gradient_step()`` that samples ``agent.memory`` and returns its loss
-terms, and subclasses ``SkrlOfflineTrainer`` with ``make_agent``.
+skrl's ``Agent`` base (or reuses an off-policy one) with ``StagedLossAgent`` mixed in and its update
+stages declared, and subclasses ``SkrlOfflineTrainer`` naming that ``agent_class`` and ``agent_config``,
+as an off-policy cell subclasses ``SkrlOffPolicyTrainer``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import torch
-from skrl.agents.torch import Agent
 from skrl.memories.torch import RandomMemory
 
 from ...hookspecs import Build
@@ -21,7 +20,8 @@ from ..common.seeding import configure_threads
 from .env import seed_skrl
 from ..common.encoders import compact_dtype
 from .memory import OBSERVATION_TENSORS, SKRL_NAMES
-from .models import flat_observations
+from .staged import StagedAgentTrainer
+
 
 def dataset_memory(build: Build) -> RandomMemory:
     """The recipe's dataset as a full ``RandomMemory(memory_size=N, num_envs=1)``, sampled with replacement.
@@ -42,12 +42,13 @@ def dataset_memory(build: Build) -> RandomMemory:
     return memory
 
 
-class SkrlOfflineTrainer(OfflineTrainerBase):
+class SkrlOfflineTrainer(StagedAgentTrainer, OfflineTrainerBase):
     """Drives a skrl agent's ``gradient_step()`` on the dataset memory; no environment is stepped.
 
-    Subclasses implement ``make_agent(build)`` (an ``Agent`` with ``gradient_step() -> dict`` of loss
-    terms and ``checkpoint_modules``), and ``act_deterministic``. Models stay in training mode during
-    updates and are evaluated through ``compute`` (no dropout or batch norm in rlplug's models).
+    Subclasses name ``agent_class`` (a ``StagedLossAgent`` whose ``gradient_step()`` returns the terms to
+    log) and ``agent_config(build)`` (or override ``make_agent``), and the policy to act and export with
+    (``policy_role``, ``policy_output``). Models stay in training mode during updates and are evaluated
+    through ``compute`` (no dropout or batch norm in rlplug's models).
     """
 
     def __init__(self, build: Build) -> None:
@@ -58,28 +59,18 @@ class SkrlOfflineTrainer(OfflineTrainerBase):
         self.agent.init()
         self.agent.enable_training_mode(True)
         self.agent.enable_models_training_mode(True)
-        if build.settings.get("compile") and hasattr(self.agent, "optimise_stage"):  # a StagedLossAgent
-            self.agent.stage_step = self.compiled(self.agent.optimise_stage)
-
-    def make_agent(self, build: Build) -> Agent:  # pragma: no cover - abstract
-        raise NotImplementedError
+        self.compile_stages()
 
     def gradient_step(self) -> dict[str, torch.Tensor]:
         return self.agent.gradient_step()
 
-    def observations(self, observations: np.ndarray) -> torch.Tensor:
-        return flat_observations(observations, self.build.device)
-
     def module_state(self) -> dict[str, Any]:
         modules = {name: module.state_dict() for name, module in self.agent.checkpoint_modules.items()}
-        extra = getattr(self.agent, "extra_state", None)
-        return {"modules": modules, "agent": extra() if extra else {}}
+        return {"modules": modules, "agent": self.agent.extra_state()}
 
     def load_module_state(self, state: dict[str, Any]) -> None:
         for name, module in self.agent.checkpoint_modules.items():
             if name not in state["modules"]:
                 raise KeyError(f"the checkpoint holds no '{name}' module")
             module.load_state_dict(state["modules"][name])
-        load_extra = getattr(self.agent, "load_extra_state", None)
-        if load_extra:
-            load_extra(state["agent"])
+        self.agent.load_extra_state(state["agent"])

@@ -1,31 +1,30 @@
-"""skrl building blocks every off-policy cell shares: replay memory, target updaters, the optimiser
-step, loss-term bookkeeping, and the trainer that steps the environment and owes gradient steps.
+"""skrl building blocks every off-policy cell shares: target updaters and the trainer that steps the
+environment and owes gradient steps.
 
-A cell's backend module (``rlplug_sac.skrl_backend`` and its siblings) subclasses skrl's agent so its
-``update()`` asks the registered loss for the terms of each stage, builds the agent, and subclasses
-``SkrlOffPolicyTrainer`` with a ``make_agent`` method. Everything here is imported only when a skrl
+A cell's backend module (``rlplug_sac.skrl_backend`` and its siblings) mixes ``StagedLossAgent``
+(``.staged``) into skrl's agent class with its update stages, and subclasses ``SkrlOffPolicyTrainer``
+naming that ``agent_class`` and its ``agent_config``. Everything here is imported only when a skrl
 off-policy cell is built.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
 import torch
-from skrl.agents.torch import Agent
 from torch import nn
 
 from ...families.offpolicy import gradient_steps_due
 from ...hookspecs import Build
 from ...rng import capture_rng_state, restore_rng_state
 from ...trainer import TrainerBase
-from ..common.parallel import sync_gradients
 from ..common.seeding import configure_threads
 from ..common.terms import TermMeans
 from .env import env_state, load_env_state, make_vector_env, seed_skrl, true_next_observations
 from .memory import SKRL_NAMES, load_memory_state, memory_state
+from .staged import StagedAgentTrainer
 
 # ---- target networks ----------------------------------------------------------------------------
 
@@ -79,120 +78,20 @@ def hard_copy(target: nn.Module, online: nn.Module) -> None:
     target.requires_grad_(False)
 
 
-# ---- optimisation -------------------------------------------------------------------------------
-
-
-def optimise(agent: Agent, loss: torch.Tensor, optimizer: torch.optim.Optimizer, models: Iterable[nn.Module], grad_norm_clip: float) -> None:
-    """skrl's optimiser step: backward through the agent's scaler, distributed gradient reduction,
-    optional gradient-norm clip over ``models``' parameters, step.
-
-    The reduction averages everything ``optimizer`` steps over ranks, bare tensors too: upstream
-    reduces only models, so SAC's learned ``log_entropy_coefficient`` drifts apart across ranks.
-    """
-    models = list(models)
-    optimizer.zero_grad()
-    agent.scaler.scale(loss).backward()
-    sync_gradients(optimizer)
-    if grad_norm_clip > 0:
-        agent.scaler.unscale_(optimizer)
-        nn.utils.clip_grad_norm_([p for m in models for p in m.parameters()], grad_norm_clip)
-    agent.scaler.step(optimizer)
-
-
-class StagedLossAgent:
-    """What rlplug's skrl off-policy agents share, mixed in before skrl's agent class
-    (``class LossDelegatingSAC(StagedLossAgent, SAC)``): the registered staged loss, the target
-    updater from the hook, the loss-term means, upstream's ``update()`` shape and its batch sampling.
-
-    ``run_stage`` calls ``loss(agent, batch, stage)``, sums the returned optimised terms and steps
-    ``optimizer`` with skrl's optimiser step; the agent's ``gradient_step`` calls it once per
-    optimiser in upstream's order.
-    """
-
-    def __init__(self, *, loss: Any, terms: Sequence[str], reported: Sequence[str] = (), target_updater: Any, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.loss = loss
-        self.loss_terms = tuple(terms)
-        self.logged_terms = tuple(terms) + tuple(t for t in reported if t not in terms)
-        self.target_updater = target_updater
-        self.terms = TermMeans()
-
-    def update(self, *, timestep: int, timesteps: int) -> None:
-        """Upstream's entry point (``post_interaction``): ``cfg.gradient_steps`` gradient steps. rlplug's
-        trainer calls ``gradient_step`` directly, as often as the update-to-data ratio owes."""
-        for _ in range(self.cfg.gradient_steps):
-            self.gradient_step(timestep=timestep, timesteps=timesteps)
-
-    def sample_batch(self) -> dict[str, torch.Tensor]:
-        """One replay batch by name, observations and states preprocessed (statistics updated) as upstream."""
-        sampled = self.memory.sample(names=self._tensors_names, batch_size=self.cfg.batch_size)[0]
-        batch = dict(zip(self._tensors_names, sampled))
-        with torch.autocast(device_type=self._device_type, enabled=self.cfg.mixed_precision):
-            batch["observations"] = self._observation_preprocessor(batch["observations"], train=True)
-            batch["states"] = self._state_preprocessor(batch["states"], train=True)
-            batch["next_observations"] = self._observation_preprocessor(batch["next_observations"], train=True)
-            batch["next_states"] = self._state_preprocessor(batch["next_states"], train=True)
-        return batch
-
-    def extra_state(self) -> dict[str, Any]:
-        """What skrl's ``checkpoint_modules`` miss; subclasses add theirs to this dict."""
-        return {"target_updater": self.target_updater.state_dict() if self.target_updater is not None else None}
-
-    def load_extra_state(self, state: dict[str, Any]) -> None:
-        if self.target_updater is not None:
-            self.target_updater.load_state_dict(state["target_updater"])
-
-    def optimise_stage(
-        self, batch: dict[str, torch.Tensor], stage: str, optimizer: torch.optim.Optimizer, models: Iterable[nn.Module], grad_norm_clip: float
-    ) -> dict[str, torch.Tensor]:
-        """One stage's loss, backward and optimiser step: what ``compile = true`` compiles (``stage_step``)."""
-        with torch.autocast(device_type=self._device_type, enabled=self.cfg.mixed_precision):
-            out = self.loss(self, batch, stage)
-            optimised = [value for name, value in out.items() if name in self.loss_terms]
-        if not optimised:
-            raise ValueError(f"the loss returned none of the optimised terms {self.loss_terms} for stage '{stage}'")
-        optimise(self, sum(optimised), optimizer, models, grad_norm_clip)
-        return out
-
-    def run_stage(
-        self, batch: dict[str, torch.Tensor], stage: str, optimizer: torch.optim.Optimizer, models: Iterable[nn.Module], grad_norm_clip: float
-    ) -> dict[str, torch.Tensor]:
-        step = self.__dict__.get("stage_step") or self.optimise_stage  # the trainer sets stage_step when compiling
-        out = step(batch, stage, optimizer, models, grad_norm_clip)
-        self.terms.add(out, self.logged_terms)
-        return out
-
-
-def agent_arguments(build: Build) -> dict[str, Any]:
-    """The keyword arguments every staged-loss agent takes from the build (its config aside)."""
-    return {
-        "models": build.models,
-        "memory": build.memory,
-        "observation_space": build.observation_space,
-        "action_space": build.action_space,
-        "device": build.device,
-        "loss": build.loss,
-        "terms": build.loss_entry.terms,
-        "reported": build.loss_entry.reported,
-        "target_updater": build.target_updater,
-    }
-
-
 # ---- trainer ------------------------------------------------------------------------------------
 
 
-class SkrlOffPolicyTrainer(TrainerBase):
+class SkrlOffPolicyTrainer(StagedAgentTrainer, TrainerBase):
     """Steps a skrl agent in a vector env, stores transitions, and takes the gradient steps it owes.
 
     One iteration collects ``log_every`` transitions (the last one stops at the budget). Until
     ``learning_starts`` transitions are in, actions are drawn uniformly from the action space with a
     generator seeded from ``build.seed`` (skrl's own ``random_timesteps`` draws from an unseeded space,
     reference §14.14). Every ``train_every`` vector steps, the agent takes the gradient steps
-    ``utd_ratio`` says are due through ``agent.gradient_step()``.
+    ``utd_ratio`` says are due through ``agent.gradient_step()``, whose returned terms are logged.
 
-    Subclasses implement ``make_agent(build)``; the agent must provide ``gradient_step(timestep,
-    timesteps)``, ``terms`` (a ``TermMeans``), ``extra_metrics()`` and ``extra_state()`` /
-    ``load_extra_state()`` for what skrl does not checkpoint.
+    Subclasses name ``agent_class`` (a ``StagedLossAgent``) and ``agent_config(build)`` (or override
+    ``make_agent``), and the policy to act and export with (``policy_role``, ``policy_output``).
     """
 
     def __init__(self, build: Build) -> None:
@@ -204,8 +103,8 @@ class SkrlOffPolicyTrainer(TrainerBase):
         self.agent = self.make_agent(build)
         self.agent.init()
         self.agent.enable_training_mode(True)
-        if s.get("compile"):  # compile = true: each stage's loss, backward and optimiser step compiled
-            self.agent.stage_step = self.compiled(self.agent.optimise_stage)
+        self.compile_stages()
+        self.terms = TermMeans()
         self.num_envs = build.num_envs
         self.steps_per_iteration = build.num_envs
         self.log_every = s["log_every"]
@@ -224,9 +123,6 @@ class SkrlOffPolicyTrainer(TrainerBase):
         if not self._mode_sensitive:
             self.agent.enable_models_training_mode(True)
         self._observations, _ = self.env.reset()
-
-    def make_agent(self, build: Build) -> Agent:  # pragma: no cover - abstract
-        raise NotImplementedError
 
     def step(self) -> dict[str, float]:
         agent, env, num_envs = self.agent, self.env, self.num_envs
@@ -280,13 +176,13 @@ class SkrlOffPolicyTrainer(TrainerBase):
         if self._mode_sensitive:
             self.agent.enable_models_training_mode(True)
         for _ in range(due):
-            self.agent.gradient_step(timestep=timestep, timesteps=self.total_timesteps)
+            self.terms.add(self.agent.gradient_step(timestep=timestep, timesteps=self.total_timesteps))
         if self._mode_sensitive:
             self.agent.enable_models_training_mode(False)
         self.gradient_steps += due
 
     def _metrics(self, updates: int) -> dict[str, float]:
-        metrics = {f"loss/{name}": value for name, value in self.agent.terms.pop().items()}
+        metrics = {f"loss/{name}": value for name, value in self.terms.pop().items()}
         metrics.update(self.agent.extra_metrics())
         metrics["train/gradient_steps"] = float(self.gradient_steps)
         metrics["train/updates_this_iteration"] = float(updates)

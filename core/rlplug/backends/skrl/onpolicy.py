@@ -29,11 +29,11 @@ from ...trainer import TrainerBase
 from ..common.parallel import mean_over_ranks
 from ..common.seeding import configure_threads
 from .env import env_state, load_env_state, make_vector_env, seed_skrl, true_next_observations
-from .export import skrl_policy_export
+from .export import SkrlPolicyActing
 from ..common.encoders import observation_encoder, standardised_observations
 from .memory import observation_memory
-from .models import flat_observations, policy_mean_or_argmax, stochastic_policy, value_model
-from .offpolicy import optimise
+from .models import stochastic_policy, value_model
+from .staged import optimise
 from .settings import preprocessor, resolve_class
 
 # ---- models and memory --------------------------------------------------------------------------
@@ -193,8 +193,7 @@ def optimisation_step(agent: Agent, learner: RolloutLearner, loss: torch.Tensor)
     The distributed reduction is one all-reduce over everything the optimiser steps (upstream's
     ``reduce_parameters`` runs one per model: twice the collectives for the same mean gradient).
     """
-    models = [learner.policy] if learner.policy is learner.value else [learner.policy, learner.value]
-    optimise(agent, loss, learner.optimizer, models, learner.grad_norm_clip)
+    optimise(agent, loss, learner.optimizer, learner.grad_norm_clip)  # skrl's one group: policy (and value) parameters
     agent.scaler.update()
 
 
@@ -346,16 +345,20 @@ def _on_device(value: Any, device: str) -> Any:
     return value.to(device) if isinstance(value, torch.Tensor) else value
 
 
-class SkrlRolloutTrainer(TrainerBase):
+class SkrlRolloutTrainer(SkrlPolicyActing, TrainerBase):
     """Trainer of a skrl on-policy agent: one ``step()`` = one rollout of ``rollouts`` vector steps and the update.
 
     It owns skrl's SequentialTrainer loop; the agent updates at the rollout's end, in ``post_interaction``.
 
-    Subclasses implement ``make_agent(build)``. The defaults are single-agent (a Gymnasium vector env,
-    its time-limit truncations, the returns of its episodes, the agent's ``policy``); a multi-agent
-    cell overrides ``make_env``, ``track_episodes``, ``stored_outcome``, ``update_metrics``,
-    ``act_deterministic`` and the env's ``snapshot_env`` / ``restore_env``.
+    Subclasses name ``agent_class`` (an ``OnPolicyAgent`` over skrl's agent) and ``config_class`` (its
+    ``*_CFG``, filled by ``rollout_config``), or override ``agent_config(build)`` / ``make_agent(build)``.
+    The defaults are single-agent (a Gymnasium vector env, its time-limit truncations, the returns of its
+    episodes, the agent's ``policy``'s mean or argmax); the multi-agent base
+    (``SkrlMultiAgentRolloutTrainer``) overrides them.
     """
+
+    agent_class: type | None = None
+    config_class: type | None = None
 
     def __init__(self, build: Build) -> None:
         super().__init__(build)
@@ -381,8 +384,13 @@ class SkrlRolloutTrainer(TrainerBase):
     def make_env(self, build: Build) -> Any:
         return make_vector_env(build.env_spec, None, build.num_envs, build.seed, build.device)
 
-    def make_agent(self, build: Build) -> Agent:  # pragma: no cover - abstract
-        raise NotImplementedError
+    def agent_config(self, build: Build) -> Any:
+        return rollout_config(build, self.config_class)
+
+    def make_agent(self, build: Build) -> Agent:
+        if self.agent_class is None or self.config_class is None:
+            raise NotImplementedError(f"{type(self).__name__} names no agent_class and config_class (or overrides make_agent)")
+        return self.agent_class(cfg=self.agent_config(build), **rollout_agent_arguments(build))
 
     # -- one iteration ----------------------------------------------------------------------------
 
@@ -449,17 +457,6 @@ class SkrlRolloutTrainer(TrainerBase):
         if np.isfinite(policy_std):
             metrics["train/policy_std"] = policy_std
         return metrics
-
-    # -- evaluation -------------------------------------------------------------------------------
-
-    def act_deterministic(self, observations: np.ndarray) -> np.ndarray:
-        with torch.no_grad():
-            x = flat_observations(observations, self.build.device)
-            return policy_mean_or_argmax(self.agent.policy, self.agent._observation_preprocessor(x)).cpu().numpy()
-
-    def export_policy(self) -> torch.nn.Module:
-        """``act_deterministic`` as one module: the observation scaler, the policy, its mean (clamped) or argmax."""
-        return skrl_policy_export(self.build, self.agent.policy, self.agent._observation_preprocessor)
 
     # -- checkpoints ------------------------------------------------------------------------------
 

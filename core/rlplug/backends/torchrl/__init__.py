@@ -50,6 +50,7 @@ from .modules import (
 )
 from .multiagent import (
     AGENT_GROUPS,
+    TorchRLMultiAgentRolloutTrainer,
     agent_group,
     done_keys,
     group_observation_batch,
@@ -59,6 +60,7 @@ from .multiagent import (
     multiagent_critic,
 )
 from ..common.offline import ObservationStandardizer
+from ..common.stages import UpdateStage
 from .offline import TorchRLOfflineTrainer, dataset_buffer, dataset_tensordict
 from .offpolicy import (
     TRANSITION_KEYS,
@@ -96,6 +98,7 @@ __all__ = [
     "mlp",
     "restore_rng_state",
     "sync_gradients",
+    "UpdateStage",
     # observation encoders (the same objects in both packages)
     "ConvEncoder",
     "FlatEncoder",
@@ -161,6 +164,7 @@ __all__ = [
     "transition_keys",
     # multi-agent
     "AGENT_GROUPS",
+    "TorchRLMultiAgentRolloutTrainer",
     "agent_group",
     "done_keys",
     "group_observation_batch",

@@ -10,7 +10,8 @@ agent dimension, batch size ``[num_envs]``:
 
 Actors and critics are ``MultiAgentMLP``s over the group's observations: the actor decentralised,
 the critic centralised (each agent's value sees every agent's observation: MAPPO) or not (IPPO),
-parameters shared across agents or not.
+parameters shared across agents or not. ``TorchRLMultiAgentRolloutTrainer`` is the on-policy trainer
+pointed at the group.
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ from torchrl.modules import IndependentNormal, MultiAgentMLP, ProbabilisticActor
 
 from ...envs import env_errors
 from ...multiagent import MultiAgentSpaces, make_mpe_env, make_vmas_env, parse_env_id
+from ...multiagent_training import MultiAgentTrainerBase
 from ..common.nets import ACTIVATIONS
+from .onpolicy import TorchRLRolloutTrainer
 
 # ---- environments -------------------------------------------------------------------------------
 
@@ -147,3 +150,36 @@ def group_observation_batch(observations: np.ndarray, group: str, device: str = 
     """``[B, n_agents, obs_dim]`` observations as the tensordict multi-agent actors read."""
     x = torch.as_tensor(observations, dtype=torch.float32, device=device)
     return TensorDict({group: TensorDict({"observation": x}, batch_size=x.shape[:2])}, batch_size=x.shape[:1])
+
+
+# ---- the multi-agent rollout trainer --------------------------------------------------------------
+
+
+class TorchRLMultiAgentRolloutTrainer(MultiAgentTrainerBase, TorchRLRolloutTrainer):
+    """The on-policy rollout trainer on an MPE / VMAS env's agent group: one ``step()`` = one collector
+    batch (``rollout_steps`` x ``num_envs`` env steps) and the update, keys under the group.
+
+    Training returns are per agent (the agents' rewards averaged each step, episodes cut by the team's
+    done); an episode's end, its step limit included, ends the return (as on rlplug's skrl backend): MPE
+    and VMAS episodes are fixed-horizon tasks, so the cut is part of the task. The MPE worlds / VMAS
+    scenario are checkpointed mid-episode.
+    """
+
+    def __init__(self, build: Any) -> None:
+        self.group = agent_group(build.env_id)
+        self.observation_key, self.value_key, self.action_key = ((self.group, key) for key in ("observation", "state_value", "action"))
+        self.done_key, self.terminated_key = done_keys(build.env_id)
+        super().__init__(build)
+
+    def make_env(self, build: Any) -> EnvBase:
+        return make_multiagent_env(build.env_id, build.env_kwargs, build.num_envs, build.seed, build.device)
+
+    def step_rewards(self, batch: TensorDict) -> torch.Tensor:
+        """Per-agent returns: the agents' rewards averaged each step, episodes cut by the team's done."""
+        return batch["next", self.group, "reward"].mean(dim=-2).reshape(batch.shape)
+
+    def observation_batch(self, observations: np.ndarray) -> TensorDict:
+        return group_observation_batch(observations, self.group, self.build.device)
+
+    def raw_envs(self) -> list[Any]:
+        return library_envs(self.env)  # the MPE worlds / VMAS scenario mid-episode

@@ -2,27 +2,21 @@
 transition layout, and the trainer that takes gradient steps from it without a collector.
 
 TorchRL's losses take any batch in its layout (reference §9.1); a cell subclasses
-``TorchRLOfflineTrainer`` with ``gradient_step()`` (sample, loss, optimiser step, target update).
+``TorchRLOfflineTrainer`` with its optimisers and update stages (``TorchRLStagedUpdates``), as an
+off-policy cell subclasses ``TorchRLOffPolicyTrainer``.
 """
 
 from __future__ import annotations
 
-
-from typing import Any
-
-import numpy as np
 import torch
 from tensordict import TensorDict
-from torch import nn
 from torchrl.data import LazyTensorStorage, RandomSampler, TensorDictReplayBuffer
 
 from ...hookspecs import Build
 from ..common.offline import OfflineTrainerBase, dataset_transitions
-from ..common.parallel import sync_gradients
 from ..common.seeding import configure_threads, seed_everything
 from .buffers import extend_quietly
-from .export import torchrl_policy_export
-from .modules import deterministic_actions
+from .staged import TorchRLStagedUpdates
 
 
 def dataset_tensordict(build: Build) -> TensorDict:
@@ -61,78 +55,18 @@ def dataset_buffer(build: Build) -> TensorDictReplayBuffer:
     return buffer
 
 
-class TorchRLOfflineTrainer(OfflineTrainerBase):
+class TorchRLOfflineTrainer(TorchRLStagedUpdates, OfflineTrainerBase):
     """Offline gradient steps on ``build.memory`` (the dataset buffer); no environment, no collector.
 
-    One gradient step: sample a batch, call the registered loss, sum its optimised terms, clip the
-    gradient norm of the first ``clip_groups`` parameter groups (all when ``None``), step the
-    optimiser, step the target updater from the hook. Subclasses give ``make_optimizer(build)`` (one
-    optimiser, a parameter group per network) and ``policy_module(build)`` (the module whose
-    ``"action"`` output, in DETERMINISTIC exploration mode, is the evaluated action).
+    One gradient step samples a batch and runs the cell's update stages (``TorchRLStagedUpdates``: by
+    default the registered loss's optimised terms summed, the gradient norm of each of the optimiser's
+    first ``clip_groups`` parameter groups clipped, one optimiser step), then the target update.
+    Subclasses give ``make_optimizers(build)`` and name their policy (``policy_model``).
     """
-
-    clip_groups: int | None = None
 
     def __init__(self, build: Build) -> None:
         super().__init__(build)
         configure_threads()
         seed_everything(build.seed)
         self.memory = build.memory
-        self.loss, self.target_updater = build.loss, build.target_updater
-        self.optimised_terms = tuple(build.loss_entry.terms)
-        self.logged_terms = self.optimised_terms + tuple(t for t in build.loss_entry.reported if t not in self.optimised_terms)
-        self.grad_norm_clip = build.settings.get("grad_norm_clip", 0.0)
-        self.optimizer = self.make_optimizer(build)
-        self.policy = self.policy_module(build)
-
-    def make_optimizer(self, build: Build) -> torch.optim.Optimizer:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def policy_module(self, build: Build) -> nn.Module:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def loss_terms(self, sample: TensorDict) -> dict[str, torch.Tensor]:
-        """The loss's terms on one batch; a cell whose terms change from step to step (td3bc's delayed
-        actor term) overrides this."""
-        return dict(self.loss(sample).items())  # one pass over the tensordict, then dict lookups
-
-    def optimise(self, sample: TensorDict) -> dict[str, torch.Tensor]:
-        """Loss, backward, optimiser step: what ``compile = true`` compiles (the target update stays eager)."""
-        out = self.loss_terms(sample)
-        total = sum(out[name] for name in self.optimised_terms if name in out)
-        self.optimizer.zero_grad(set_to_none=True)
-        total.backward()
-        sync_gradients(self.optimizer)  # data-parallel runs: the mean gradient over ranks
-        if self.grad_norm_clip > 0:
-            for group in self.optimizer.param_groups[: self.clip_groups]:
-                nn.utils.clip_grad_norm_(group["params"], self.grad_norm_clip)
-        self.optimizer.step()
-        return {name: out[name] for name in self.logged_terms if name in out}
-
-    def gradient_step(self) -> dict[str, torch.Tensor]:
-        if "_optimise" not in self.__dict__:
-            self._optimise = self.compiled(self.optimise)
-        terms = self._optimise(self.memory.sample())
-        self.target_updater.step()
-        return terms
-
-    def act_deterministic(self, observations: np.ndarray) -> np.ndarray:
-        return deterministic_actions(self.policy, observations, self.build.device)
-
-    def export_policy(self) -> nn.Module:
-        """``act_deterministic`` as one module: the policy's network and its deterministic action."""
-        return torchrl_policy_export(self.build, self.policy)
-
-    # -- checkpoints: the loss holds the online and target parameters (and log alpha) -------------
-
-    def module_state(self) -> dict[str, Any]:
-        return {
-            "loss": self.loss.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "target_updater": self.target_updater.state_dict(),
-        }
-
-    def load_module_state(self, state: dict[str, Any]) -> None:
-        self.loss.load_state_dict(state["loss"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.target_updater.load_state_dict(state["target_updater"])
+        self.init_updates(build)

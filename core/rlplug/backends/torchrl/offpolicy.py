@@ -1,9 +1,9 @@
 """TorchRL building blocks every off-policy cell shares: the replay buffer, the target updater, and
 the trainer that collects batches, extends the buffer and takes the gradient steps it owes.
 
-A cell's backend module (``rlplug_sac.torchrl_backend`` and its siblings) builds its loss, its
-exploration policy and its optimiser, and subclasses ``TorchRLOffPolicyTrainer`` with
-``update(sample)`` (one gradient step). Imported only when a TorchRL off-policy cell is built.
+A cell's backend module (``rlplug_sac.torchrl_backend`` and its siblings) builds its loss, and
+subclasses ``TorchRLOffPolicyTrainer`` with its optimisers, update stages and exploration policy
+(``TorchRLStagedUpdates``). Imported only when a TorchRL off-policy cell is built.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from ..common.terms import TermMeans
 from .buffers import extend_quietly
 from .env import collector_state, load_collector_state, make_collector, make_env
 from .modules import observation_keys
+from .staged import TorchRLStagedUpdates
 
 # What the buffer keeps of a collected step: the policy's extra outputs (logits, loc/scale, log-probs)
 # would only cost memory.
@@ -182,17 +183,17 @@ def ou_noise(build: Build, sigma: float, theta: float) -> OrnsteinUhlenbeckNoise
 # ---- trainer ------------------------------------------------------------------------------------
 
 
-class TorchRLOffPolicyTrainer(TrainerBase):
+class TorchRLOffPolicyTrainer(TorchRLStagedUpdates, TrainerBase):
     """Collects ``train_every`` steps of every env per batch, stores them, then takes the gradient steps owed.
 
     The collector draws uniformly random actions for the first ``learning_starts`` transitions
-    (``init_random_frames``), then runs ``exploration_policy`` in TorchRL's RANDOM exploration mode.
+    (``init_random_frames``), then runs the exploration policy in TorchRL's RANDOM exploration mode.
     One iteration covers about ``log_every`` transitions (whole batches; the last stops at the budget).
 
-    Subclasses set, before calling ``__init__`` of this class or in ``setup``: nothing; they
-    implement ``exploration_policy`` (property), ``update(sample) -> dict[str, Tensor]`` (one
-    gradient step, returning the terms to log), and optionally ``after_batch(frames)`` (noise or
-    epsilon annealing), ``extra_state()`` / ``load_extra_state(state)``.
+    Subclasses give ``make_optimizers(build)`` and declare their update stages (``TorchRLStagedUpdates``),
+    and may override ``make_exploration_policy(build)`` (called once the loss, optimisers and policy
+    exist, before the collector; default: the policy itself) and ``after_batch(frames)`` (noise or
+    epsilon annealing).
     """
 
     def __init__(self, build: Build) -> None:
@@ -207,6 +208,8 @@ class TorchRLOffPolicyTrainer(TrainerBase):
         self.steps_per_iteration = self.frames_per_batch
         self.log_every = max(s["log_every"], self.frames_per_batch)
         self.gradient_steps = 0
+        self.init_updates(build)
+        self.exploration_policy = self.make_exploration_policy(build)
         self.env = make_env(build.env_spec, None, build.num_envs, build.seed, build.device)
         self.collector = make_collector(self.env, self.exploration_policy, self.frames_per_batch)
         # the collector's random warm-up counts in batches; round learning_starts up to whole batches
@@ -214,12 +217,9 @@ class TorchRLOffPolicyTrainer(TrainerBase):
         self._batches = iter(self.collector)
         self._closed = False
 
-    @property
-    def exploration_policy(self) -> nn.Module:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def update(self, sample: TensorDict) -> dict[str, torch.Tensor]:  # pragma: no cover - abstract
-        raise NotImplementedError
+    def make_exploration_policy(self, build: Build) -> nn.Module:
+        """What the collector runs (in RANDOM exploration mode): the policy, by default."""
+        return self.policy
 
     def after_batch(self, frames: int) -> None:
         """Called after each collected batch with its number of transitions (anneal exploration here)."""
@@ -238,7 +238,7 @@ class TorchRLOffPolicyTrainer(TrainerBase):
             self.after_batch(batch.numel())
             due = gradient_steps_due(self.env_steps, self.learning_starts, self.utd_ratio, self.gradient_steps)
             for _ in range(due):
-                terms.add(self.update(self.memory.sample()))
+                terms.add(self.gradient_step())
             self.gradient_steps += due
             updates += due
         self.iterations += 1
@@ -260,20 +260,11 @@ class TorchRLOffPolicyTrainer(TrainerBase):
             metrics["train/episode_return"] = episode_return
         return metrics
 
-    def extra_metrics(self) -> dict[str, float]:
-        return {}
-
     # -- checkpoints ------------------------------------------------------------------------------
-
-    def extra_state(self) -> dict[str, Any]:
-        return {}
-
-    def load_extra_state(self, state: dict[str, Any]) -> None:
-        pass
 
     def state_dict(self) -> dict[str, Any]:
         return {
-            "extra": self.extra_state(),
+            "modules": self.module_state(),  # the loss (networks, targets), optimisers, schedules, target updater
             "memory": self.memory.state_dict(),  # storage, writer cursor, sampler: the replay a resume samples from
             "collector": collector_state(self.collector),  # mid-episode envs and the next step's carrier
             "gradient_steps": self.gradient_steps,
@@ -282,7 +273,7 @@ class TorchRLOffPolicyTrainer(TrainerBase):
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.load_extra_state(state["extra"])
+        self.load_module_state(state["modules"])
         self.memory.load_state_dict(state["memory"])
         load_collector_state(self.collector, state["collector"])
         self.gradient_steps = int(state["gradient_steps"])
