@@ -222,7 +222,7 @@ class IQL(StagedLossAgent, Agent):
     def sample_batch(self) -> dict[str, torch.Tensor]:
         """One uniform dataset batch by name (no preprocessors: IQL trains on raw observations)."""
         sampled = self.memory.sample(names=self._tensors_names, batch_size=self.cfg.batch_size)[0]
-        return dict(zip(self._tensors_names, sampled))
+        return self.trainer_hooks.process_optim_batch(dict(zip(self._tensors_names, sampled)))
 
     def gradient_step(self, *, timestep: int = 0, timesteps: int = 0) -> dict[str, torch.Tensor]:
         batch = self.sample_batch()

@@ -70,7 +70,7 @@ class TorchRLTD3BCTrainer(TorchRLOfflineTrainer):
         if "_optimise" not in self.__dict__:
             self._optimise = self.compiled(self.optimise)
         self.delayed = (self.updates + 1) % self.build.settings["policy_delay"] == 0
-        sample = self.memory.sample()
+        sample = self.hooks.process_optim_batch(self.memory.sample())
         if self.standardizer is not None:
             for key in ("observation", ("next", "observation")):
                 sample.set(key, self.standardizer(sample.get(key)))

@@ -18,6 +18,7 @@ from skrl.agents.torch import Agent
 from torch import nn
 
 from ...families.offpolicy import gradient_steps_due
+from ...hooks import LOOPS, UNHOOKED
 from ...hookspecs import Build
 from ...rng import capture_rng_state, restore_rng_state
 from ...trainer import TrainerBase
@@ -109,6 +110,9 @@ class StagedLossAgent:
     optimiser in upstream's order.
     """
 
+    trainer_hooks = UNHOOKED
+    """The hook points of the rlplug trainer driving this agent (``rlplug.hooks``); it sets them."""
+
     def __init__(self, *, loss: Any, terms: Sequence[str], reported: Sequence[str] = (), target_updater: Any, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.loss = loss
@@ -132,7 +136,7 @@ class StagedLossAgent:
             batch["states"] = self._state_preprocessor(batch["states"], train=True)
             batch["next_observations"] = self._observation_preprocessor(batch["next_observations"], train=True)
             batch["next_states"] = self._state_preprocessor(batch["next_states"], train=True)
-        return batch
+        return self.trainer_hooks.process_optim_batch(batch)
 
     def extra_state(self) -> dict[str, Any]:
         """What skrl's ``checkpoint_modules`` miss; subclasses add theirs to this dict."""
@@ -147,7 +151,7 @@ class StagedLossAgent:
     ) -> dict[str, torch.Tensor]:
         """One stage's loss, backward and optimiser step: what ``compile = true`` compiles (``stage_step``)."""
         with torch.autocast(device_type=self._device_type, enabled=self.cfg.mixed_precision):
-            out = self.loss(self, batch, stage)
+            out = self.trainer_hooks.process_loss(batch, self.loss(self, batch, stage))
             optimised = [value for name, value in out.items() if name in self.loss_terms]
         if not optimised:
             raise ValueError(f"the loss returned none of the optimised terms {self.loss_terms} for stage '{stage}'")
@@ -195,6 +199,8 @@ class SkrlOffPolicyTrainer(TrainerBase):
     ``load_extra_state()`` for what skrl does not checkpoint.
     """
 
+    hook_loop = LOOPS["skrl", "off-policy"]
+
     def __init__(self, build: Build) -> None:
         super().__init__(build)
         configure_threads()
@@ -202,6 +208,7 @@ class SkrlOffPolicyTrainer(TrainerBase):
         s = build.settings
         self.env = make_vector_env(build.env_spec, None, build.num_envs, build.seed, build.device)
         self.agent = self.make_agent(build)
+        self.agent.trainer_hooks = self.hooks
         self.agent.init()
         self.agent.enable_training_mode(True)
         if s.get("compile"):  # compile = true: each stage's loss, backward and optimiser step compiled
@@ -244,18 +251,12 @@ class SkrlOffPolicyTrainer(TrainerBase):
                 self.episodes.update(rewards.cpu().numpy(), ended.cpu().numpy())
                 # a truncated step bootstraps from the state it was cut in, not the next episode's first
                 stored_next = true_next_observations(next_observations, infos) if ended.any() else next_observations
+                transition = self.hooks.batch_process({
+                    "observations": observations, "actions": actions, "rewards": rewards,
+                    "next_observations": stored_next, "terminated": terminated, "truncated": truncated,
+                })  # fmt: skip
                 agent.record_transition(
-                    observations=observations,
-                    states=None,
-                    actions=actions,
-                    rewards=rewards,
-                    next_observations=stored_next,
-                    next_states=None,
-                    terminated=terminated,
-                    truncated=truncated,
-                    infos=infos,
-                    timestep=timestep,
-                    timesteps=self.total_timesteps,
+                    **transition, states=None, next_states=None, infos=infos, timestep=timestep, timesteps=self.total_timesteps
                 )
             observations = next_observations
             self.env_steps += num_envs
@@ -279,8 +280,10 @@ class SkrlOffPolicyTrainer(TrainerBase):
             return
         if self._mode_sensitive:
             self.agent.enable_models_training_mode(True)
+        self.hooks.pre_optim_steps()
         for _ in range(due):
             self.agent.gradient_step(timestep=timestep, timesteps=self.total_timesteps)
+            self.hooks.post_optim()
         if self._mode_sensitive:
             self.agent.enable_models_training_mode(False)
         self.gradient_steps += due
@@ -309,6 +312,7 @@ class SkrlOffPolicyTrainer(TrainerBase):
             "random_actions": self.random_actions.np_random.bit_generator.state,
             "gradient_steps": self.gradient_steps,
             "counters": self.counters(),
+            "hooks": self.hooks.state_dict(),
             "rng": capture_rng_state(),
         }
 
@@ -323,6 +327,7 @@ class SkrlOffPolicyTrainer(TrainerBase):
         self.random_actions.np_random.bit_generator.state = state["random_actions"]
         self.gradient_steps = int(state["gradient_steps"])
         self.load_counters(state["counters"])
+        self.hooks.load_state_dict(state.get("hooks"))  # None: a checkpoint from before hooks were saved
         restore_rng_state(state["rng"])
 
     def replay_transitions(self) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from tensordict import TensorDict
 from torch import nn
 from torchrl.data import LazyTensorStorage, RandomSampler, TensorDictReplayBuffer
 
+from ...hooks import LOOPS
 from ...hookspecs import Build
 from ..common.offline import OfflineTrainerBase, dataset_transitions
 from ..common.parallel import sync_gradients
@@ -72,6 +73,7 @@ class TorchRLOfflineTrainer(OfflineTrainerBase):
     """
 
     clip_groups: int | None = None
+    hook_loop = LOOPS["torchrl", "offline"]
 
     def __init__(self, build: Build) -> None:
         super().__init__(build)
@@ -98,7 +100,7 @@ class TorchRLOfflineTrainer(OfflineTrainerBase):
 
     def optimise(self, sample: TensorDict) -> dict[str, torch.Tensor]:
         """Loss, backward, optimiser step: what ``compile = true`` compiles (the target update stays eager)."""
-        out = self.loss_terms(sample)
+        out = self.hooks.process_loss(sample, self.loss_terms(sample))
         total = sum(out[name] for name in self.optimised_terms if name in out)
         self.optimizer.zero_grad(set_to_none=True)
         total.backward()
@@ -112,7 +114,7 @@ class TorchRLOfflineTrainer(OfflineTrainerBase):
     def gradient_step(self) -> dict[str, torch.Tensor]:
         if "_optimise" not in self.__dict__:
             self._optimise = self.compiled(self.optimise)
-        terms = self._optimise(self.memory.sample())
+        terms = self._optimise(self.hooks.process_optim_batch(self.memory.sample()))
         self.target_updater.step()
         return terms
 
