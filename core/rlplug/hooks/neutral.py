@@ -86,12 +86,13 @@ class EarlyStopping:
 
 
 class RewardScaling:
-    """Divide the rewards of every collected batch, before the loop stores or uses it, by the running
-    standard deviation of all rewards collected so far (plus ``eps``), then clip them to ``[-clip, clip]``
-    (``clip = 0``: no clipping). ``key``: the reward entry (default: every entry named ``reward``).
-    Training returns (``train/episode_return``) and evaluations stay in the env's own units. Runs at
-    ``batch_process``: on-policy the rollout (before its advantages), off-policy each batch before the
-    replay memory, offline each sampled batch."""
+    """Divide the rewards of every collected batch, before the loop stores or uses it, by the running root
+    mean square of all rewards collected so far (plus ``eps``), then clip them to ``[-clip, clip]`` (``clip =
+    0``: no clipping). A scale, not a standardisation: signs and zero rewards stay, a constant reward
+    becomes 1. ``key``: the reward entry (default: every entry named ``reward``). Training returns
+    (``train/episode_return``) and evaluations stay in the env's own units. Runs at ``batch_process``:
+    on-policy the rollout (before its advantages), off-policy each batch before the replay memory,
+    offline each sampled batch."""
 
     dests = ("batch_process",)
 
@@ -99,42 +100,32 @@ class RewardScaling:
         if eps <= 0 or clip < 0:
             raise HookError(f"reward_scaling: eps must be > 0 and clip >= 0, got eps={eps!r}, clip={clip!r}")
         self.key, self.eps, self.clip = _key(key), float(eps), float(clip)
-        self.count, self.mean, self.m2 = 0, 0.0, 0.0
+        self.count, self.sum_of_squares = 0, 0.0
 
     def __call__(self, batch: Any) -> Any:
         import torch
 
         keys = reward_keys(batch, self.key)
         with torch.no_grad():
-            for key in keys:  # the statistics first, so the first batch is scaled by its own spread
-                self._update(batch.get(key).double())
-            scale = math.sqrt(self.m2 / self.count) + self.eps if self.count > 1 else 1.0
+            for key in keys:  # the statistics first, so the first batch is scaled by its own
+                rewards = batch.get(key)
+                self.count += rewards.numel()
+                self.sum_of_squares += rewards.double().square().sum().item()
+            scale = math.sqrt(self.sum_of_squares / max(self.count, 1)) + self.eps
             for key in keys:
                 reward = batch.get(key) / scale
                 batch.set(key, reward.clamp(-self.clip, self.clip) if self.clip else reward)
         return batch
-
-    def _update(self, rewards: Any) -> None:
-        """Chan et al.'s parallel update of the count, mean and sum of squared deviations."""
-        n = rewards.numel()
-        if n == 0:
-            return
-        mean, m2 = rewards.mean().item(), ((rewards - rewards.mean()) ** 2).sum().item()
-        total = self.count + n
-        delta = mean - self.mean
-        self.m2 += m2 + delta * delta * self.count * n / total
-        self.mean += delta * n / total
-        self.count = total
 
     def register(self, trainer: Any, name: str = "reward_scaling") -> None:
         trainer.register_op("batch_process", self)
         trainer.register_module(name, self)
 
     def state_dict(self) -> dict[str, Any]:
-        return {"count": self.count, "mean": self.mean, "m2": self.m2}
+        return {"count": self.count, "sum_of_squares": self.sum_of_squares}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.count, self.mean, self.m2 = int(state["count"]), float(state["mean"]), float(state["m2"])
+        self.count, self.sum_of_squares = int(state["count"]), float(state["sum_of_squares"])
 
 
 class LogScalar:

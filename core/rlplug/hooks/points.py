@@ -208,11 +208,13 @@ class TrainerHooks:
         self._call("shutdown")
 
     def batch_process(self, batch: Any) -> Any:
-        """A collected batch, before the loop stores or uses it: ``batch_process`` then ``pre_steps_log``."""
-        batch = self._transform("batch_process", batch)
+        """A collected batch, before the loop stores or uses it."""
+        return self._transform("batch_process", batch)
+
+    def pre_steps_log(self, batch: Any) -> None:
+        """A collected batch, once stored (off-policy: in the replay memory), before the gradient steps."""
         self._collected = batch
         self._log_from("pre_steps_log", batch)
-        return batch
 
     def pre_optim_steps(self) -> None:
         self._call("pre_optim_steps")
@@ -227,6 +229,7 @@ class TrainerHooks:
         and ``pre_steps_log`` see it first."""
         if self.loop.offline:
             batch = self.batch_process(batch)
+            self.pre_steps_log(batch)
         batch = self._transform("process_optim_batch", batch)
         self._optimised = batch
         return batch

@@ -258,6 +258,7 @@ class SkrlOffPolicyTrainer(TrainerBase):
                 agent.record_transition(
                     **transition, states=None, next_states=None, infos=infos, timestep=timestep, timesteps=self.total_timesteps
                 )
+                self.hooks.pre_steps_log(transition)
             observations = next_observations
             self.env_steps += num_envs
             if (timestep + 1) % self.train_every == 0:

@@ -434,6 +434,7 @@ class SkrlRolloutTrainer(TrainerBase):
             if step == self.rollouts - 1:  # the rollout is in memory: hooks see it before the update below
                 tensors = rollout_tensors(agent)
                 write_back(tensors, self.hooks.batch_process(tensors))
+                self.hooks.pre_steps_log(tensors)
                 self.hooks.pre_optim_steps()
             agent.post_interaction(timestep=timestep, timesteps=self.total_timesteps)
             observations, states = next_observations, next_states

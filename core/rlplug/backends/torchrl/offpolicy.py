@@ -238,6 +238,7 @@ class TorchRLOffPolicyTrainer(TrainerBase):
             self._track_episodes(batch)
             batch = self.hooks.batch_process(batch)
             extend_quietly(self.memory, batch.select(*self.transition_keys).reshape(-1))
+            self.hooks.pre_steps_log(batch)
             self.env_steps += self.frames_per_batch
             self.after_batch(self.frames_per_batch)
             due = gradient_steps_due(self.env_steps, self.learning_starts, self.utd_ratio, self.gradient_steps)

@@ -239,6 +239,7 @@ class TorchRLRolloutTrainer(TrainerBase):
         batch = next(self._batches)
         self._track_episodes(batch)
         batch = self.hooks.batch_process(batch)
+        self.hooks.pre_steps_log(batch)
         with torch.no_grad():
             self._compute_advantages(batch)
         extend_quietly(self.memory, batch.reshape(-1))
