@@ -97,7 +97,7 @@ def test_wrong_type_in_set():
 def test_unknown_training_hook_in_set():
     assert_one_line_error(
         run_cli("show", "ppo-cartpole", "--set", 'hooks=[{hook = "early_stoping", patience = 3}]'),
-        "recipe 'ppo-cartpole': hooks[0]: unknown hook 'early_stoping' (did you mean 'early_stopping'?)",
+        "recipe 'ppo-cartpole': 'hooks'[0]: unknown hook 'early_stoping' (did you mean 'early_stopping'?)",
     )
 
 

@@ -299,11 +299,11 @@ def test_recipe_names_torchrl_hooks_by_import_path(built):
 @pytest.mark.parametrize(
     ("recipe", "hooks", "expected"),
     [
-        ("ppo-cartpole", '[{hook = "early_stoping"}]', "hooks[0]: unknown hook 'early_stoping' (did you mean 'early_stopping'?)"),
+        ("ppo-cartpole", '[{hook = "early_stoping"}]', "'hooks'[0]: unknown hook 'early_stoping' (did you mean 'early_stopping'?)"),
         ("ppo-cartpole", '[{hook = "log_scalar"}, {hook = "log_scalar", dest = "pre_step_log"}]',
-         "hooks[1]: unknown hook destination 'pre_step_log' (did you mean 'pre_steps_log'?)"),
+         "'hooks'[1]: unknown hook destination 'pre_step_log' (did you mean 'pre_steps_log'?)"),
         ("ppo-cartpole", '[{hook = "early_stopping", patiense = 3}]',
-         "hooks[0]: early_stopping takes no argument 'patiense' (did you mean 'patience'?)"),
+         "'hooks'[0]: early_stopping takes no argument 'patiense' (did you mean 'patience'?)"),
         ("ppo-cartpole", '[{hook = "early_stopping", mode = "maximum"}]', "early_stopping: mode must be 'max' or 'min'"),
         ("ppo-cartpole", '[{hook = "torchrl.trainers.LogScaler"}]',
          "unknown TorchRL hook 'torchrl.trainers.LogScaler' (did you mean 'LogScalar'?)"),
@@ -316,13 +316,13 @@ def test_recipe_names_torchrl_hooks_by_import_path(built):
 def test_recipe_hook_errors_name_the_entry(session, recipe, hooks, expected):
     with pytest.raises(RecipeError) as caught:
         session.resolve(recipe, [f"hooks={hooks}"])
-    assert expected in str(caught.value) and str(caught.value).startswith(f"recipe '{recipe}': hooks[")
+    assert expected in str(caught.value) and str(caught.value).startswith(f"recipe '{recipe}': 'hooks'[")
 
 
 @pytest.mark.parametrize(
     ("backend", "hooks", "expected"),
     [
-        ("skrl", '[{hook = "log_scalar", dest = "pre_epoch"}]', "hooks[0] (log_scalar) registers at 'pre_epoch', which the skrl off-policy loop does not call"),
+        ("skrl", '[{hook = "log_scalar", dest = "pre_epoch"}]', "'hooks'[0] (log_scalar) registers at 'pre_epoch', which the skrl off-policy loop does not call"),
         ("torchrl", '[{hook = "torchrl.trainers.LogScalar", dest = "process_loss"}]', "which the TorchRL off-policy loop does not call: a TorchRL off-policy cell computes"),
     ],
 )

@@ -79,7 +79,7 @@ class _HooksParam(Param):
     def validate(self, value: Any, where: str) -> Any:
         from .hooks.recipe import check_hooks
 
-        return check_hooks(super().validate(value, where), where.strip("'"))
+        return check_hooks(super().validate(value, where), where)
 
 
 @dataclass(frozen=True)

@@ -64,8 +64,8 @@ class TrainerBase(TorchRLTrainerAPI):
         self.iterations = 0
         self.episodes = EpisodeTracker(build.num_envs)
         self.budget: int | None = None  # the step target of the running ``train`` call
-        settings = build.settings if isinstance(build.settings, dict) else {}
-        self.hooks = TrainerHooks(self.hook_loop or own_loop(type(self).__name__), compiled=bool(settings.get("compile")))
+        compiled = bool(getattr(build, "settings", None) and build.settings.get("compile"))  # a hand-made build may have none
+        self.hooks = TrainerHooks(self.hook_loop or own_loop(type(self).__name__), compiled=compiled)
 
     def step(self) -> dict[str, float]:  # pragma: no cover - abstract
         raise NotImplementedError

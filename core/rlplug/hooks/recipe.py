@@ -36,7 +36,7 @@ AUTOMATIC = ("trainer",)
 # ---- the recipe field ----------------------------------------------------------------------------
 
 
-def check_hooks(value: Any, where: str = "hooks") -> list[dict[str, Any]]:
+def check_hooks(value: Any, where: str = "'hooks'") -> list[dict[str, Any]]:
     """The ``hooks`` field checked entry by entry (hook known, ``dest`` known, arguments taken and accepted by
     the hook's constructor); returns it unchanged. Raises ``ValueError`` with one line naming the entry (the
     recipe layer puts the recipe's name in front)."""
@@ -62,7 +62,7 @@ def check_hooks_for_loop(entries: Iterable[Mapping[str, Any]], backend: str, kin
             refusal = loop.refusal(dest) or (COMPILED_LOSS if compiled and dest in LOSS_DESTS else None)
             if refusal:
                 raise RecipeError(
-                    f"{where}: hooks[{index}] ({entry['hook']}) registers at '{dest}', which the {loop.name} loop "
+                    f"{where}: 'hooks'[{index}] ({entry['hook']}) registers at '{dest}', which the {loop.name} loop "
                     f"does not call: {refusal}"
                 )
 
@@ -209,4 +209,4 @@ def attach_hooks(build: Any, host: Any) -> None:
         try:
             register_entry(trainer, entry)
         except HookError as err:
-            raise RecipeError(f"recipe '{build.recipe.name}': hooks[{index}]: {err}") from None
+            raise RecipeError(f"recipe '{build.recipe.name}': 'hooks'[{index}]: {err}") from None
