@@ -261,7 +261,7 @@ def test_early_stopping_on_a_logged_metric(built, backend):
     train_rows(trainer, 2048)
     assert trainer.iterations == 3 and trainer.progress == 192  # 1.0 first, then twice no better
     assert trainer.hooks.stop_reason == "'batch/next.reward_mean' did not improve on 1 in 2 reports"
-    assert weights_only(trainer.state_dict())["hooks"]["modules"]["early_stopping"] == {"best": 1.0, "stale": 2, "reports_seen": 3}
+    assert weights_only(trainer.state_dict())["hooks"]["modules"]["early_stopping"] == {"best": 1.0, "stale": 2}
 
 
 # ---- hooks from a plugin and from a recipe --------------------------------------------------------

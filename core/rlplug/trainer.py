@@ -131,9 +131,7 @@ class TrainerBase(TorchRLTrainerAPI):
             self.hooks.post_optim_complete_log(metrics)
             self.hooks.post_steps()
             metrics = self.hooks.post_steps_log(metrics)
-            stopped = next((True for callback in callbacks if callback(self, metrics) is False), False)
-            self.hooks.seen(metrics)  # what the callbacks added (an evaluation) is the latest value too
-            if stopped or self.hooks.stop_requested:
+            if any(callback(self, metrics) is False for callback in callbacks) or self.hooks.stop_requested:
                 break
         self.hooks.shutdown()
 

@@ -30,12 +30,12 @@ def reward_keys(batch: Any, key: Any = None) -> list[Any]:
 class EarlyStopping:
     """Stop training when a logged metric stops improving.
 
-    ``monitor``: a metric of the training rows (``train/episode_return``, ``eval/return`` with
-    ``--eval-every``, a ``loss/*`` term, a value another hook logs). Each iteration that reports it counts;
-    after ``patience`` reports in a row without an improvement of more than ``min_delta`` (``mode``
-    ``max``: larger is better), training ends after that iteration. Nothing is judged before
-    ``wait_for`` steps of progress. A non-finite value stops at once. Runs at ``post_steps_log``; the
-    run's evaluations (``--eval-every``) are seen the iteration after they ran.
+    ``monitor``: a metric the trainer reports (``train/episode_return``, a ``loss/*`` term, offline
+    ``eval/return``, a value another hook logs; not the run's ``--eval-every`` evaluations, which the run
+    adds to the row after the trainer's hooks ran). Each iteration that reports it counts; after
+    ``patience`` reports in a row without an improvement of more than ``min_delta`` (``mode`` ``max``:
+    larger is better), training ends after that iteration. Nothing is judged before ``wait_for`` steps of
+    progress. A non-finite value stops at once. Runs at ``post_steps_log``.
     """
 
     dests = ("post_steps_log",)
@@ -52,16 +52,13 @@ class EarlyStopping:
         self.min_delta, self.wait_for = float(min_delta), wait_for
         self.best: float | None = None
         self.stale = 0  # reports since the best one
-        self.reports_seen = 0
         self._trainer: Any = None
 
     def __call__(self, batch: Any = None) -> None:
-        hooks = self._trainer.hooks
-        reports = hooks.reports.get(self.monitor, 0)
-        if reports == self.reports_seen or self._trainer.collected_frames < self.wait_for:
-            return
-        self.reports_seen = reports
-        value = float(hooks.latest[self.monitor][-1])
+        value = self._trainer.hooks.row.get(self.monitor)
+        if value is None or self._trainer.collected_frames < self.wait_for:
+            return  # not reported this iteration
+        value = float(value)
         if not math.isfinite(value):
             self._trainer.request_stop(f"'{self.monitor}' became {value}")
             return
@@ -79,10 +76,10 @@ class EarlyStopping:
         trainer.register_module(name, self)
 
     def state_dict(self) -> dict[str, Any]:
-        return {"best": self.best, "stale": self.stale, "reports_seen": self.reports_seen}
+        return {"best": self.best, "stale": self.stale}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.best, self.stale, self.reports_seen = state["best"], int(state["stale"]), int(state["reports_seen"])
+        self.best, self.stale = state["best"], int(state["stale"])
 
 
 class RewardScaling:

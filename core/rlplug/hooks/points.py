@@ -126,8 +126,7 @@ class TrainerHooks:
         self._optim_count_at_iteration = 0
         self.logged: dict[str, float] = {}  # this iteration's values logged by hooks, for its metrics row
         self.latest: dict[str, list[Any]] = {}  # TorchRL's ``_log_dict``: each metric's latest value
-        self.reports: dict[str, int] = {}  # how often each metric was logged (a new value to judge?)
-        self._row_keys: set[str] = set()
+        self.row: dict[str, float] = {}  # the iteration's metrics while post_steps_log ops run
         self.stop_requested = False
         self.stop_reason: str | None = None
         self._collected: Any = None  # the iteration's last collected batch, for post_steps_log
@@ -165,13 +164,12 @@ class TrainerHooks:
 
     def state_dict(self) -> dict[str, Any]:
         modules = {**self._saved, **{name: module.state_dict() for name, module in self.modules.items()}}
-        return {"optim_count": self.optim_count, "reports": dict(self.reports), "modules": modules}
+        return {"optim_count": self.optim_count, "modules": modules}
 
     def load_state_dict(self, state: Mapping[str, Any] | None) -> None:
         """``None``: a checkpoint written before hooks were checkpointed; counting starts again."""
         state = state or {}
         self.optim_count = self._optim_count_at_iteration = int(state.get("optim_count", 0))
-        self.reports = {str(k): int(v) for k, v in state.get("reports", {}).items()}
         saved = dict(state.get("modules", {}))
         for name, module in self.modules.items():
             if name in saved:
@@ -184,16 +182,7 @@ class TrainerHooks:
         scalars = {key: _scalar(value) for key, value in values.items()}
         scalars = {key: value for key, value in scalars.items() if value is not None}
         self.logged.update(scalars)
-        self._note(scalars)
-
-    def seen(self, metrics: Mapping[str, float]) -> None:
-        """Values the run added to the row after the hooks ran (an evaluation) are the latest values too."""
-        self._note({key: value for key, value in metrics.items() if key not in self._row_keys})
-
-    def _note(self, values: Mapping[str, Any]) -> None:
-        for key, value in values.items():
-            self.latest[key] = [value]
-            self.reports[key] = self.reports.get(key, 0) + 1
+        self.latest.update((key, [value]) for key, value in scalars.items())
 
     def request_stop(self, reason: str | None = None) -> None:
         self.stop_requested, self.stop_reason = True, reason
@@ -279,15 +268,16 @@ class TrainerHooks:
         self._call("post_steps")
 
     def post_steps_log(self, metrics: dict[str, float]) -> dict[str, float]:
-        """The iteration's end: its metrics become the latest logged values (``EarlyStopping`` monitors
-        them), ``post_steps_log`` ops run on the last collected batch, and everything hooks logged during
-        the iteration joins its metrics row."""
+        """The iteration's end: its metrics become the latest logged values (``_log_dict``; ``row`` while the
+        ops run, what hooks logged included), ``post_steps_log`` ops run on the last collected batch, and
+        everything hooks logged during the iteration joins its metrics row."""
         self._optim_count_at_iteration = self.optim_count
-        self._note(metrics)
-        self._log_from("post_steps_log", self._collected)
+        self.latest.update((key, [value]) for key, value in metrics.items())
+        if self._ops["post_steps_log"]:
+            self.row = {**metrics, **self.logged}
+            self._log_from("post_steps_log", self._collected)
         row = {**metrics, **self.logged} if self.logged else metrics
         self.logged = {}
-        self._row_keys = set(row)
         return row
 
     # -- helpers ------------------------------------------------------------------------------------
