@@ -16,11 +16,12 @@ Torch-free: the CLI validates recipe hooks without importing torch.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import HookError
+from ..errors import BackendMissingError, HookError
 from ..suggest import did_you_mean
 
 DESTS = (
@@ -32,6 +33,8 @@ DESTS = (
 
 EPOCH_DESTS = ("pre_epoch", "pre_epoch_log", "post_epoch", "post_epoch_log")
 LOSS_DESTS = ("post_loss", "process_loss")
+BATCHLESS_DESTS = ("setup", "shutdown", "pre_optim_steps", "post_optim", "post_epoch", "post_steps")
+"""Destinations whose ops get no batch (TorchRL's ``post_optim_log`` and the other log points get one)."""
 GENERIC_DESTS = ("setup", "shutdown", "post_optim_complete_log", "post_steps", "post_steps_log")
 """What ``TrainerBase.train`` calls around ``step()`` for any trainer, on a family base or not."""
 
@@ -143,6 +146,10 @@ class TrainerHooks:
             raise HookError(f"hook destination '{dest}' cannot apply to the {self.loop.name} loop: {COMPILED_LOSS}")
         if not callable(op):
             raise HookError(f"register_op('{dest}', ...) needs a callable, got {type(op).__name__}")
+        if dest not in BATCHLESS_DESTS and importlib.util.find_spec("tensordict") is None:
+            raise BackendMissingError(
+                f"hook destination '{dest}' hands ops TensorDicts, and tensordict is not installed: pip install tensordict"
+            )
         self._ops[dest].append((op, kwargs))
 
     def register_module(self, name: str, module: Any) -> None:
