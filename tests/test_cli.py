@@ -94,6 +94,13 @@ def test_wrong_type_in_set():
     assert_one_line_error(run_cli("show", "ppo-cartpole", "--set", "lr_schedule=cosine"), "hyperparameter 'lr_schedule' = 'cosine' is not one of 'constant', 'linear', 'kl_adaptive'")
 
 
+def test_unknown_training_hook_in_set():
+    assert_one_line_error(
+        run_cli("show", "ppo-cartpole", "--set", 'hooks=[{hook = "early_stoping", patience = 3}]'),
+        "recipe 'ppo-cartpole': 'hooks'[0]: unknown hook 'early_stoping' (did you mean 'early_stopping'?)",
+    )
+
+
 def test_unknown_backend_setting():
     assert_one_line_error(
         run_cli("show", "ppo-cartpole", "--set", "skrl.rolouts=8"), "unknown skrl setting 'rolouts' for ppo (did you mean 'rollouts'?)"

@@ -64,6 +64,11 @@ class CheckpointMismatchError(RunDirError):
     """A checkpoint belongs to another algorithm, backend, hyperparameter set or rlplug major version."""
 
 
+class HookError(RlplugError):
+    """A training hook is registered at an unknown destination, at one the trainer's loop does not call, or
+    under a taken name; or a recipe's ``hooks`` entry names an unknown hook or argument (``rlplug.hooks``)."""
+
+
 class NoReplayMemoryError(RlplugError):
     """A trainer keeps no replay memory to export (``Trainer.replay_transitions``'s default answer)."""
 

@@ -11,7 +11,8 @@ Call order for one run (``rlplug.build``):
 4. the five ``firstresult`` construction hooks run in order on one ``Build``:
    models -> memory -> loss -> target updater -> trainer.
    Each sees what the earlier stages stored on the ``Build``. An implementation returns ``None``
-   for cells (algorithm, backend) it does not own; pluggy then asks the next one.
+   for cells (algorithm, backend) it does not own; pluggy then asks the next one;
+5. ``rlplug_trainer_hooks`` adds training hooks to the built trainer, then the recipe's ``hooks``.
 """
 
 from __future__ import annotations
@@ -165,3 +166,13 @@ class RlplugSpec:
     @hookspec(firstresult=True)
     def rlplug_build_trainer(self, build: Build) -> Trainer:
         """Return a ``Trainer`` wired from the models, memory, loss and updater already on ``build``."""
+
+    @hookspec
+    def rlplug_trainer_hooks(self, build: Build) -> Any:
+        """Return the training hooks this plugin adds to ``build.trainer``, or ``None`` for cells it leaves alone.
+
+        Called after the trainer is built (and before a resumed run loads its checkpoint, so the hooks'
+        state is restored). Each item is a hook object with ``register(trainer)`` (rlplug's
+        ``rlplug.hooks`` classes, TorchRL's ``TrainerHookBase`` objects) or a ``(dest, op)`` pair; the core
+        registers them, naming this plugin if one is refused (``rlplug.hooks``, the guide's "Hook points").
+        """

@@ -12,6 +12,7 @@ from .distributed import world
 from .encoders import resolve_encoder
 from .envs import EnvSpec, action_space_kind, check_wrapper_fields, env_errors, probe_spaces
 from .errors import BackendMissingError, PluginError, RecipeError, SpaceError, UnknownNameError
+from .hooks.recipe import attach_hooks, check_hooks_for_loop
 from .hookspecs import Build
 from .multiagent import check_env_kind, is_multiagent_env, probe_multiagent_spaces
 from .recipes import Recipe, RecipeBook, check_fields, first_party_registry
@@ -109,6 +110,7 @@ class Session:
         if dataset is not None:
             extras["dataset"] = dataset  # a DatasetInfo; the cell's memory stage loads the transitions
         settings = backend_settings(spec, backend, hp, recipe)
+        check_hooks_for_loop(recipe.hooks, backend, spec.kind, bool(settings.get("compile")), f"recipe '{recipe.name}'")
         loss_name = recipe.loss or spec.loss_for(backend)
         loss_entry = self.host.losses.get(spec.name, backend, loss_name)
         return Build(
@@ -132,7 +134,8 @@ class Session:
         )
 
     def construct(self, build: Build, check_stage: Callable[[str, str, Any], None] | None = None) -> Build:
-        """Run the five construction hooks in order; each sees what the earlier ones stored.
+        """Run the five construction hooks in order; each sees what the earlier ones stored; then register the
+        training hooks plugins add (``rlplug_trainer_hooks``) and the recipe names (``hooks``).
 
         ``check_stage(slot, hook_name, value)`` sees each stage's result (the conformance kit's checks).
         """
@@ -145,6 +148,7 @@ class Session:
             if check_stage is not None:
                 check_stage(slot, hook_name, value)
             check_stage_result(slot, hook_name, value, build, self.host)
+        attach_hooks(build, self.host)  # plugins' rlplug_trainer_hooks, then the recipe's hooks
         if world().distributed:  # ranks built their networks from their own seeds: start all from rank 0's
             from .backends.common.parallel import broadcast_build
 

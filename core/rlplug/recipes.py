@@ -72,6 +72,17 @@ def _reference_problem(value: Any) -> str | None:
 
 
 @dataclass(frozen=True)
+class _HooksParam(Param):
+    """``hooks``: training hooks to register on the trainer (``rlplug.hooks.recipe``: the entries' schema),
+    each checked here: a known hook, a known destination, arguments its constructor takes."""
+
+    def validate(self, value: Any, where: str) -> Any:
+        from .hooks.recipe import check_hooks
+
+        return check_hooks(super().validate(value, where), where)
+
+
+@dataclass(frozen=True)
 class _ReferenceParam(Param):
     """``reference``: a table (``REFERENCE_KEYS``) or a string, the source alone; stored as a table."""
 
@@ -147,6 +158,10 @@ FIELD_PARAMS: dict[str, Param] = {p.name: p for p in (
                     domain="{value, std, steps, seeds, source, url, note} or a string"),
     Param("search", {}, "`rlplug tune`: per hyperparameter a range {low, high, log}, a list of choices, or a fixed "
           "value, narrowing, widening or fixing the algorithm's declared search (`rlplug show NAME --space`)"),
+    _HooksParam("hooks", [], "training hooks registered on the trainer, in order: tables {hook = NAME, dest, name, "
+                "arguments...}, NAME one of rlplug's (early_stopping, reward_scaling, log_scalar) or "
+                "torchrl.trainers.<Hook> (the guide's \"Hook points\")",
+                domain="tables {hook, dest, name, arguments...}"),
 )}
 FIELDS: dict[str, tuple[type, Any, str]] = {name: (p.value_type, p.default, p.doc) for name, p in FIELD_PARAMS.items()}
 """name -> (type, default, one-line doc); ``None`` default means required."""
@@ -208,6 +223,7 @@ class Recipe:
     search: dict[str, Any] = field(default_factory=dict)
     tier: str = "full"
     reference: dict[str, Any] = field(default_factory=dict)
+    hooks: list[dict[str, Any]] = field(default_factory=list)
     source: str = ""
 
     @property
@@ -251,6 +267,8 @@ class Recipe:
             table["encoder_kwargs"] = copy.deepcopy(self.encoder_kwargs)
         if self.search:  # only recipes with a search table carry one; others print as they always did
             table["search"] = copy.deepcopy(self.search)
+        if self.hooks:  # likewise: only recipes that name training hooks
+            table["hooks"] = copy.deepcopy(self.hooks)
         for backend, settings in self.backend_settings.items():
             table[backend] = copy.deepcopy(settings)
         return table

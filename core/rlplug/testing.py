@@ -21,8 +21,9 @@ then checks, in order:
 5. the checkpoint holds only what ``torch.load(weights_only=True)`` accepts and round-trips into a
    fresh build that then acts identically;
 6. resume equivalence: ``steps`` then a save / load into a fresh build then ``steps`` more ends
-   with the same state (models, optimisers, schedules, counters, RNG) as ``2 * steps`` straight,
-   bit for bit unless ``resume_tolerance`` says otherwise.
+   with the same state (models, optimisers, schedules, counters, RNG, the state of a training hook
+   registered on each build: ``ResumeProbe``) as ``2 * steps`` straight, bit for bit unless
+   ``resume_tolerance`` says otherwise.
 
 A failed check raises ``ConformanceError`` naming the check and what was found.
 """
@@ -217,20 +218,57 @@ def check_same_actions(build: Build, fresh: Build, state: dict[str, Any]) -> Non
         _fail("checkpoint round-trip", "a fresh build loaded from the checkpoint acts differently")
 
 
+class ResumeProbe:
+    """A stateful training hook ``check_resume_equivalence`` registers on each of its builds: it counts the
+    iterations (``post_steps``) and the gradient steps (``post_optim``, where the trainer's loop calls it)
+    and sums the progress it saw. A resume that loses hook state breaks the equality of the final states."""
+
+    def __init__(self) -> None:
+        self.state = {"iterations": 0, "gradient_steps": 0, "progress": 0}
+        self._trainer: Any = None
+
+    def register(self, trainer: Any, name: str = "rlplug_resume_probe") -> None:
+        self._trainer = trainer
+        trainer.register_op("post_steps", self.iteration)
+        if "post_optim" in trainer.hooks.loop.dests:
+            trainer.register_op("post_optim", self.gradient_step)
+        trainer.register_module(name, self)
+
+    def iteration(self) -> None:
+        self.state["iterations"] += 1
+        self.state["progress"] += int(self._trainer.collected_frames)
+
+    def gradient_step(self) -> None:
+        self.state["gradient_steps"] += 1
+
+    def state_dict(self) -> dict[str, int]:
+        return dict(self.state)
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        self.state = {key: int(value) for key, value in state.items()}
+
+
+def _probed(build: Build) -> Build:
+    """``build`` with a ``ResumeProbe`` on its trainer, when the trainer takes hooks (``TrainerBase``)."""
+    if callable(getattr(build.trainer, "register_op", None)) and hasattr(build.trainer, "hooks"):
+        ResumeProbe().register(build.trainer)
+    return build
+
+
 def check_resume_equivalence(session: Session, recipe: Any, backend: str, steps: int, tolerance: float) -> None:
-    straight = session.build(recipe, backend)
+    straight = _probed(session.build(recipe, backend))
     try:
         straight.trainer.train(2 * steps)
         expected = straight.trainer.state_dict()
     finally:
         straight.trainer.close()
-    first = session.build(recipe, backend)
+    first = _probed(session.build(recipe, backend))
     try:
         first.trainer.train(steps)
         state = checkpoint_roundtrip(first)
     finally:
         first.trainer.close()
-    resumed = session.build(recipe, backend)
+    resumed = _probed(session.build(recipe, backend))
     try:
         resumed.trainer.load_state_dict(state)
         resumed.trainer.train(2 * steps)

@@ -10,6 +10,7 @@ import numpy as np
 
 from .errors import ExportUnsupportedError, NoReplayMemoryError
 from .evaluation import evaluate_policy
+from .hooks import Loop, TorchRLTrainerAPI, TrainerHooks, own_loop
 from .hookspecs import Build
 
 
@@ -46,11 +47,16 @@ class EpisodeTracker:
         self.episodes = int(state["episodes"])
 
 
-class TrainerBase:
+class TrainerBase(TorchRLTrainerAPI):
     """Subclass and implement ``step``, ``act_deterministic``, ``state_dict`` and ``load_state_dict``.
 
     Off-policy trainers also set ``gradient_steps`` to a count and implement ``replay_transitions``.
+    Training hooks (``register_op``, ``rlplug.hooks``) live in ``self.hooks``; a family base names the
+    loop whose hook points it calls in ``hook_loop``, and puts ``self.hooks.state_dict()`` in its checkpoint.
     """
+
+    hook_loop: Loop | None = None
+    """The hook points ``step`` calls (``rlplug.hooks.LOOPS``); ``None``: only those ``train`` calls around it."""
 
     def __init__(self, build: Build) -> None:
         self.build = build
@@ -58,6 +64,8 @@ class TrainerBase:
         self.iterations = 0
         self.episodes = EpisodeTracker(build.num_envs)
         self.budget: int | None = None  # the step target of the running ``train`` call
+        compiled = bool(getattr(build, "settings", None) and build.settings.get("compile"))  # a hand-made build may have none
+        self.hooks = TrainerHooks(self.hook_loop or own_loop(type(self).__name__), compiled=compiled)
 
     def step(self) -> dict[str, float]:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -109,16 +117,23 @@ class TrainerBase:
         """Iterate while the step budget allows; fixed-size iterations never overshoot it.
 
         A budget smaller than one fixed-size iteration still runs one, so a short smoke run trains.
-        ``planned_progress(steps)`` says beforehand where this stops.
+        ``planned_progress(steps)`` says beforehand where this stops, unless a callback returns ``False``
+        or a hook asks to stop (``request_stop``). The generic hook points run here: ``setup`` and
+        ``shutdown`` around the loop, ``post_optim_complete_log``, ``post_steps`` and ``post_steps_log``
+        after each ``step()``, whose metrics take in what hooks logged.
         """
         callbacks = list(callbacks)
         self.budget = steps
         chunk = self.steps_per_iteration or 1
+        self.hooks.setup()
         while self.progress + chunk <= steps or (self.progress < steps and self.iterations == 0):
             metrics = self.step()
-            for callback in callbacks:
-                if callback(self, metrics) is False:
-                    return
+            self.hooks.post_optim_complete_log(metrics)
+            self.hooks.post_steps()
+            metrics = self.hooks.post_steps_log(metrics)
+            if any(callback(self, metrics) is False for callback in callbacks) or self.hooks.stop_requested:
+                break
+        self.hooks.shutdown()
 
     def evaluate(self, episodes: int, video_dir: str | None = None) -> list[float]:
         return evaluate_policy(

@@ -87,8 +87,10 @@ class OfflineTrainerBase(TrainerBase):
             stop = min(stop, max(self.budget, self.updates + 1))
         start = self.updates
         terms = TermMeans()
+        self.hooks.pre_optim_steps()
         while self.updates < stop:
             terms.add(self.gradient_step())
+            self.hooks.post_optim()
             self.updates += 1
         self.iterations += 1
         metrics = {f"loss/{name}": value for name, value in terms.pop().items()}  # one sync per iteration
@@ -127,6 +129,7 @@ class OfflineTrainerBase(TrainerBase):
             "modules": self.module_state(),
             "dataset": dataset_fingerprint(self.dataset),
             "counters": self.counters(),
+            "hooks": self.hooks.state_dict(),
             "rng": capture_rng_state(),
         }
 
@@ -138,4 +141,5 @@ class OfflineTrainerBase(TrainerBase):
             )
         self.load_module_state(state["modules"])
         self.load_counters(state["counters"])
+        self.hooks.load_state_dict(state.get("hooks"))  # None: a checkpoint from before hooks were saved
         restore_rng_state(state["rng"])

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 from skrl.memories.torch import RandomMemory
 
+from ...hooks import LOOPS
 from ...hookspecs import Build
 from ..common.offline import OfflineTrainerBase, dataset_transitions
 from ..common.seeding import configure_threads
@@ -51,11 +52,14 @@ class SkrlOfflineTrainer(StagedAgentTrainer, OfflineTrainerBase):
     through ``compute`` (no dropout or batch norm in rlplug's models).
     """
 
+    hook_loop = LOOPS["skrl", "offline"]
+
     def __init__(self, build: Build) -> None:
         super().__init__(build)
         configure_threads()
         seed_skrl(build.seed)
         self.agent = self.make_agent(build)
+        self.agent.trainer_hooks = self.hooks
         self.agent.init()
         self.agent.enable_training_mode(True)
         self.agent.enable_models_training_mode(True)

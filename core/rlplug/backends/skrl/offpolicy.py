@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from ...families.offpolicy import gradient_steps_due
+from ...hooks import LOOPS
 from ...hookspecs import Build
 from ...rng import capture_rng_state, restore_rng_state
 from ...trainer import TrainerBase
@@ -94,6 +95,8 @@ class SkrlOffPolicyTrainer(StagedAgentTrainer, TrainerBase):
     ``make_agent``), and the policy to act and export with (``policy_role``, ``policy_output``).
     """
 
+    hook_loop = LOOPS["skrl", "off-policy"]
+
     def __init__(self, build: Build) -> None:
         super().__init__(build)
         configure_threads()
@@ -101,6 +104,7 @@ class SkrlOffPolicyTrainer(StagedAgentTrainer, TrainerBase):
         s = build.settings
         self.env = make_vector_env(build.env_spec, None, build.num_envs, build.seed, build.device)
         self.agent = self.make_agent(build)
+        self.agent.trainer_hooks = self.hooks
         self.agent.init()
         self.agent.enable_training_mode(True)
         self.compile_stages()
@@ -140,19 +144,14 @@ class SkrlOffPolicyTrainer(StagedAgentTrainer, TrainerBase):
                 self.episodes.update(rewards.cpu().numpy(), ended.cpu().numpy())
                 # a truncated step bootstraps from the state it was cut in, not the next episode's first
                 stored_next = true_next_observations(next_observations, infos) if ended.any() else next_observations
+                transition = self.hooks.batch_process({
+                    "observations": observations, "actions": actions, "rewards": rewards,
+                    "next_observations": stored_next, "terminated": terminated, "truncated": truncated,
+                })  # fmt: skip
                 agent.record_transition(
-                    observations=observations,
-                    states=None,
-                    actions=actions,
-                    rewards=rewards,
-                    next_observations=stored_next,
-                    next_states=None,
-                    terminated=terminated,
-                    truncated=truncated,
-                    infos=infos,
-                    timestep=timestep,
-                    timesteps=self.total_timesteps,
+                    **transition, states=None, next_states=None, infos=infos, timestep=timestep, timesteps=self.total_timesteps
                 )
+                self.hooks.pre_steps_log(transition)
             observations = next_observations
             self.env_steps += num_envs
             if (timestep + 1) % self.train_every == 0:
@@ -175,8 +174,10 @@ class SkrlOffPolicyTrainer(StagedAgentTrainer, TrainerBase):
             return
         if self._mode_sensitive:
             self.agent.enable_models_training_mode(True)
+        self.hooks.pre_optim_steps()
         for _ in range(due):
             self.terms.add(self.agent.gradient_step(timestep=timestep, timesteps=self.total_timesteps))
+            self.hooks.post_optim()
         if self._mode_sensitive:
             self.agent.enable_models_training_mode(False)
         self.gradient_steps += due
@@ -205,6 +206,7 @@ class SkrlOffPolicyTrainer(StagedAgentTrainer, TrainerBase):
             "random_actions": self.random_actions.np_random.bit_generator.state,
             "gradient_steps": self.gradient_steps,
             "counters": self.counters(),
+            "hooks": self.hooks.state_dict(),
             "rng": capture_rng_state(),
         }
 
@@ -219,6 +221,7 @@ class SkrlOffPolicyTrainer(StagedAgentTrainer, TrainerBase):
         self.random_actions.np_random.bit_generator.state = state["random_actions"]
         self.gradient_steps = int(state["gradient_steps"])
         self.load_counters(state["counters"])
+        self.hooks.load_state_dict(state.get("hooks"))  # None: a checkpoint from before hooks were saved
         restore_rng_state(state["rng"])
 
     def replay_transitions(self) -> dict[str, Any]:

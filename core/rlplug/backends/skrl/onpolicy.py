@@ -23,6 +23,8 @@ from skrl.memories.torch import Memory, RandomMemory
 from skrl.models.torch import Model
 from skrl.resources.schedulers.torch import KLAdaptiveLR
 
+from ...hooks import LOOPS, UNHOOKED
+from ...hooks.views import write_back
 from ...hookspecs import Build
 from ...rng import capture_rng_state, restore_rng_state
 from ...trainer import TrainerBase
@@ -225,9 +227,11 @@ def rollout_epochs(
     """
     memories = list(memories) or [learner.memory]
     names = agent._tensors_names
+    hooks = agent.trainer_hooks
     sums: dict[str, float] = defaultdict(float)
     optimised = 0
     for epoch in range(learner.learning_epochs):
+        write_back(learner.memory.tensors, hooks.pre_epoch(learner.memory.tensors))
         kl_divergences = []
         samplers = [
             memory.sample(names=names, batch_size=len(learner.memory), mini_batches=learner.mini_batches) for memory in memories
@@ -238,7 +242,8 @@ def rollout_epochs(
             with torch.autocast(device_type=agent._device_type, enabled=agent.cfg.mixed_precision):
                 batch["observations"] = learner.observation_preprocessor(batch["observations"], train=not epoch)
                 batch["states"] = learner.state_preprocessor(batch["states"], train=not epoch)
-                terms = loss(batch, epoch)
+                batch = hooks.process_optim_batch(batch)
+                terms = hooks.process_loss(batch, loss(batch, epoch))
                 kl_divergence = terms.get("approx_kl")
                 if kl_divergence is not None:
                     kl_divergences.append(kl_divergence.detach())
@@ -248,11 +253,13 @@ def rollout_epochs(
                 total = sum(terms[name] for name in agent.loss_terms)
 
             optimisation_step(agent, learner, total)
+            hooks.post_optim()
             for name in agent.logged_terms:
                 sums[name] += terms[name].item()
             optimised += 1
 
         step_scheduler(agent, learner, kl_divergences)
+        hooks.post_epoch(learner.memory.tensors)
     return {name: sums[name] / max(optimised, 1) for name in agent.logged_terms}
 
 
@@ -267,6 +274,9 @@ class OnPolicyAgent:
     and optimised; ``terms`` and ``reported`` are tracked as ``"Loss / <term>"``, averaged over the
     optimised minibatches.
     """
+
+    trainer_hooks = UNHOOKED
+    """The hook points of the rlplug trainer driving this agent (``rlplug.hooks``); it sets them."""
 
     def __init__(self, *, loss: Any, terms: Sequence[str], reported: Sequence[str] = (), **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -339,6 +349,14 @@ def _load_module_states(modules: Mapping[str, Any], states: Mapping[str, Any]) -
             module.load_state_dict(states[name])
 
 
+def rollout_tensors(agent: Any) -> dict[str, Any]:
+    """The rollout memory's tensors by name (a multi-agent agent's: by agent, then name), as hooks see them."""
+    memories = getattr(agent, "memories", None)
+    if isinstance(memories, Mapping):
+        return {uid: memory.tensors for uid, memory in memories.items()}
+    return agent.memory.tensors
+
+
 def _on_device(value: Any, device: str) -> Any:
     if isinstance(value, Mapping):
         return {key: _on_device(v, device) for key, v in value.items()}
@@ -359,6 +377,7 @@ class SkrlRolloutTrainer(SkrlPolicyActing, TrainerBase):
 
     agent_class: type | None = None
     config_class: type | None = None
+    hook_loop = LOOPS["skrl", "on-policy"]
 
     def __init__(self, build: Build) -> None:
         super().__init__(build)
@@ -366,6 +385,7 @@ class SkrlRolloutTrainer(SkrlPolicyActing, TrainerBase):
         seed_skrl(build.seed)
         self.env = self.make_env(build)
         self.agent = self.make_agent(build)
+        self.agent.trainer_hooks = self.hooks
         self.agent.init()
         self.agent.enable_training_mode(True)
         self.rollouts = build.settings["rollouts"]
@@ -398,7 +418,7 @@ class SkrlRolloutTrainer(SkrlPolicyActing, TrainerBase):
         agent, env = self.agent, self.env
         observations, states = self._observations, self._states
         timestep = self.env_steps // self.build.num_envs
-        for _ in range(self.rollouts):
+        for step in range(self.rollouts):
             with torch.no_grad():
                 actions, _ = agent.act(observations, states, timestep=timestep, timesteps=self.total_timesteps)
                 next_observations, rewards, terminated, truncated, infos = env.step(actions)
@@ -418,6 +438,11 @@ class SkrlRolloutTrainer(SkrlPolicyActing, TrainerBase):
                     timestep=timestep,
                     timesteps=self.total_timesteps,
                 )
+            if step == self.rollouts - 1:  # the rollout is in memory: hooks see it before the update below
+                tensors = rollout_tensors(agent)
+                write_back(tensors, self.hooks.batch_process(tensors))
+                self.hooks.pre_steps_log(tensors)
+                self.hooks.pre_optim_steps()
             agent.post_interaction(timestep=timestep, timesteps=self.total_timesteps)
             observations, states = next_observations, next_states
             timestep += 1
@@ -476,7 +501,7 @@ class SkrlRolloutTrainer(SkrlPolicyActing, TrainerBase):
         state.update(rollout=agent._rollout, env=self.snapshot_env(), observations=self._observations)
         if self._has_states:
             state["states"] = self._states
-        return {**state, "counters": self.counters(), "rng": capture_rng_state()}
+        return {**state, "counters": self.counters(), "hooks": self.hooks.state_dict(), "rng": capture_rng_state()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         agent = self.agent
@@ -489,6 +514,7 @@ class SkrlRolloutTrainer(SkrlPolicyActing, TrainerBase):
         if self._has_states:
             self._states = _on_device(state["states"], self.build.device)
         self.load_counters(state["counters"])
+        self.hooks.load_state_dict(state.get("hooks"))  # None: a checkpoint from before hooks were saved
         restore_rng_state(state["rng"])
 
     def close(self) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 from skrl.agents.torch import Agent
 
+from ...hooks import UNHOOKED
 from ...hookspecs import Build
 from ..common.optim import use_adam_impl
 from ..common.parallel import sync_gradients
@@ -63,6 +64,8 @@ class StagedLossAgent:
     update_stages: tuple[UpdateStage, ...] = ()
     target_every: int | str = 1
     checkpointed: tuple[str, ...] = ()
+    trainer_hooks = UNHOOKED
+    """The hook points of the rlplug trainer driving this agent (``rlplug.hooks``); it sets them."""
 
     def __init__(
         self,
@@ -100,7 +103,7 @@ class StagedLossAgent:
 
     def gradient_step(self, *, timestep: int = 0, timesteps: int = 0) -> dict[str, torch.Tensor]:
         """One batch through the due stages, the scaler, the target update and the schedulers; the terms to log."""
-        batch = self.sample_batch()
+        batch = self.trainer_hooks.process_optim_batch(self.sample_batch())
         steps, target_due = self.update_schedule.advance()
         terms: dict[str, torch.Tensor] = {}
         for stages in steps:
@@ -137,6 +140,7 @@ class StagedLossAgent:
         with torch.autocast(device_type=self._device_type, enabled=self.cfg.mixed_precision):
             for name in names:
                 out.update(self.loss(self, batch, name))
+            out = self.trainer_hooks.process_loss(batch, out)
             total = summed(out, [t for name in names for t in self.stage_terms[name]], "+".join(names))
         first = self.stages_by_name[names[0]]
         optimise(self, total, getattr(self, first.optimizer or f"{first.name}_optimizer"), self.grad_norm_clip, first.clip_groups)

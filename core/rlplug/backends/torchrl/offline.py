@@ -12,6 +12,7 @@ import torch
 from tensordict import TensorDict
 from torchrl.data import LazyTensorStorage, RandomSampler, TensorDictReplayBuffer
 
+from ...hooks import LOOPS
 from ...hookspecs import Build
 from ..common.offline import OfflineTrainerBase, dataset_transitions
 from ..common.seeding import configure_threads, seed_everything
@@ -63,6 +64,8 @@ class TorchRLOfflineTrainer(TorchRLStagedUpdates, OfflineTrainerBase):
     first ``clip_groups`` parameter groups clipped, one optimiser step), then the target update.
     Subclasses give ``make_optimizers(build)`` and name their policy (``policy_model``).
     """
+
+    hook_loop = LOOPS["torchrl", "offline"]
 
     def __init__(self, build: Build) -> None:
         super().__init__(build)

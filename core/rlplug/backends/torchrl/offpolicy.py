@@ -21,6 +21,7 @@ from torchrl.modules import OrnsteinUhlenbeckProcessModule
 from torchrl.objectives import HardUpdate, LossModule, SoftUpdate
 
 from ...families.offpolicy import gradient_steps_due
+from ...hooks import LOOPS
 from ...hookspecs import Build
 from ...rng import capture_rng_state, restore_rng_state
 from ...trainer import TrainerBase
@@ -196,6 +197,8 @@ class TorchRLOffPolicyTrainer(TorchRLStagedUpdates, TrainerBase):
     epsilon annealing).
     """
 
+    hook_loop = LOOPS["torchrl", "off-policy"]
+
     def __init__(self, build: Build) -> None:
         super().__init__(build)
         configure_threads()
@@ -233,12 +236,17 @@ class TorchRLOffPolicyTrainer(TorchRLStagedUpdates, TrainerBase):
         while self.env_steps + self.frames_per_batch <= stop:
             batch = next(self._batches)
             self._track_episodes(batch)
+            batch = self.hooks.batch_process(batch)
             extend_quietly(self.memory, batch.select(*self.transition_keys).reshape(-1))
-            self.env_steps += batch.numel()
-            self.after_batch(batch.numel())
+            self.hooks.pre_steps_log(batch)
+            self.env_steps += self.frames_per_batch
+            self.after_batch(self.frames_per_batch)
             due = gradient_steps_due(self.env_steps, self.learning_starts, self.utd_ratio, self.gradient_steps)
+            if due:
+                self.hooks.pre_optim_steps()
             for _ in range(due):
                 terms.add(self.gradient_step())
+                self.hooks.post_optim()
             self.gradient_steps += due
             updates += due
         self.iterations += 1
@@ -269,6 +277,7 @@ class TorchRLOffPolicyTrainer(TorchRLStagedUpdates, TrainerBase):
             "collector": collector_state(self.collector),  # mid-episode envs and the next step's carrier
             "gradient_steps": self.gradient_steps,
             "counters": self.counters(),
+            "hooks": self.hooks.state_dict(),
             "rng": capture_rng_state(),
         }
 
@@ -278,6 +287,7 @@ class TorchRLOffPolicyTrainer(TorchRLStagedUpdates, TrainerBase):
         load_collector_state(self.collector, state["collector"])
         self.gradient_steps = int(state["gradient_steps"])
         self.load_counters(state["counters"])
+        self.hooks.load_state_dict(state.get("hooks"))  # None: a checkpoint from before hooks were saved
         restore_rng_state(state["rng"])
 
     def replay_transitions(self) -> dict[str, Any]:

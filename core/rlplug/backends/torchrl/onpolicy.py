@@ -23,6 +23,7 @@ from torchrl.data import LazyTensorStorage, ReplayBuffer, SamplerWithoutReplacem
 from torchrl.envs import EnvBase, ExplorationType, set_exploration_type
 
 from ...errors import UnknownNameError
+from ...hooks import LOOPS
 from ...hookspecs import Build
 from ...rng import capture_rng_state, restore_rng_state
 from ...suggest import did_you_mean
@@ -178,6 +179,7 @@ class TorchRLRolloutTrainer(TrainerBase):
     ``observation_batch`` and ``raw_envs``.
     """
 
+    hook_loop = LOOPS["torchrl", "on-policy"]
     observation_key: Any = "observation"
     value_key: Any = "state_value"
     action_key: Any = "action"
@@ -236,10 +238,13 @@ class TorchRLRolloutTrainer(TrainerBase):
     def step(self) -> dict[str, float]:
         batch = next(self._batches)
         self._track_episodes(batch)
+        batch = self.hooks.batch_process(batch)
+        self.hooks.pre_steps_log(batch)
         with torch.no_grad():
             self._compute_advantages(batch)
         extend_quietly(self.memory, batch.reshape(-1))
-        metrics = self._update()
+        self.hooks.pre_optim_steps()
+        metrics = self._update(batch)
         if self.observation_normalizer is not None:
             # after the update: the batch was collected and optimised under the same statistics,
             # so the first minibatch's probability ratios are exactly 1
@@ -279,16 +284,20 @@ class TorchRLRolloutTrainer(TrainerBase):
             batch["value_target"] = self.value_normalizer(batch["value_target"])
             batch[self.value_key] = self.value_normalizer(batch[self.value_key])
 
-    def _update(self) -> dict[str, float]:
+    def _update(self, batch: TensorDict) -> dict[str, float]:
         logged: list[list[torch.Tensor]] = []  # per optimised minibatch, self.logged_terms in order
         stopped_early = False
         for _ in range(self.num_epochs):
+            epoch_batch = self.hooks.pre_epoch(batch)
+            if self.hooks.has("pre_epoch"):  # a hook prepared the epoch's data (TorchRL's ValueEstimatorHook)
+                extend_quietly(self.memory, epoch_batch.reshape(-1))
             epoch_kl: list[torch.Tensor] = []
             stop = False
             for minibatch in self.memory:
                 if stop:
                     continue  # drain the sampler so the next epoch starts on a fresh permutation
-                out = self.loss(minibatch)
+                minibatch = self.hooks.process_optim_batch(minibatch)
+                out = self.hooks.process_loss(minibatch, self.loss(minibatch))
                 if "kl_approx" in out.keys():
                     epoch_kl.append(out["kl_approx"].detach())
                 # ranks decide on their mean KL, so all of them stop (or go on) together
@@ -302,9 +311,11 @@ class TorchRLRolloutTrainer(TrainerBase):
                 if self.max_grad_norm:
                     nn.utils.clip_grad_norm_(self.loss.parameters(), self.max_grad_norm)
                 self.optimizer.step()
+                self.hooks.post_optim()
                 logged.append([out[name].detach() for name in self.logged_terms])
             kl = mean_over_ranks(torch.stack(epoch_kl).mean()).item() if epoch_kl and self.lr_schedule.needs_kl else None
             self.lr_schedule.step(kl)
+            self.hooks.post_epoch(batch)
 
         with torch.no_grad():  # one reduction per update, not one per minibatch
             means = torch.stack([torch.stack(row) for row in logged]).mean(0).tolist() if logged else []
@@ -349,6 +360,7 @@ class TorchRLRolloutTrainer(TrainerBase):
             "collector": collector_state(self.collector, self.raw_envs()),  # mid-episode envs and the next step's carrier
             "memory": self.memory.state_dict(),  # the minibatch sampler's position decides the next permutation
             "counters": self.counters(),
+            "hooks": self.hooks.state_dict(),
             "rng": capture_rng_state(),
         }
 
@@ -363,6 +375,7 @@ class TorchRLRolloutTrainer(TrainerBase):
         load_collector_state(self.collector, state["collector"], self.raw_envs())
         self.memory.load_state_dict(state["memory"])
         self.load_counters(state["counters"])
+        self.hooks.load_state_dict(state.get("hooks"))  # None: a checkpoint from before hooks were saved
         restore_rng_state(state["rng"])
 
     def close(self) -> None:

@@ -101,6 +101,7 @@ class TorchRLStagedUpdates:
         out: dict[str, torch.Tensor] = {}
         for name in names:
             out.update(self.stage_terms(name, sample))
+        out = self.hooks.process_loss(sample, out)
         total = summed(out, [t for name in names for t in self.stage_terms_of[name]], "+".join(names))
         first = self.stages_by_name[names[0]]
         optimizer = self.optimizers[optimizer_of(first)]
@@ -113,7 +114,7 @@ class TorchRLStagedUpdates:
 
     def gradient_step(self) -> dict[str, torch.Tensor]:
         """One sampled batch through the due stages, then the target update and the schedulers; the terms to log."""
-        sample = self.sample_batch()
+        sample = self.hooks.process_optim_batch(self.sample_batch())
         steps, target_due = self.update_schedule.advance()
         terms: dict[str, torch.Tensor] = {}
         for stages in steps:
