@@ -6,7 +6,8 @@ by an ``EGreedyModule`` (uniformly random actions for the first ``learning_start
 the batches go into a ``TensorDictReplayBuffer``, and every gradient step samples it, sums the
 registered loss's optimised terms (``build.loss_entry.terms``; ``DQNLoss`` has one, ``"loss"``),
 clips the gradient norm, steps Adam and then the target updater. Epsilon follows the same
-``LinearSchedule`` over transitions as the skrl backend, set after every collected batch.
+``LinearSchedule`` over transitions as the skrl backend, recomputed at every environment step as
+skrl's DQN does (``epsilon_per_step``; false: once per collected batch).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from tensordict.nn import TensorDictSequential
 from torch import nn
 from torchrl.data import TensorDictReplayBuffer
 from torchrl.envs import ExplorationType, set_exploration_type
+from torchrl.envs.utils import exploration_type
 from torchrl.modules import EGreedyModule
 from torchrl.objectives import DQNLoss
 from torchrl.objectives.utils import distance_loss
@@ -133,6 +135,30 @@ def build_target_updater(build: Build) -> Any:
     return loss_target_update(build, build.loss)
 
 
+# ---- exploration --------------------------------------------------------------------------------
+
+
+class PerStepEGreedyModule(EGreedyModule):
+    """``EGreedyModule`` whose epsilon is ``schedule(t)`` at the t-th transition, set on every call, as
+    skrl's DQN recomputes it at every environment step. Upstream's epsilon moves only when ``step(frames)``
+    is called, once per collected batch in a collector loop (``epsilon_per_step = false`` does that).
+
+    ``frames`` counts the transitions acted on; the trainer sets it to its own count after each batch
+    and after a resume (the collector's random warm-up does not call the policy), so it is not saved.
+    """
+
+    def __init__(self, *args: Any, schedule: LinearSchedule, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.schedule = schedule
+        self.frames = 0
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        if exploration_type() in (ExplorationType.RANDOM, None):
+            self.eps.fill_(self.schedule(self.frames))
+            self.frames += max(1, tensordict.batch_size.numel())  # one transition per env
+        return super().forward(tensordict)
+
+
 # ---- trainer ------------------------------------------------------------------------------------
 
 LR_SCHEDULERS = {"LinearLR": torch.optim.lr_scheduler.LinearLR}  # what settings can name (never eval'd)
@@ -157,21 +183,29 @@ class TorchRLDQNTrainer(TorchRLOffPolicyTrainer):
             scheduler_class = LR_SCHEDULERS[s["lr_scheduler"]]
             self.lr_scheduler = scheduler_class(self.optimizer, **s["lr_scheduler_kwargs"])
         self.epsilon = LinearSchedule(s["eps_init"], s["eps_end"], s["annealing_num_steps"])
-        self.egreedy = EGreedyModule(
+        self.epsilon_per_step = s.get("epsilon_per_step", False)
+        egreedy_class, extra = (PerStepEGreedyModule, {"schedule": self.epsilon}) if self.epsilon_per_step else (EGreedyModule, {})
+        self.egreedy = egreedy_class(
             spec=self.q_network.spec["action"],
             eps_init=float(s["eps_init"]),
             eps_end=float(s["eps_end"]),
             annealing_num_steps=max(1, s["annealing_num_steps"]),
+            **extra,
         ).to(build.device)
         self.policy = TensorDictSequential(self.q_network, self.egreedy)
         super().__init__(build)
+        if self.epsilon_per_step:
+            self.egreedy.frames = 0  # the collector ran the policy once when it was built, to read its outputs
 
     @property
     def exploration_policy(self) -> nn.Module:
         return self.policy
 
     def after_batch(self, frames: int) -> None:
-        """Epsilon for the next batch, from the transitions collected so far (O(1), unlike ``step(frames)``)."""
+        """Epsilon for the next batch, from the transitions collected so far (O(1), unlike ``step(frames)``);
+        per step, the module's count of transitions, which then moves on by itself."""
+        if self.epsilon_per_step:
+            self.egreedy.frames = self.env_steps
         self.egreedy.eps.fill_(self.epsilon(self.env_steps))
 
     def optimise(self, sample: TensorDict) -> dict[str, torch.Tensor]:
@@ -216,6 +250,11 @@ class TorchRLDQNTrainer(TorchRLOffPolicyTrainer):
             "lr_scheduler": None if self.lr_scheduler is None else self.lr_scheduler.state_dict(),
             "egreedy": self.egreedy.state_dict(),
         }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        if self.epsilon_per_step:
+            self.egreedy.frames = self.env_steps  # the transitions counted before the checkpoint
 
     def load_extra_state(self, state: dict[str, Any]) -> None:
         self.loss.load_state_dict(state["loss"])
