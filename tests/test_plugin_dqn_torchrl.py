@@ -129,13 +129,23 @@ def test_epsilon_follows_the_linear_schedule(builds):
     observations = TensorDict({"observation": torch.as_tensor(PROBE).repeat(100, 1)}, batch_size=[6400])
     with torch.no_grad():
         greedy = build.models["q_network"](observations.clone())["action"]
-        for eps, expected in ((1.0, 0.5), (0.5, 0.25), (0.1, 0.05)):
-            trainer.egreedy.eps.fill_(eps)
+        for frames, expected in ((0, 0.5), (500, 0.275), (1_000, 0.05)):  # epsilon 1.0, 0.55, 0.1
+            trainer.egreedy.frames = frames  # epsilon is the schedule's at the transitions counted so far
             with set_exploration_type(ExplorationType.RANDOM):
                 actions = trainer.exploration_policy(observations.clone())["action"]
             assert actions.dtype == torch.int64 and actions.shape == (6400,)
             assert (actions != greedy).float().mean().item() == pytest.approx(expected, abs=0.03)
     assert np.array_equal(trainer.act_deterministic(observations["observation"].numpy()), greedy.numpy())
+
+
+def test_epsilon_moves_at_every_step_as_on_skrl(builds):
+    build = builds(num_envs=2, steps=64, seed=0, epsilon_start=1.0, epsilon_end=0.0, epsilon_decay_steps=64,
+                   **{**SMALL, "learning_starts": 0, "train_every": 8, "log_every": 32})  # fmt: skip
+    trainer, seen = build.trainer, []
+    trainer.egreedy.register_forward_hook(lambda module, args, out: seen.append(float(module.eps)))
+    trainer.train(32)
+    # skrl's DQN: epsilon(t) at the t-th transition (2 per vector step); not held for a batch of 8 steps
+    assert seen == pytest.approx([1.0 - 2 * t / 64 for t in range(16)])
 
 
 def test_linear_learning_rate_schedule_reaches_zero_at_the_budget(builds):

@@ -163,7 +163,9 @@ def test_clip_loss_follows_the_settings(builds):
     assert loss.clip_value.item() == pytest.approx(0.3)
     assert loss.entropy_coeff.item() == pytest.approx(0.02)
     assert loss.critic_coeff.item() == pytest.approx(0.7)
-    assert loss.loss_critic_type == "l2" and loss.normalize_advantage
+    assert loss.loss_critic_type == "l2"
+    assert not loss.normalize_advantage and build.trainer.rollout_advantage_norm  # per rollout, in the loop (skrl's)
+    assert (loss.value_clip_mode, loss.kl_estimator) == ("clipped", "k3")
     assert type(loss.value_estimator).__name__ == "GAE"
     assert loss.value_estimator.gamma.item() == pytest.approx(0.97)
     assert loss.value_estimator.lmbda.item() == pytest.approx(0.9)
@@ -188,6 +190,80 @@ def test_truncated_steps_bootstrap_only_when_asked(builds, bootstrap):
         cut_value = trainer.critic(TensorDict({"observation": next_observations[0, 0]}, []))["state_value"]
     expected = 1.0 + 0.5 * cut_value.item() if bootstrap else 1.0
     assert batch["value_target"][0, 0, 0].item() == pytest.approx(expected, abs=1e-5)
+
+
+# ---- skrl's PPO semantics (rlplug_ppo.settings.TORCHRL_PARITY_SETTINGS) ---------------------------
+
+
+def _rollout(trainer):
+    """One collected batch with its advantages, flattened as the update's minibatches are."""
+    batch = next(trainer._batches)
+    with torch.no_grad():
+        trainer._compute_advantages(batch)
+    return batch.reshape(-1)
+
+
+def test_kl_approx_is_skrls_k3_estimator(builds):
+    trainer = builds(rollout_steps=16).trainer
+    minibatch = _rollout(trainer)
+    old = minibatch["action_log_prob"]
+    minibatch["action_log_prob"] = old + 0.3 * torch.randn_like(old)  # as if an older policy had acted
+    with torch.no_grad():
+        log_ratio = trainer.actor.get_dist(minibatch).log_prob(minibatch["action"]) - minibatch["action_log_prob"]
+        k3 = trainer.loss(minibatch)["kl_approx"].item()
+        trainer.loss.kl_estimator = "k1"
+        k1 = trainer.loss(minibatch)["kl_approx"].item()
+    assert k3 == pytest.approx(((log_ratio.exp() - 1) - log_ratio).mean().item(), rel=1e-5)
+    assert k1 == pytest.approx((-log_ratio).mean().item(), rel=1e-4, abs=1e-6)  # upstream ClipPPOLoss's
+    assert k3 > 0 and k3 != pytest.approx(k1)
+
+
+def test_value_clip_fits_only_the_clipped_prediction(builds):
+    trainer = builds(rollout_steps=16, value_clip=0.2, value_coef=1.0).trainer
+    minibatch = _rollout(trainer)
+    with torch.no_grad():
+        predicted = trainer.critic(minibatch.clone())["state_value"]
+        side = torch.where(torch.arange(len(minibatch)) % 2 == 0, 1.0, -1.0).unsqueeze(-1)
+        # the old value 0.5 away, the target 1.0 away on the same side: clipped prediction 0.3 away from V
+        minibatch["state_value"], minibatch["value_target"] = predicted + 0.5 * side, predicted + side
+        clipped = trainer.loss(minibatch)["loss_critic"].item()
+        trainer.loss.value_clip_mode = "pessimistic"
+        pessimistic = trainer.loss(minibatch)["loss_critic"].item()
+    assert clipped == pytest.approx(0.7**2, rel=1e-4)  # skrl: mse(target, old + clip(V - old))
+    assert pessimistic == pytest.approx(1.0, rel=1e-4)  # upstream: max(clipped, unclipped) error
+
+
+def test_advantages_are_standardised_once_per_rollout(builds):
+    trainer = builds(rollout_steps=16, normalize_values=False).trainer
+    assert trainer.rollout_advantage_norm and not trainer.loss.normalize_advantage  # not again per minibatch
+    batch = next(trainer._batches)
+    raw = batch.clone()
+    with torch.no_grad():
+        trainer._compute_advantages(batch)
+        trainer.rollout_advantage_norm = False
+        trainer._compute_advantages(raw)
+    gae = raw["advantage"]
+    torch.testing.assert_close(batch["advantage"], (gae - gae.mean()) / (gae.std() + 1e-8))
+
+
+def test_value_statistics_follow_skrls_scaler(builds):
+    trainer = builds(rollout_steps=16, normalize_values=True).trainer
+    batch = next(trainer._batches)
+    with torch.no_grad():
+        trainer._compute_advantages(batch)
+    # skrl's value preprocessor is trained on the rollout's values, then on its returns
+    assert trainer.value_normalizer.count.item() == pytest.approx(1e-4 + 2 * batch.numel())
+
+
+def test_observation_statistics_update_during_the_first_epoch(builds):
+    trainer = builds(rollout_steps=16, epochs=2, minibatches=2, normalize_observations=True).trainer
+    normalizer, half = trainer.observation_normalizer, 16 * 4 // 2
+    seen = []
+    trainer.loss.register_forward_pre_hook(lambda module, args: seen.append(normalizer.count.item()))
+    trainer.step()
+    # skrl: each first-epoch minibatch enters the statistics just before it is read; none after the update
+    assert seen == pytest.approx([1e-4 + half, 1e-4 + 2 * half, 1e-4 + 2 * half, 1e-4 + 2 * half])
+    assert normalizer.count.item() == pytest.approx(1e-4 + 2 * half)
 
 
 # ---- state_dict round trip ----------------------------------------------------------------------

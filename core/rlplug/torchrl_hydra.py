@@ -262,6 +262,13 @@ def _ppo(x: Export) -> None:
            False)  # fmt: skip
     x.drop("normalize_values", s["normalize_values"], "PPOTrainer's GAE has no value normalisation", False)
     x.drop("kl_early_stop", s["kl_early_stop"], "PPOTrainer has no KL early stop", 0.0)
+    x.drop("kl_estimator", s.get("kl_estimator", "k1"), "ClipPPOLoss logs kl_approx as mean(-log r)", "k1")
+    if s["normalize_advantage"] and s.get("advantage_norm_scope") == "rollout":
+        x.approximated.append("advantage_norm_scope = 'rollout': ClipPPOLoss standardises each minibatch's advantages, "
+                              "not the whole rollout's")  # fmt: skip
+    if s["clip_value"] and s.get("value_clip_mode") == "clipped":
+        x.approximated.append("value_clip_mode = 'clipped': ClipPPOLoss takes the larger of the clipped and unclipped "
+                              "value errors")  # fmt: skip
 
 
 def _sac(x: Export) -> None:

@@ -63,7 +63,12 @@ def skrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
 
 
 def torchrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
-    """Arguments of ``DQNLoss``, its value estimator, ``EGreedyModule``, Adam and rlplug's TorchRL loop."""
+    """Arguments of ``DQNLoss``, its value estimator, ``EGreedyModule``, Adam and rlplug's TorchRL loop.
+
+    ``epsilon_per_step`` (rlplug's, default true): epsilon follows its schedule at every environment step,
+    as on skrl; false sets it once per collected batch of ``train_every`` steps, the way TorchRL's
+    ``EGreedyModule.step(frames)`` is driven from a collector loop.
+    """
     _check_common(hp)
     schedule, schedule_kwargs = _lr_schedule(hp, recipe)
     return {
@@ -80,6 +85,9 @@ def torchrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
         "eps_init": hp["epsilon_start"],
         "eps_end": hp["epsilon_end"],
         "annealing_num_steps": hp["epsilon_decay_steps"],
+        # rlplug, not upstream: epsilon recomputed at every env step (skrl's DQN), not once per collected batch
+        # (TorchRL's EGreedyModule.step(frames) in a collector loop); PerStepEGreedyModule in torchrl_backend
+        "epsilon_per_step": True,
         "hidden_sizes": list(hp["hidden_sizes"]),
         "activation": hp["activation"],
     }

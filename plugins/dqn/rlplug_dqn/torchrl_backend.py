@@ -6,7 +6,8 @@ by an ``EGreedyModule`` (uniformly random actions for the first ``learning_start
 the batches go into a ``TensorDictReplayBuffer``, and every gradient step samples it, sums the
 registered loss's optimised terms (``build.loss_entry.terms``; ``DQNLoss`` has one, ``"loss"``),
 clips the gradient norm, steps Adam and then the target updater. Epsilon follows the same
-``LinearSchedule`` over transitions as the skrl backend, set after every collected batch.
+``LinearSchedule`` over transitions as the skrl backend, recomputed at every environment step as
+skrl's DQN does (``epsilon_per_step``; false: once per collected batch).
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ from tensordict import TensorDictBase
 from tensordict.nn import TensorDictSequential
 from torch import nn
 from torchrl.data import TensorDictReplayBuffer
+from torchrl.envs import ExplorationType
+from torchrl.envs.utils import exploration_type
 from torchrl.modules import EGreedyModule
 from torchrl.objectives import DQNLoss
 from torchrl.objectives.utils import distance_loss
@@ -128,6 +131,30 @@ def build_target_updater(build: Build) -> Any:
     return loss_target_update(build, build.loss)
 
 
+# ---- exploration --------------------------------------------------------------------------------
+
+
+class PerStepEGreedyModule(EGreedyModule):
+    """``EGreedyModule`` whose epsilon is ``schedule(t)`` at the t-th transition, set on every call, as
+    skrl's DQN recomputes it at every environment step. Upstream's epsilon moves only when ``step(frames)``
+    is called, once per collected batch in a collector loop (``epsilon_per_step = false`` does that).
+
+    ``frames`` counts the transitions acted on; the trainer sets it to its own count after each batch
+    and after a resume (the collector's random warm-up does not call the policy), so it is not saved.
+    """
+
+    def __init__(self, *args: Any, schedule: LinearSchedule, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.schedule = schedule
+        self.frames = 0
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        if exploration_type() in (ExplorationType.RANDOM, None):
+            self.eps.fill_(self.schedule(self.frames))
+            self.frames += max(1, tensordict.batch_size.numel())  # one transition per env
+        return super().forward(tensordict)
+
+
 # ---- trainer ------------------------------------------------------------------------------------
 
 LR_SCHEDULERS = {"LinearLR": torch.optim.lr_scheduler.LinearLR}  # what settings can name (never eval'd)
@@ -159,20 +186,37 @@ class TorchRLDQNTrainer(TorchRLOffPolicyTrainer):
     def make_exploration_policy(self, build: Build) -> nn.Module:
         s = build.settings
         self.epsilon = LinearSchedule(s["eps_init"], s["eps_end"], s["annealing_num_steps"])
-        self.egreedy = EGreedyModule(
+        self.epsilon_per_step = s.get("epsilon_per_step", False)
+        egreedy_class, extra = (PerStepEGreedyModule, {"schedule": self.epsilon}) if self.epsilon_per_step else (EGreedyModule, {})
+        self.egreedy = egreedy_class(
             spec=self.policy.spec["action"],
             eps_init=float(s["eps_init"]),
             eps_end=float(s["eps_end"]),
             annealing_num_steps=max(1, s["annealing_num_steps"]),
+            **extra,
         ).to(build.device)
         return TensorDictSequential(self.policy, self.egreedy)
 
+    def __init__(self, build: Build) -> None:
+        super().__init__(build)
+        if self.epsilon_per_step:
+            self.egreedy.frames = 0  # the collector ran the policy once when it was built, to read its outputs
+
     def after_batch(self, frames: int) -> None:
-        """Epsilon for the next batch, from the transitions collected so far (O(1), unlike ``step(frames)``)."""
+        """Epsilon for the next batch, from the transitions collected so far (O(1), unlike ``step(frames)``);
+        per step, the module's count of transitions, which then moves on by itself."""
+        if self.epsilon_per_step:
+            self.egreedy.frames = self.env_steps
         self.egreedy.eps.fill_(self.epsilon(self.env_steps))
 
     def extra_metrics(self) -> dict[str, float]:
         return {"train/epsilon": float(self.egreedy.eps), "train/lr": self.optimizer.param_groups[0]["lr"]}
+
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        if self.epsilon_per_step:
+            self.egreedy.frames = self.env_steps  # the transitions counted before the checkpoint
 
 
 build_trainer = TorchRLDQNTrainer

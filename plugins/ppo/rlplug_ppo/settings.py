@@ -12,6 +12,35 @@ from typing import Any
 
 from rlplug.families import skrl_onpolicy_settings, torchrl_onpolicy_settings
 
+TORCHRL_PARITY_SETTINGS: dict[str, Any] = {
+    "advantage_norm_scope": "rollout",
+    "value_clip_mode": "clipped",
+    "kl_estimator": "k3",
+    "value_norm_update": "values_and_returns",
+    "observation_norm_update": "first_epoch",
+}
+"""Where rlplug's TorchRL PPO does what skrl's PPO does rather than what TorchRL does by default, so one
+recipe is one algorithm on both backends. Each can be set back in a recipe's ``[recipes.X.torchrl]``:
+
+* ``advantage_norm_scope``: ``"rollout"`` standardises the advantages once over the whole rollout after GAE
+  (skrl's ``compute_gae``: mean, Bessel-corrected std + 1e-8); ``"minibatch"`` lets ``ClipPPOLoss``
+  standardise each minibatch by its own statistics (TorchRL's ``normalize_advantage``).
+* ``value_clip_mode``: with ``value_clip``, ``"clipped"`` fits only the clipped prediction
+  ``old + clip(V - old, ±value_clip)`` (skrl); ``"pessimistic"`` takes the larger of the clipped and
+  unclipped errors (TorchRL's ``ClipPPOLoss``, as in OpenAI's baselines).
+* ``kl_estimator``: the approximate KL that steers ``kl_adaptive`` and ``kl_early_stop`` (and is logged as
+  ``kl_approx``): ``"k3"`` is ``mean((r - 1) - log r)``, never negative (skrl); ``"k1"`` is
+  ``mean(-log r)`` (TorchRL), unbiased but so noisy on a 512-transition rollout that a KL target of
+  0.008 reads as "too small" about as often as not.
+* ``value_norm_update`` (with ``normalize_values``): ``"values_and_returns"`` updates the running
+  statistics with the rollout's values, then its returns, and clips the critic's standardised output to
+  ±5 before denormalising it (skrl's ``RunningStandardScaler`` as its PPO applies it); ``"returns"``
+  uses the value targets only.
+* ``observation_norm_update`` (with ``normalize_observations``): ``"first_epoch"`` updates the running
+  statistics with each minibatch of the first epoch just before the loss reads it (skrl);
+  ``"after_update"`` updates them once with the whole rollout after the update.
+"""
+
 
 def skrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
     """Fields of skrl's ``PPO_CFG`` (class names as strings; the backend maps them to classes)."""
@@ -19,5 +48,6 @@ def skrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
 
 
 def torchrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
-    """Arguments of ``ClipPPOLoss``, the GAE estimator, the collector and rlplug's TorchRL loop."""
-    return {**torchrl_onpolicy_settings(hp, recipe), "value_estimator": "GAE", "normalize_advantage": True}
+    """Arguments of ``ClipPPOLoss``, the GAE estimator, the collector and rlplug's TorchRL loop, with skrl's
+    PPO semantics where TorchRL's defaults differ (``TORCHRL_PARITY_SETTINGS``)."""
+    return {**torchrl_onpolicy_settings(hp, recipe), "value_estimator": "GAE", "normalize_advantage": True, **TORCHRL_PARITY_SETTINGS}

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlplug import Build
+import torch
+from rlplug import Build, UnknownNameError
 from rlplug.backends.torchrl import TorchRLRolloutTrainer, actor_critic_modules, describe_loss, rollout_buffer
 from torchrl.data import ReplayBuffer
 from torchrl.objectives import ClipPPOLoss
@@ -41,10 +42,51 @@ def build_memory(build: Build) -> ReplayBuffer:
 # ---- loss ---------------------------------------------------------------------------------------
 
 
+VALUE_CLIP_MODES = ("clipped", "pessimistic")
+KL_ESTIMATORS = ("k3", "k1")
+
+
+def _choice(name: str, value: str, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise UnknownNameError(f"unknown {name} '{value}' (torchrl setting of ppo): expected one of {', '.join(choices)}")
+    return value
+
+
+class SettingsClipPPOLoss(ClipPPOLoss):
+    """``ClipPPOLoss`` with two of its conventions as settings, through its own overridable hooks.
+
+    ``value_clip_mode`` (with ``clip_value``): ``"clipped"`` fits the clipped prediction only, skrl's value
+    loss; ``"pessimistic"`` is upstream's ``max(clipped, unclipped)`` error. ``kl_estimator``: ``"k3"``
+    reports ``kl_approx`` as ``mean((r - 1) - log r)`` (skrl's, never negative), ``"k1"`` as upstream's
+    ``mean(-log r)``. The defaults are upstream's; the factory sets the recipe's (``rlplug_ppo.settings``).
+    """
+
+    value_clip_mode = "pessimistic"
+    kl_estimator = "k1"
+
+    def _critic_loss_inputs(
+        self, target_return: torch.Tensor, state_value: torch.Tensor, old_state_value: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        # clipping the prediction here makes upstream's clipped and unclipped errors the same number,
+        # so its max() is the clipped error (value_clip_fraction then reads 0)
+        if old_state_value is not None and self.value_clip_mode == "clipped":
+            state_value = old_state_value + (state_value - old_state_value).clamp(-self.clip_value, self.clip_value)
+        return target_return, state_value, old_state_value
+
+    def _log_weight(self, tensordict: Any, adv_shape: torch.Size) -> tuple[Any, ...]:
+        log_weight, dist, kl_approx, log_is_weight = super()._log_weight(tensordict, adv_shape)
+        if self.kl_estimator == "k3":
+            with torch.no_grad():
+                kl_approx = torch.expm1(log_weight) - log_weight
+        return log_weight, dist, kl_approx, log_is_weight
+
+
 def make_clip_loss(build: Build) -> ClipPPOLoss:
-    """The registered default loss ("clip") for ppo/torchrl: ``ClipPPOLoss`` with its value estimator."""
+    """The registered default loss ("clip") for ppo/torchrl: ``ClipPPOLoss`` (``SettingsClipPPOLoss``) with
+    its value estimator. With ``advantage_norm_scope = "rollout"`` the trainer standardises advantages
+    once per rollout, so the loss does not do it again per minibatch."""
     s = build.settings
-    loss = ClipPPOLoss(
+    loss = SettingsClipPPOLoss(
         build.models["actor"],
         build.models["critic"],
         clip_epsilon=s["clip_epsilon"],
@@ -52,9 +94,11 @@ def make_clip_loss(build: Build) -> ClipPPOLoss:
         critic_coeff=s["critic_coeff"],
         loss_critic_type=s["loss_critic_type"],
         clip_value=s["clip_value"],
-        normalize_advantage=s["normalize_advantage"],
+        normalize_advantage=s["normalize_advantage"] and s.get("advantage_norm_scope", "minibatch") == "minibatch",
         functional=False,  # the modules themselves, not parameter copies swapped in per call: ~12 % of a PPO step
     )
+    loss.value_clip_mode = _choice("value_clip_mode", s.get("value_clip_mode", "pessimistic"), VALUE_CLIP_MODES)
+    loss.kl_estimator = _choice("kl_estimator", s.get("kl_estimator", "k1"), KL_ESTIMATORS)
     estimator = s["value_estimator"]
     kwargs = {"gamma": s["gamma"]}
     if estimator.lower() in ("gae", "tdlambda"):

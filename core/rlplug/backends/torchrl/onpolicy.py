@@ -147,6 +147,27 @@ class LearningRateSchedule:
         self.base_lrs = [float(lr) for lr in state["base_lrs"]]
 
 
+# ---- where the loop follows skrl's PPO (rlplug_ppo.settings.TORCHRL_PARITY_SETTINGS) -----------------
+
+ADVANTAGE_NORM_SCOPES = ("minibatch", "rollout")
+VALUE_NORM_UPDATES = ("returns", "values_and_returns")
+OBSERVATION_NORM_UPDATES = ("after_update", "first_epoch")
+
+
+def setting_choice(settings: Mapping[str, Any], name: str, choices: tuple[str, ...]) -> str:
+    """``settings[name]`` (the first choice when absent: the loop's behaviour before the setting existed),
+    refused with one line when it is none of ``choices``."""
+    value = settings.get(name, choices[0])
+    if value not in choices:
+        raise UnknownNameError(f"unknown {name} '{value}': expected one of {', '.join(choices)}" + did_you_mean(value, choices))
+    return value
+
+
+def standardise_advantages(advantage: torch.Tensor) -> torch.Tensor:
+    """skrl's ``compute_gae`` standardisation, over the whole rollout: mean 0, std 1 (Bessel-corrected, + 1e-8)."""
+    return (advantage - advantage.mean()) / (advantage.std() + 1e-8)
+
+
 def loss_state(loss: nn.Module, state: Mapping[str, Any]) -> Mapping[str, Any]:
     """A saved loss state as ``loss`` names it. A functional TorchRL loss keeps its networks' parameters as
     ``actor_network_params.*`` / ``critic_network_params.*``; the same loss built with ``functional=False``
@@ -173,10 +194,12 @@ class TorchRLRolloutTrainer(TrainerBase):
     Settings read: ``frames_per_batch``, ``num_epochs``, ``max_grad_norm``, ``lr``,
     ``normalize_values``, and when the algorithm declares them ``lr_schedule`` / ``kl_target`` /
     ``total_updates``, ``kl_early_stop``, ``normalize_observations`` and ``bootstrap_truncated``
-    (without it a time-limit cut ends the return). The keys are a single-agent env's; a multi-agent
-    cell sets ``observation_key``, ``value_key``, ``action_key``, ``done_key`` and ``terminated_key``
-    to its group's before ``__init__`` and overrides ``make_env``, ``step_rewards``,
-    ``observation_batch`` and ``raw_envs``.
+    (without it a time-limit cut ends the return), and ``advantage_norm_scope`` (with
+    ``normalize_advantage``), ``value_norm_update`` and ``observation_norm_update``: absent, the loop
+    behaves as before they existed; PPO sets skrl's semantics (``rlplug_ppo.settings``). The keys
+    are a single-agent env's; a multi-agent cell sets ``observation_key``, ``value_key``,
+    ``action_key``, ``done_key`` and ``terminated_key`` to its group's before ``__init__`` and
+    overrides ``make_env``, ``step_rewards``, ``observation_batch`` and ``raw_envs``.
     """
 
     hook_loop = LOOPS["torchrl", "on-policy"]
@@ -214,8 +237,14 @@ class TorchRLRolloutTrainer(TrainerBase):
         # normalize_values: the critic learns standardised returns (targets of a stable scale whatever
         # the reward scale), GAE needs returns in reward units. So: critic output -> denormalise ->
         # GAE -> update the statistics with the new returns -> standardise targets and old values
-        # with them for the critic loss (and its value clip). skrl's value preprocessor does the same.
+        # with them for the critic loss (and its value clip). value_norm_update = "values_and_returns"
+        # is skrl's value preprocessor exactly: statistics from the values too, +-5 clip on the way out.
         self.value_normalizer = RunningNormalizer(1).to(build.device) if s["normalize_values"] else None
+        self.value_norm_update = setting_choice(s, "value_norm_update", VALUE_NORM_UPDATES)
+        self.observation_norm_update = setting_choice(s, "observation_norm_update", OBSERVATION_NORM_UPDATES)
+        self.rollout_advantage_norm = bool(s.get("normalize_advantage")) and (
+            setting_choice(s, "advantage_norm_scope", ADVANTAGE_NORM_SCOPES) == "rollout"
+        )
 
         # loss.parameters() rather than the models': a registered loss may own extra parameters
         self.optimizer = torch.optim.Adam(self.loss.parameters(), lr=s["lr"])
@@ -245,7 +274,7 @@ class TorchRLRolloutTrainer(TrainerBase):
         extend_quietly(self.memory, batch.reshape(-1))
         self.hooks.pre_optim_steps()
         metrics = self._update(batch)
-        if self.observation_normalizer is not None:
+        if self.observation_normalizer is not None and self.observation_norm_update == "after_update":
             # after the update: the batch was collected and optimised under the same statistics,
             # so the first minibatch's probability ratios are exactly 1
             self.observation_normalizer.update(batch[self.observation_key])
@@ -271,6 +300,9 @@ class TorchRLRolloutTrainer(TrainerBase):
         observations = {key: torch.stack([batch[key], batch["next", key]]) for key in self.observation_keys}
         values = self.critic(TensorDict(observations, batch_size=[2, *batch.shape]))[self.value_key]
         if self.value_normalizer is not None:
+            if self.value_norm_update == "values_and_returns":
+                # skrl's inverse scaling clips the standardised prediction to the scaler's +-5 first
+                values = values.clamp(-self.value_normalizer.clip, self.value_normalizer.clip)
             values = self.value_normalizer.denormalize(values)
         batch[self.value_key], batch["next", self.value_key] = values[0], values[1]
         if not self.bootstrap_truncated:
@@ -280,14 +312,24 @@ class TorchRLRolloutTrainer(TrainerBase):
         with set_skip_existing(True):
             self.loss.value_estimator(batch)
         if self.value_normalizer is not None:
-            self.value_normalizer.update(batch["value_target"])
-            batch["value_target"] = self.value_normalizer(batch["value_target"])
-            batch[self.value_key] = self.value_normalizer(batch[self.value_key])
+            if self.value_norm_update == "values_and_returns":
+                # skrl's order: statistics updated with the values, values standardised, then the same
+                # with the returns (so the two are standardised with slightly different statistics)
+                self.value_normalizer.update(batch[self.value_key])
+                batch[self.value_key] = self.value_normalizer(batch[self.value_key])
+                self.value_normalizer.update(batch["value_target"])
+                batch["value_target"] = self.value_normalizer(batch["value_target"])
+            else:
+                self.value_normalizer.update(batch["value_target"])
+                batch["value_target"] = self.value_normalizer(batch["value_target"])
+                batch[self.value_key] = self.value_normalizer(batch[self.value_key])
+        if self.rollout_advantage_norm:
+            batch["advantage"] = standardise_advantages(batch["advantage"])
 
     def _update(self, batch: TensorDict) -> dict[str, float]:
         logged: list[list[torch.Tensor]] = []  # per optimised minibatch, self.logged_terms in order
         stopped_early = False
-        for _ in range(self.num_epochs):
+        for epoch in range(self.num_epochs):
             epoch_batch = self.hooks.pre_epoch(batch)
             if self.hooks.has("pre_epoch"):  # a hook prepared the epoch's data (TorchRL's ValueEstimatorHook)
                 extend_quietly(self.memory, epoch_batch.reshape(-1))
@@ -297,6 +339,9 @@ class TorchRLRolloutTrainer(TrainerBase):
                 if stop:
                     continue  # drain the sampler so the next epoch starts on a fresh permutation
                 minibatch = self.hooks.process_optim_batch(minibatch)
+                if epoch == 0 and self.observation_normalizer is not None and self.observation_norm_update == "first_epoch":
+                    # skrl: each minibatch of the first epoch updates the statistics just before it is read
+                    self.observation_normalizer.update(minibatch[self.observation_key])
                 out = self.hooks.process_loss(minibatch, self.loss(minibatch))
                 if "kl_approx" in out.keys():
                     epoch_kl.append(out["kl_approx"].detach())

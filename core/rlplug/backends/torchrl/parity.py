@@ -73,7 +73,8 @@ LOSSES: dict[str, Table] = {
         **_PPO_COMMON,
         "entropy_coeff": Setting("entropy_coeff", differs=KNOWN_DIFFERENCE),
         "normalize_advantage": Setting("normalize_advantage", differs="skrl's PPO standardises advantages too (reference §5.1): "
-                                       "one recipe trains the same on both backends"),
+                                       "one recipe trains the same on both backends; with advantage_norm_scope = 'rollout' "
+                                       "(skrl's) rlplug's loop does it once per rollout and the loss gets False"),
     },
     "MAPPOLoss": {
         **_PPO_COMMON,
