@@ -48,6 +48,41 @@ def test_a_bad_value_gets_rlplugs_line_and_exit_2(tmp_path):
     assert_one_line_error(result, "hyperparameter 'learning_rate' must be float, got str 'abc'")
 
 
+HOOKS = "hooks=[{hook: log_scalar}, {hook: early_stopping, monitor: batch/next.reward_mean, patience: 2}]"
+
+
+def test_cfg_job_shows_the_hooks_field_and_takes_hooks_in_hydras_grammar(tmp_path):
+    assert "\nhooks: []\n" in run_hydra("recipe=ppo-cartpole", "--cfg", "job", cwd=tmp_path).stdout  # a field to replace
+    result = run_hydra("recipe=ppo-cartpole", HOOKS, "--cfg", "job", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert ("hooks:\n- hook: log_scalar\n- hook: early_stopping\n  monitor: batch/next.reward_mean\n  patience: 2\n"
+            in result.stdout), result.stdout
+
+
+@pytest.mark.parametrize(("hooks", "expected"), [
+    ("[{hook: early_stoping}]", "recipe 'ppo-cartpole': 'hooks'[0]: unknown hook 'early_stoping' (did you mean 'early_stopping'?)"),
+    ("[{hook: log_scalar}, {hook: early_stopping, patiense: 3}]",
+     "'hooks'[1]: early_stopping takes no argument 'patiense' (did you mean 'patience'?)"),
+])  # fmt: skip
+def test_a_bad_hook_gets_rlplugs_line_and_exit_2(tmp_path, hooks, expected):
+    assert_one_line_error(run_hydra("recipe=ppo-cartpole", f"hooks={hooks}", cwd=tmp_path), expected)
+
+
+@pytest.mark.slow
+def test_a_hook_set_in_hydra_runs_in_the_job(tmp_path):
+    """The early stopping of tests/test_trainer_hooks.py, set from Hydra: CartPole's reward is always 1, so it stops
+    after the third 64-step iteration of a 2048-step budget."""
+    result = run_hydra("recipe=ppo-cartpole", "steps=2048", "num_envs=2", "hyperparameters.rollout_steps=32",
+                       "hyperparameters.epochs=2", "hyperparameters.hidden_sizes=[16,16]", "eval_episodes=1", HOOKS,
+                       cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    (job,) = (tmp_path / "runs" / "hydra").iterdir()
+    run_dir = job / "ppo-cartpole-skrl"
+    assert json.loads((run_dir / "recipe.json").read_text())["recipe"]["hooks"] == [
+        {"hook": "log_scalar"}, {"hook": "early_stopping", "monitor": "batch/next.reward_mean", "patience": 2}]
+    assert json.loads((run_dir / "summary.json").read_text())["steps"] == 192
+
+
 @pytest.mark.slow
 def test_a_run_is_an_ordinary_run_directory_beside_hydras_record(tmp_path):
     result = run_hydra("recipe=ppo-cartpole", "steps=256", "num_envs=2", "hyperparameters.learning_rate=3e-4",

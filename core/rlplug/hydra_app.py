@@ -3,7 +3,8 @@
 Every known recipe is a config group option (``recipe=ppo-cartpole``) whose node is the resolved recipe with
 every hyperparameter at its value or its default, so ``--cfg job``, ``--help`` and tab completion show each
 field; overrides use Hydra's grammar (``hyperparameters.learning_rate=3e-4 seed=1 backend=torchrl``,
-``+torchrl.minibatch_size=256`` for a raw backend setting the recipe does not set). A job hands the fields
+``+torchrl.minibatch_size=256`` for a raw backend setting the recipe does not set; training hooks as a list of
+tables, ``'hooks=[{hook: early_stopping, monitor: batch/next.reward_mean, patience: 3}]'``). A job hands the fields
 that differ from the recipe to ``rlplug train`` as ``--set`` overrides, so rlplug's own schema, domains and
 one-line errors apply unchanged, and it trains into an ordinary run directory beside Hydra's ``.hydra/``
 record: ``<hydra output dir>/<recipe>-<backend>/``. ``--multirun`` works on any Hydra launcher (basic,
@@ -32,7 +33,8 @@ HYDRA_DEFAULTS = {
         "header": "rlplug-hydra: train an rlplug recipe, configured and swept with Hydra",
         "footer": "recipe=NAME picks the recipe (every one is listed under 'recipe' above); its fields are overridden in "
                   "Hydra's grammar (hyperparameters.learning_rate=3e-4 seed=1 backend=torchrl, +torchrl.minibatch_size=256),"
-                  " checked by rlplug's schema. --multirun sweeps; hydra/launcher=submitit_local, submitit_slurm or "
+                  " training hooks as a list ('hooks=[{hook: early_stopping, monitor: batch/next.reward_mean, patience: 3}]'),"
+                  " all checked by rlplug's schema. --multirun sweeps; hydra/launcher=submitit_local, submitit_slurm or "
                   "rlplug_ray runs the jobs elsewhere. Each job writes an rlplug run directory beside .hydra/.",
     },
 }
@@ -53,11 +55,13 @@ def open_session() -> Any:
 
 def recipe_node(session: Any, ref: str) -> dict[str, Any]:
     """The resolved recipe as a config node: the table `rlplug show` prints, hyperparameters with defaults,
-    and an empty table for each backend's raw settings so ``+torchrl.KEY=V`` has a place to go."""
+    ``hooks`` (an empty list for a recipe that names none, so ``hooks=[...]`` replaces it like any field) and an
+    empty table for each backend's raw settings so ``+torchrl.KEY=V`` has a place to go."""
     recipe = session.resolve(ref)
     spec = session.host.algorithm(recipe.algorithm)
     table = recipe.to_table()
     table["hyperparameters"] = {**spec.defaults(), **recipe.hyperparameters}
+    table.setdefault("hooks", [])
     for backend in spec.backends:
         table.setdefault(backend, {})
     return table
