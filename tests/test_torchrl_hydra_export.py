@@ -252,3 +252,73 @@ def test_out_replaces_an_earlier_export_and_never_a_users_file(tmp_path, capsys)
     ours = tmp_path / "td3.yaml"
     assert export("td3-pendulum", ours) == 0 and export("td3-pendulum", ours) == 0  # its own earlier export: replaced
     assert ours.read_text().startswith("# TorchRL ")
+
+
+# ---- a recipe's hooks in the trainer config's hooks list -------------------------------------------------------
+
+LOGGED = '{hook = "log_scalar"}, {hook = "early_stopping", monitor = "batch/next.reward_mean", patience = 1}'
+SMALL_PPO = ["--set", "num_envs=2", "--set", "hyperparameters.rollout_steps=64"]  # 128 frames a batch
+
+
+def sections(text):
+    """(notes, dropped lines, approximated lines, body as a dict) of an exported file."""
+    import yaml
+
+    header, body = text.split("\ndefaults:\n")
+    notes, rest = header.split("# Dropped")
+    dropped, approximated = rest.split("# Approximated:")
+    return notes, dropped.splitlines()[1:], approximated.splitlines(), yaml.safe_load("defaults:\n" + body)
+
+
+def test_recipe_hooks_become_the_trainer_configs_hooks_or_are_listed_as_dropped(tmp_path):
+    hooks = (f'hooks=[{LOGGED}, {{hook = "reward_scaling"}}, {{hook = "early_stopping"}}, '
+             '{hook = "torchrl.trainers.LogScalar", key = ["next", "done"], logname = "done", name = "d"}, '
+             '{hook = "torchrl.trainers.UTDRHook"}, {hook = "torchrl.trainers.LogTiming", dest = "pre_steps_log"}]')
+    assert export("ppo-cartpole", tmp_path / "ppo.yaml", *SMALL_PPO, "--set", hooks) == 0
+    notes, dropped, approximated, cfg = sections((tmp_path / "ppo.yaml").read_text())
+    assert cfg["trainer"]["hooks"] == ["${hook0}", "${hook1}", "${hook2}"]
+    reward = {"_target_": "builtins.tuple", "_args_": [["next", "reward"]]}  # a nested key, instantiated as a tuple
+    assert cfg["hook0"] == {"_target_": "torchrl.trainers.LogScalar", "key": reward, "logname": "batch/next.reward_mean",
+                            "include_std": False, "reduction": "mean"}  # fmt: skip
+    assert {"hook@hook1": "early_stopping"} in cfg["defaults"]  # TorchRL's own hook config group
+    assert cfg["hook1"] == {"monitor": "batch/next.reward_mean", "mode": "max", "min_delta": 0.0, "patience": 128,
+                            "wait_for": 0, "check_finite": True}  # 1 report = one 128-frame batch  # fmt: skip
+    assert cfg["hook2"]["_target_"] == "torchrl.trainers.LogScalar" and cfg["hook2"]["logname"] == "done"
+    assert "whose patience counts frames: 1 report(s) x 128 frames" in notes
+    hook_lines = [line for line in dropped if "hooks[" in line]
+    assert [line.split(" = ")[0] for line in hook_lines] == ["#   - hooks[2]", "#   - hooks[3]", "#   - hooks[5]", "#   - hooks[6]"]
+    for index, why in ((2, "TorchRL has no hook of its meaning: RewardNormalizer"), (3, "monitors 'train/episode_return', which no hook"),
+                       (5, "UTDRHook is built with the trainer it works on"), (6, "registers at 'pre_steps_log'; a trainer config")):
+        assert why in hook_lines[[2, 3, 5, 6].index(index)]
+    assert any("hooks[4] name = 'd': registered as 'log_done'" in line for line in approximated)
+
+
+def test_off_policy_and_offline_hooks(tmp_path, random_dataset):
+    assert export("sac-pendulum", tmp_path / "sac.yaml", "--set", f"hooks=[{LOGGED}]") == 0
+    notes, _, approximated, cfg = sections((tmp_path / "sac.yaml").read_text())
+    assert cfg["hook1"]["patience"] == 1000  # one report per log_every = 1000 env steps
+    assert any("TorchRL's EarlyStopping checks the metric after every collected batch (1 frame)" in a for a in approximated)
+    dataset = random_dataset("Pendulum-v1")
+    assert export("iql-pendulum-medium", tmp_path / "iql.yaml", "--set", f"dataset={dataset}", "--set", f"hooks=[{LOGGED}]") == 0
+    _, dropped, _, cfg = sections((tmp_path / "iql.yaml").read_text())
+    assert "hooks" not in cfg["trainer"]
+    assert sum("TorchRL's offline trainers call it on the online frames they collect" in line for line in dropped) == 2
+
+
+@pytest.mark.slow
+def test_torchrls_trainer_registers_the_exported_hooks_and_stops_early(tmp_path, monkeypatch):
+    """The early stopping of tests/test_trainer_hooks.py in TorchRL's own PPOTrainer: CartPole's reward is always 1,
+    so the first batch sets the best value and the second, no better, stops training at 256 of 1024 frames."""
+    import hydra
+    import torchrl.trainers.algorithms.configs  # noqa: F401
+
+    monkeypatch.chdir(tmp_path)  # the file's CSV logger writes under ./torchrl_logs
+    assert export("ppo-cartpole", tmp_path / "ppo.yaml", *SMALL_PPO, "--set", f"hooks=[{LOGGED}]") == 0
+    overrides = ["collector.total_frames=1024", "trainer.num_epochs=1", "trainer.progress_bar=false"]
+    with hydra.initialize_config_dir(config_dir=str(tmp_path), version_base=None):
+        cfg = hydra.compose(config_name="ppo", overrides=overrides)
+    trainer = hydra.utils.instantiate(cfg.trainer)
+    assert {"log_batch/next.reward_mean", "early_stopping"} <= set(trainer._modules)
+    trainer.train()
+    assert trainer.collected_frames == 256 and trainer._log_dict["batch/next.reward_mean"] == [1.0, 1.0]
+    assert trainer._stop_reason == "Monitored metric 'batch/next.reward_mean' did not improve for 128 frames."

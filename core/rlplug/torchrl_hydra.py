@@ -13,7 +13,9 @@ TorchRL settings (``rlplug show``'s ``[torchrl]`` table, the one the parity tabl
 
 What TorchRL 0.14.1's trainers cannot do that the recipe asks for (observation normalisation, KL-adaptive or
 scheduled learning rates, per-network learning rates, an offline-only loop, ...) is listed in the file's header
-as dropped or approximated, with the reason. Offline recipes (IQL, CQL) get their dataset written beside the
+as dropped or approximated, with the reason. The recipe's ``hooks`` go into the trainer config's ``hooks`` list
+(``rlplug.torchrl_hydra_hooks``: TorchRL's hooks as given, rlplug's named hooks as TorchRL's of the same meaning
+or dropped). Offline recipes (IQL, CQL) get their dataset written beside the
 file in TorchRL's transition layout (``FILE.dataset.pt``, a pickled TensorDict ``torch.load`` reads), which
 pre-fills the trainer's replay buffer.
 
@@ -30,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import RlplugError
+from .torchrl_hydra_hooks import OFF_POLICY, OFFLINE, ON_POLICY, export_hooks
 
 TORCHRL_VERSION = "0.14.1"
 NO_TRAINER = {
@@ -457,6 +460,8 @@ def _target_entropy(x: Export, value: Any) -> float:
 BUILDERS: dict[str, Callable[[Export], None]] = {
     "ppo": _ppo, "sac": _sac, "dqn": _dqn, "td3": _td3, "ddpg": _ddpg, "iql": _iql, "cql": _cql,
 }  # fmt: skip
+ON_POLICY_BUILDERS = ("ppo",)
+"""The builders whose trainer steps once per collected batch, as rlplug's on-policy iteration does."""
 
 
 def export_config(recipe: Any, settings: dict[str, Any], source: str, out: Path | None) -> str:
@@ -479,6 +484,7 @@ def export_config(recipe: Any, settings: dict[str, Any], source: str, out: Path 
         raise ExportError(f"--format hydra: TorchRL {TORCHRL_VERSION}'s {recipe.algorithm} trainer config builds a "
                           f"continuous-action loss; '{recipe.env}' has discrete actions")  # fmt: skip
     BUILDERS[recipe.algorithm](x)
+    export_hooks(x, OFFLINE if recipe.dataset else ON_POLICY if recipe.algorithm in ON_POLICY_BUILDERS else OFF_POLICY)
     if recipe.dataset:
         if out is None:
             raise ExportError("--format hydra: an offline recipe needs --out FILE.yaml (its dataset is written beside it)")
