@@ -196,3 +196,18 @@ def test_a_recorded_pair_is_judged_against_the_zoo_score_and_cites_it(session):
     assert recipe.target == zoo_target(pair["zoo_score"], pair["random_return"])
     assert pair["random_return"] < recipe.target < pair["zoo_score"]
     assert recipe.reference["value"] == pair["zoo_score"] and "Zoo" in recipe.reference["source"]
+
+
+def test_bench_from_runs_judges_a_zoo_pair_by_its_verification_record():
+    """A Zoo run trained before its pair's record existed (target: Gymnasium's threshold, or 0) is judged by
+    the record as it is now; a first-party run keeps the target it was trained with."""
+    from rlplug.cli.bench import judged_by
+    from rlplug.zoo import verified, zoo_target
+
+    pair = verified()["sac/Pendulum-v1"]
+    runs = [({"seed": s, "eval_return_mean": r, "target": 0.0, "passed": False}, {"target": 0.0}) for s, r in ((0, -120.0), (1, -400.0))]
+    summaries, target, reference = judged_by("zoo:sac/Pendulum-v1@1", runs)
+    assert target == zoo_target(pair["zoo_score"], pair["random_return"]) and reference["value"] == pair["zoo_score"]
+    assert [s["passed"] for s in summaries] == [True, False] and all(s["target"] == target for s in summaries)
+    kept, target, _ = judged_by("sac-pendulum@1", runs)
+    assert target == 0.0 and [s["passed"] for s in kept] == [False, False]

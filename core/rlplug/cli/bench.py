@@ -146,15 +146,35 @@ def bench_from_runs(args: argparse.Namespace) -> int:
             seeds = [summary.get("seed") for summary, _ in variant]
             if len(set(seeds)) < len(seeds):
                 note(f"{ref}{label} on {backend}: seeds {seeds} repeat; each run counts once")
-            recipe = variant[0][1]
-            data.append(aggregate([summary for summary, _ in variant], recipe=ref + label, backend=backend, seeds=seeds,
-                                  tier=recipe.get("tier"), reference=recipe.get("reference"), target=recipe.get("target")))
+            summaries, target, reference = judged_by(ref, variant)
+            data.append(aggregate(summaries, recipe=ref + label, backend=backend, seeds=seeds,
+                                  tier=variant[0][1].get("tier"), reference=reference, target=target))
     if args.report:
         from ..report import check_report_paths
 
         check_report_paths(Path(args.report))
         write_bench_report(Path(args.report), data, 1)
     return print_rows(args, data)
+
+
+def judged_by(ref: str, runs: list[tuple[dict[str, Any], dict[str, Any]]]) -> tuple[list[dict[str, Any]], Any, Any]:
+    """The runs' summaries and the target and reference their row is judged by: the trained recipe's, except
+    for a ``zoo:`` pair, whose target and Zoo reference come from its verification record
+    (``rlplug/zoo/verified.toml``) as it is now (they judge the training, they are not part of it): each
+    seed's return is then judged against that target."""
+    from ..recipes import is_zoo_name
+    from ..seeded import _value
+
+    summaries, recipe = [summary for summary, _ in runs], runs[0][1]
+    name = ref.partition("@")[0]
+    if not is_zoo_name(name):
+        return summaries, recipe.get("target"), recipe.get("reference")
+    from ..zoo import recipe_table
+
+    table, _ = recipe_table(name)
+    target = table.get("target")
+    rejudged = [{**s, "target": target, "passed": _value(s) is not None and float(_value(s)) >= float(target)} for s in summaries]
+    return rejudged, target, table.get("reference")
 
 
 def variants(runs: list[tuple[dict[str, Any], dict[str, Any]]]) -> list[tuple[str, list[Any]]]:
