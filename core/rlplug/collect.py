@@ -19,7 +19,7 @@ from .envs import env_errors, make_checked, probe_spaces
 from .errors import NoReplayMemoryError
 from .evaluation import EVAL_SEED_OFFSET
 from .hookspecs import Build
-from .jsonfiles import read_json_object
+from .util.jsonfiles import read_json_object
 
 REFERENCE_EPISODES = 20
 """Episodes behind each reference return (random policy, expert policy)."""
@@ -241,7 +241,7 @@ def _from_run(session: Any, run_dir: str | Path, name: str, expert_run: str | Pa
 def declared(session: Any, name: str) -> dict[str, Any]:
     """A ``[datasets.NAME]`` table, checked and with defaults filled in."""
     from .schema import check_type
-    from .suggest import did_you_mean
+    from .util.suggest import did_you_mean
 
     tables = session.book.datasets
     if name not in tables:

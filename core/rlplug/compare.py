@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import CompareError, RunDirError
-from .jsonfiles import read_json_object
+from .util.jsonfiles import read_json_object
 from .recipes import task_label
 
 RECIPE_FILE, METRICS_FILE, SUMMARY_FILE = "recipe.json", "metrics.csv", "summary.json"
@@ -151,7 +151,7 @@ def find_runs(recipe: str, runs_dir: str | Path = "runs") -> list[Path]:
         elif isinstance(table.get("name"), str):
             others.add(table["name"])
     if not found:
-        from .suggest import did_you_mean
+        from .util.suggest import did_you_mean
 
         seen = f"; it holds runs of {', '.join(sorted(others))}" if others else "; it holds no runs"
         raise CompareError(f"no runs of recipe '{recipe}' under {runs_dir}{did_you_mean(name, sorted(others))}{seen}")

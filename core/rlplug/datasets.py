@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from .errors import RlplugError
-from .jsonfiles import read_json_object
+from .util.jsonfiles import read_json_object
 from .outputs import DATASET, check_output, swap_in_dir, writing
 
 FORMAT = 1

@@ -24,7 +24,7 @@ from .hookspecs import API_VERSION, RlplugSpec
 from .losses import LossRegistry
 from .recipes import _entry_from_table
 from .schema import AlgorithmSpec, declaration_problems
-from .suggest import did_you_mean
+from .util.suggest import did_you_mean
 
 GROUP = "rlplug.plugins"
 FIRST_PARTY = frozenset(f"rlplug-{a}" for a in ("ppo", "sac", "dqn", "td3", "ddpg", "iql", "cql", "mappo", "td3bc"))

@@ -20,7 +20,7 @@ from typing import Any
 
 from .errors import RecipeError, RlplugError, SpaceError, UnknownNameError
 from .hookspecs import hookimpl
-from .suggest import did_you_mean
+from .util.suggest import did_you_mean
 
 HOW_TO_REGISTER = (
     "a plugin registers one with the rlplug_register_encoders hook "

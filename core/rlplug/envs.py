@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import EnvModuleError, RecipeError, RlplugError, SpaceError, SuiteMissingError, UnknownNameError
-from .suggest import did_you_mean
+from .util.suggest import did_you_mean
 
 # ---- suites that need an optional extra -------------------------------------------------------------
 

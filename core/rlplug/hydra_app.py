@@ -97,7 +97,7 @@ def run_job(cfg: Any) -> float:
 
     from .cli import main as rlplug_main
     from .errors import RunDirError
-    from .jsonfiles import read_json_object
+    from .util.jsonfiles import read_json_object
     from .runs.rundir import SUMMARY_FILE
 
     hydra = HydraConfig.get()

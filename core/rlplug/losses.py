@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import LossRegistrationError
-from .suggest import did_you_mean
+from .util.suggest import did_you_mean
 
 
 @dataclass(frozen=True)

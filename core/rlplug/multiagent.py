@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import BackendMissingError, SpaceError, UnknownNameError
-from .suggest import did_you_mean
+from .util.suggest import did_you_mean
 
 FAMILIES = ("mpe", "vmas")
 VMAS_DEFAULT_MAX_STEPS = 100

@@ -17,7 +17,7 @@ from .multiagent import check_env_kind, is_multiagent_env, probe_multiagent_spac
 from .recipes import Recipe, RecipeBook, check_fields, first_party_registry
 from .schema import AlgorithmSpec, check_type
 from .space import check_search
-from .suggest import did_you_mean
+from .util.suggest import did_you_mean
 
 STAGES = (
     ("models", "rlplug_build_models"),
@@ -136,7 +136,7 @@ class Session:
 
         ``check_stage(slot, hook_name, value)`` sees each stage's result (the conformance kit's checks).
         """
-        from .rng import seed_all
+        from .util.rng import seed_all
 
         seed_all(build.seed)  # so every stage, a user's override too, starts from the recipe's seed
         for slot, hook_name in STAGES:

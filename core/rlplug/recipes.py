@@ -20,7 +20,7 @@ from typing import Any
 from .errors import RecipeError, UnknownNameError
 from .limits import MAX_EXTENDS_DEPTH, MAX_NESTING, MAX_RECIPE_FILE_BYTES, nesting_depth
 from .schema import Param
-from .suggest import did_you_mean
+from .util.suggest import did_you_mean
 
 TARGET_METRICS = ("return", "normalised_score")
 TIERS = ("quick", "full")

@@ -16,7 +16,7 @@ from typing import Any
 
 from .errors import RecipeError, UnknownNameError
 from .schema import AlgorithmSpec, Param, Search, choice_text
-from .suggest import did_you_mean
+from .util.suggest import did_you_mean
 
 
 @dataclass

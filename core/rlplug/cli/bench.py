@@ -25,7 +25,7 @@ from typing import Any
 from ..errors import RecipeError, RlplugError, RunDirError, UnknownNameError
 from ..recipes import file_stem
 from ..seeded import aggregate, check_jobs, ci_text, parse_seeds, reference_text, result_text, seeds_text, target_text, wall_text
-from ..suggest import did_you_mean
+from ..util.suggest import did_you_mean
 from ..tables import format_table
 from .common import note, open_session, print_json
 from .dataset import ensure_dataset
@@ -113,7 +113,7 @@ def bench_from_runs(args: argparse.Namespace) -> int:
     """The seeded table from run directories trained anywhere (a Hydra sweep, a cluster): every finished run
     (``summary.json``) under the folders given is one seed of its (recipe, backend) row; a run without a
     summary (still training, or killed) is left out with a note."""
-    from ..jsonfiles import read_json_object
+    from ..util.jsonfiles import read_json_object
     from ..runs.rundir import RECIPE_FILE, SUMMARY_FILE
 
     given = [o for o in TRAINING_OPTIONS if getattr(args, o) not in (None, False, [], ())]

@@ -20,7 +20,7 @@ class Parser(argparse.ArgumentParser):
         message = " ".join(str(message).split())
         choice = re.fullmatch(r"argument (\S+): invalid choice: '([^']*)' \(choose from (.*)\)", message)
         if choice:
-            from ..suggest import did_you_mean
+            from ..util.suggest import did_you_mean
 
             options = re.findall(r"'([^']*)'", choice.group(3))
             message = f"argument {choice.group(1)}: invalid choice '{choice.group(2)}'" + did_you_mean(choice.group(2), options)
@@ -38,7 +38,7 @@ class Parser(argparse.ArgumentParser):
             hint = ""
             flag = next((e.split("=", 1)[0] for e in extras if e.startswith("--")), None)
             if flag:
-                from ..suggest import did_you_mean
+                from ..util.suggest import did_you_mean
 
                 close = did_you_mean(flag, getattr(parsed, "command_options", ()))
                 hint = close if "did you mean" in close else ""

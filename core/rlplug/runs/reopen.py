@@ -46,7 +46,7 @@ def open_run(session: Any, run_dir: Path, device: str = "cpu", need_checkpoint: 
         state = saved_ranks[rank - 1] if 0 < rank <= len(saved_ranks) else payload["trainer"]
         load_trainer_state(build, state, saved.checkpoint)
         if rank > len(saved_ranks):
-            from ..rng import seed_all
+            from ..util.rng import seed_all
 
             seed_all(build.seed)  # else this rank would replay rank 0's actions step for step
     except BaseException:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RecipeError, UnknownNameError
-from ..suggest import did_you_mean
+from ..util.suggest import did_you_mean
 from .files import INSTALL, hyperparams_dir, load, zoo_version
 from .translate import Translation, translate
 

@@ -16,7 +16,7 @@ from torch import nn
 
 from ...datasets import DatasetError, DatasetInfo, load_data, read_info
 from ...hookspecs import Build
-from ...rng import capture_rng_state, restore_rng_state
+from ...util.rng import capture_rng_state, restore_rng_state
 from ...trainer import TrainerBase
 from .terms import TermMeans
 

@@ -18,7 +18,7 @@ from torch import nn
 
 from ...families.offpolicy import gradient_steps_due
 from ...hookspecs import Build
-from ...rng import capture_rng_state, restore_rng_state
+from ...util.rng import capture_rng_state, restore_rng_state
 from ...trainer import TrainerBase
 from ..common.seeding import configure_threads
 from ..common.terms import TermMeans

@@ -24,7 +24,7 @@ from skrl.models.torch import Model
 from skrl.resources.schedulers.torch import KLAdaptiveLR
 
 from ...hookspecs import Build
-from ...rng import capture_rng_state, restore_rng_state
+from ...util.rng import capture_rng_state, restore_rng_state
 from ...trainer import TrainerBase
 from ..common.parallel import mean_over_ranks
 from ..common.seeding import configure_threads

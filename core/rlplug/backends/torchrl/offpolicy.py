@@ -22,7 +22,7 @@ from torchrl.objectives import HardUpdate, LossModule, SoftUpdate
 
 from ...families.offpolicy import gradient_steps_due
 from ...hookspecs import Build
-from ...rng import capture_rng_state, restore_rng_state
+from ...util.rng import capture_rng_state, restore_rng_state
 from ...trainer import TrainerBase
 from ..common.seeding import configure_threads, seed_everything
 from ..common.terms import TermMeans

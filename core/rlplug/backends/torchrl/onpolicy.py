@@ -24,8 +24,8 @@ from torchrl.envs import EnvBase, ExplorationType, set_exploration_type
 
 from ...errors import UnknownNameError
 from ...hookspecs import Build
-from ...rng import capture_rng_state, restore_rng_state
-from ...suggest import did_you_mean
+from ...util.rng import capture_rng_state, restore_rng_state
+from ...util.suggest import did_you_mean
 from ...trainer import TrainerBase
 from ..common.encoders import standardised_observations
 from ..common.parallel import mean_over_ranks, sync_gradients

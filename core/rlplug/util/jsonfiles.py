@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .errors import RlplugError
+from ..errors import RlplugError
 
 
 def read_json_object(path: Path, error: type[RlplugError]) -> dict[str, Any]:
