@@ -319,7 +319,7 @@ def test_backend_ratio_groups_profile_entries_by_library(monkeypatch):
         (f"{site}/gymnasium/vector/sync_vector_env.py", "step"): "gymnasium wrappers, vector env",
         ("~", "<built-in method torch._C._nn.linear>"): "forward kernels (torch ops)",
         (f"{site}/torch/nn/modules/module.py", "_call_impl"): "torch python (nn.Module, distributions)",
-        ("/work/core/rlplug/trainer.py", "train"): "rlplug, plugin cells",
+        ("/work/core/rlplug/contract/trainer.py", "train"): "rlplug, plugin cells",
         ("~", "<built-in method builtins.isinstance>"): "python builtins (isinstance, getattr, dict)",
     }
     for (filename, name), expected in cases.items():

@@ -7,9 +7,9 @@ from types import SimpleNamespace
 import pytest
 
 from rlplug import ExportUnsupportedError, NoReplayMemoryError, Trainer, VideoUnsupportedError
-from rlplug.contract import contract_members, contract_problems
+from rlplug.contract.protocol import contract_members, contract_problems
 from rlplug.multiagent_training import MultiAgentTrainerBase
-from rlplug.trainer import TrainerBase
+from rlplug.contract.trainer import TrainerBase
 
 BUILD = SimpleNamespace(num_envs=1, env_id="mpe:simple_spread", env_kwargs={}, seed=0)
 

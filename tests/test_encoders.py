@@ -17,7 +17,7 @@ import pytest
 
 import rlplug
 from rlplug import SpaceError, UnknownNameError
-from rlplug.encoders import EncoderRegistrationError, EncoderRegistry
+from rlplug.contract.encoders import EncoderRegistrationError, EncoderRegistry
 
 import image_envs  # noqa: F401 - registers the tiny environments
 
@@ -191,7 +191,7 @@ def test_a_name_registered_twice_is_refused():
 
 
 def test_the_registry_is_torch_free():
-    code = "import sys, rlplug.encoders, rlplug; rlplug.session().host.encoders.names(); print('torch' in sys.modules)"
+    code = "import sys, rlplug.contract.encoders, rlplug; rlplug.session().host.encoders.names(); print('torch' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"

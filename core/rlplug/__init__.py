@@ -19,11 +19,11 @@ from .errors import (
     UnknownNameError,
     VideoUnsupportedError,
 )
-from .encoders import EncoderEntry, EncoderRegistrationError, EncoderRegistry
-from .hookspecs import API_VERSION, Build, CountsGradientSteps, ExportsPolicy, ExportsReplay, Trainer, hookimpl
-from .losses import LossEntry, LossRegistry
+from .contract.encoders import EncoderEntry, EncoderRegistrationError, EncoderRegistry
+from .contract.hookspecs import API_VERSION, Build, CountsGradientSteps, ExportsPolicy, ExportsReplay, Trainer, hookimpl
+from .contract.losses import LossEntry, LossRegistry
 from .pipeline import Session
-from .plugin import AlgorithmPlugin
+from .contract.plugin import AlgorithmPlugin
 from .recipes import Recipe
 from .schema import AlgorithmSpec, AutoOrFloat, BackendSpec, Interval, LossSpec, Param, Rule, Search, both_backends
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .hookspecs import Build
+from .contract.hookspecs import Build
 from .pipeline import Session
 from .recipes import Recipe
 

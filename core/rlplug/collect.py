@@ -18,7 +18,7 @@ from .datasets import DatasetError, DatasetInfo, check_target, data_root, episod
 from .envs import env_errors, make_checked, probe_spaces
 from .errors import NoReplayMemoryError
 from .evaluation import EVAL_SEED_OFFSET
-from .hookspecs import Build
+from .contract.hookspecs import Build
 from .util.jsonfiles import read_json_object
 
 REFERENCE_EPISODES = 20

@@ -17,11 +17,11 @@ from typing import Any
 
 import pluggy
 
-from .encoders import BUILTIN as BUILTIN_ENCODERS
-from .encoders import EncoderRegistry
+from .contract.encoders import BUILTIN as BUILTIN_ENCODERS
+from .contract.encoders import EncoderRegistry
 from .errors import PluginError, RlplugError, UnknownNameError
-from .hookspecs import API_VERSION, RlplugSpec
-from .losses import LossRegistry
+from .contract.hookspecs import API_VERSION, RlplugSpec
+from .contract.losses import LossRegistry
 from .recipes import _entry_from_table
 from .schema import AlgorithmSpec, declaration_problems
 from .util.suggest import did_you_mean

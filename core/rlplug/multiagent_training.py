@@ -12,7 +12,7 @@ from .envs import env_errors
 from .errors import VideoUnsupportedError
 from .evaluation import EVAL_SEED_OFFSET, episodes_done
 from .multiagent import make_mpe_env, make_vmas_env, parse_env_id, vmas_kwargs
-from .trainer import TrainerBase
+from .contract.trainer import TrainerBase
 
 
 # ---- evaluation -------------------------------------------------------------------------------------

@@ -6,13 +6,13 @@ import importlib.util
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from .contract import contract_problems
+from .contract.protocol import contract_problems
 from .discovery import FIRST_PARTY, PluginHost
 from .distributed import world
-from .encoders import resolve_encoder
+from .contract.encoders import resolve_encoder
 from .envs import EnvSpec, action_space_kind, check_wrapper_fields, env_errors, probe_spaces
 from .errors import BackendMissingError, PluginError, RecipeError, SpaceError, UnknownNameError
-from .hookspecs import Build
+from .contract.hookspecs import Build
 from .multiagent import check_env_kind, is_multiagent_env, probe_multiagent_spaces
 from .recipes import Recipe, RecipeBook, check_fields, first_party_registry
 from .schema import AlgorithmSpec, check_type

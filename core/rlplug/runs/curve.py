@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from ..hookspecs import Build
+from ..contract.hookspecs import Build
 from ..recipes import task_label
 
 

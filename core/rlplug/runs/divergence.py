@@ -7,7 +7,7 @@ from typing import Any
 
 from ..checkpoint import non_finite_tensors
 from ..errors import TrainingDivergedError
-from ..hookspecs import Trainer
+from ..contract.hookspecs import Trainer
 
 
 def check_losses(metrics: dict[str, float], progress: int, unit: str) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..distributed import world
 from ..errors import RunDirError
-from ..hookspecs import Build
+from ..contract.hookspecs import Build
 from .checkpoints import check_header, load_trainer_state
 from .plugins import session_for_run
 from .ranks import join_ranks

@@ -23,7 +23,7 @@ from ..checkpoint import PREVIOUS, load_checkpoint
 from ..envs import env_modules
 from ..distributed import COMMAND_VARIABLE
 from ..errors import CheckpointMismatchError, CorruptCheckpointError, RunDirBusyError, RunDirError
-from ..hookspecs import Build
+from ..contract.hookspecs import Build
 from ..util.jsonfiles import read_json_object
 from ..recipes import Recipe, file_stem
 from .lock import LOCK_FILE, busy_message, held_here, holder, lock_run_dir, os_reason, unlock_run_dir

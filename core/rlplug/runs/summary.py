@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..distributed import World
-from ..hookspecs import Build, Trainer
+from ..contract.hookspecs import Build, Trainer
 from ..recipes import Recipe
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from ..checkpoint import save_checkpoint
-from ..hookspecs import Build
+from ..contract.hookspecs import Build
 from .checkpoints import checkpoint_payload
 from .curve import curve_lines, curve_title, plot_learning_curve
 from .divergence import check_finite_state

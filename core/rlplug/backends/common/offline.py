@@ -15,9 +15,9 @@ import torch
 from torch import nn
 
 from ...datasets import DatasetError, DatasetInfo, load_data, read_info
-from ...hookspecs import Build
+from ...contract.hookspecs import Build
 from ...util.rng import capture_rng_state, restore_rng_state
-from ...trainer import TrainerBase
+from ...contract.trainer import TrainerBase
 from .terms import TermMeans
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ...multiagent_training import MultiAgentTrainerBase
 from ...envstate import deep_restore, deep_snapshot
 from ...util.rng import capture_rng_state, restore_rng_state
-from ...trainer import EpisodeTracker, TrainerBase
+from ...contract.trainer import EpisodeTracker, TrainerBase
 from ..common.export import ExportedPolicy, policy_signature
 from ..common.encoders import (
     ConvEncoder,

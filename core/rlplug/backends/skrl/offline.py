@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from skrl.memories.torch import RandomMemory
 
-from ...hookspecs import Build
+from ...contract.hookspecs import Build
 from ..common.offline import OfflineTrainerBase, dataset_transitions
 from ..common.seeding import configure_threads
 from .env import seed_skrl

@@ -17,9 +17,9 @@ import torch
 from torch import nn
 
 from ...families.offpolicy import gradient_steps_due
-from ...hookspecs import Build
+from ...contract.hookspecs import Build
 from ...util.rng import capture_rng_state, restore_rng_state
-from ...trainer import TrainerBase
+from ...contract.trainer import TrainerBase
 from ..common.seeding import configure_threads
 from ..common.terms import TermMeans
 from .env import env_state, load_env_state, make_vector_env, seed_skrl, true_next_observations

@@ -23,9 +23,9 @@ from skrl.memories.torch import Memory, RandomMemory
 from skrl.models.torch import Model
 from skrl.resources.schedulers.torch import KLAdaptiveLR
 
-from ...hookspecs import Build
+from ...contract.hookspecs import Build
 from ...util.rng import capture_rng_state, restore_rng_state
-from ...trainer import TrainerBase
+from ...contract.trainer import TrainerBase
 from ..common.parallel import mean_over_ranks
 from ..common.seeding import configure_threads
 from .env import env_state, load_env_state, make_vector_env, seed_skrl, true_next_observations

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from skrl.agents.torch import Agent
 
-from ...hookspecs import Build
+from ...contract.hookspecs import Build
 from ..common.optim import use_adam_impl
 from ..common.parallel import sync_gradients
 from ..common.stages import (

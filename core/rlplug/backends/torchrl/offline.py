@@ -12,7 +12,7 @@ import torch
 from tensordict import TensorDict
 from torchrl.data import LazyTensorStorage, RandomSampler, TensorDictReplayBuffer
 
-from ...hookspecs import Build
+from ...contract.hookspecs import Build
 from ..common.offline import OfflineTrainerBase, dataset_transitions
 from ..common.seeding import configure_threads, seed_everything
 from .buffers import extend_quietly

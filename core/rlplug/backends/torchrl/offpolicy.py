@@ -21,9 +21,9 @@ from torchrl.modules import OrnsteinUhlenbeckProcessModule
 from torchrl.objectives import HardUpdate, LossModule, SoftUpdate
 
 from ...families.offpolicy import gradient_steps_due
-from ...hookspecs import Build
+from ...contract.hookspecs import Build
 from ...util.rng import capture_rng_state, restore_rng_state
-from ...trainer import TrainerBase
+from ...contract.trainer import TrainerBase
 from ..common.seeding import configure_threads, seed_everything
 from ..common.terms import TermMeans
 from .buffers import extend_quietly

@@ -1,5 +1,5 @@
 """The contract between the core and every plugin: hook specifications, ``Build`` and ``Trainer``
-(declared with its optional capabilities in ``rlplug.contract``, re-exported here).
+(declared with its optional capabilities in ``rlplug.contract.protocol``, re-exported here).
 
 Call order for one run (``rlplug.build``):
 
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import pluggy
 
-from .contract import (
+from .protocol import (
     PROGRESS_UNITS,
     Acts,
     CountsGradientSteps,
@@ -41,10 +41,10 @@ __all__ = [  # the contract's names are re-exported from here, where plugin auth
 
 if TYPE_CHECKING:
     from .encoders import EncoderRegistry
-    from .envs import EnvSpec
+    from ..envs import EnvSpec
     from .losses import LossEntry, LossRegistry
-    from .recipes import Recipe
-    from .schema import AlgorithmSpec
+    from ..recipes import Recipe
+    from ..schema import AlgorithmSpec
 
 API_VERSION = 1
 """Bumped when the hook signatures or the ``Build``/``Trainer`` contract change incompatibly."""
@@ -100,7 +100,7 @@ class Build:
     def env_spec(self) -> EnvSpec:
         """The single-agent environment to make: ``env_id``, ``env_kwargs`` and the recipe's wrapper fields
         (``rlplug.envs``); what the backends' ``make_vector_env`` / ``make_env`` and the evaluation take."""
-        from .envs import EnvSpec
+        from ..envs import EnvSpec
 
         return EnvSpec.from_recipe(self.recipe, self.env_id, self.env_kwargs, gamma=self.hp.get("gamma", 0.99))
 

@@ -1,5 +1,5 @@
 """``TrainerBase``: the part of the ``Trainer`` contract every cell shares (the train loop, evaluation)
-and the "not capable" defaults of its optional capabilities (``rlplug.contract``)."""
+and the "not capable" defaults of its optional capabilities (``rlplug.contract.protocol``)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ExportUnsupportedError, NoReplayMemoryError
-from .evaluation import evaluate_policy
+from ..errors import ExportUnsupportedError, NoReplayMemoryError
+from ..evaluation import evaluate_policy
 from .hookspecs import Build
 
 
@@ -78,7 +78,7 @@ class TrainerBase:
     def compiled(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """``fn`` (a gradient step: loss, backward, optimiser step) through ``torch.compile`` when the
         cell's settings say ``compile`` (``rlplug.backends.common.compile``), else ``fn`` itself."""
-        from .backends.common.compile import compiled_step
+        from ..backends.common.compile import compiled_step
 
         step = compiled_step(fn, self.build.settings, self.build.device)
         if step is not fn:
@@ -88,7 +88,7 @@ class TrainerBase:
     @property
     def compile_seconds(self) -> float | None:
         """Wall seconds the compiled gradient steps spent compiling so far (``None``: not compiled)."""
-        from .backends.common.compile import compile_seconds
+        from ..backends.common.compile import compile_seconds
 
         return compile_seconds(*self.__dict__.get("_compiled_steps", ()))
 

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import LossRegistrationError
-from .util.suggest import did_you_mean
+from ..errors import LossRegistrationError
+from ..util.suggest import did_you_mean
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from typing import Any
 
 from .hookspecs import Build, hookimpl
 from .losses import LossRegistry
-from .schema import AlgorithmSpec
+from ..schema import AlgorithmSpec
 
 
 class AlgorithmPlugin:

@@ -4,10 +4,10 @@ The run layer (``rlplug.runs``), dataset collection (``rlplug.collect``), ``rlpl
 ``resume`` and the conformance kit (``rlplug.testing``) talk to a trainer through ``Trainer`` only.
 The optional capabilities are small protocols of their own, each with a "not capable" answer
 (``gradient_steps = None``, ``NoReplayMemoryError``, ``VideoUnsupportedError``, ``ExportUnsupportedError``) that
-``rlplug.trainer.TrainerBase`` gives by default: the core asks a trainer, it never probes one with
+``rlplug.contract.trainer.TrainerBase`` gives by default: the core asks a trainer, it never probes one with
 ``hasattr``. ``contract_problems`` is the check ``rlplug.testing.check_cell`` runs on a built trainer.
 
-Torch-free and numpy-free: ``rlplug.hookspecs`` re-exports it on every command.
+Torch-free and numpy-free: ``rlplug.contract.hookspecs`` re-exports it on every command.
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ class ExportsPolicy(Protocol):
 class Trainer(Progress, Acts, Evaluates, CountsGradientSteps, ExportsReplay, ExportsPolicy, Protocol):
     """What every cell's ``rlplug_build_trainer`` returns; the core talks to nothing else.
 
-    ``rlplug.trainer.TrainerBase`` implements ``train`` on top of ``step`` and gives every optional
+    ``rlplug.contract.trainer.TrainerBase`` implements ``train`` on top of ``step`` and gives every optional
     capability its default; subclass it (``MultiAgentTrainerBase`` for multi-agent cells).
     """
 

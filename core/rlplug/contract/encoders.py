@@ -18,9 +18,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import RecipeError, RlplugError, SpaceError, UnknownNameError
+from ..errors import RecipeError, RlplugError, SpaceError, UnknownNameError
 from .hookspecs import hookimpl
-from .util.suggest import did_you_mean
+from ..util.suggest import did_you_mean
 
 HOW_TO_REGISTER = (
     "a plugin registers one with the rlplug_register_encoders hook "
