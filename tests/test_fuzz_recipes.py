@@ -18,7 +18,7 @@ from conftest import run_cli
 
 from rlplug.errors import RlplugError
 from rlplug.pipeline import Session, check_recipe
-from rlplug.recipes import FIELD_PARAMS
+from rlplug.recipes.fields import FIELD_PARAMS
 from rlplug.schema import AutoOrFloat, Interval, Param
 
 FIRST_PARTY = ("ppo", "mappo", "sac", "td3", "ddpg", "dqn", "iql", "cql")

@@ -24,7 +24,7 @@ from .contract.hookspecs import API_VERSION, Build, CountsGradientSteps, Exports
 from .contract.losses import LossEntry, LossRegistry
 from .pipeline import Session
 from .contract.plugin import AlgorithmPlugin
-from .recipes import Recipe
+from .recipes.fields import Recipe
 from .schema import AlgorithmSpec, AutoOrFloat, BackendSpec, Interval, LossSpec, Param, Rule, Search, both_backends
 
 __version__ = "0.1.0"

@@ -16,7 +16,7 @@ from typing import Any
 
 from .contract.hookspecs import Build
 from .pipeline import Session
-from .recipes import Recipe
+from .recipes.fields import Recipe
 
 _USER_OBJECTS: list[Any] = []
 _SESSION: Session | None = None

@@ -19,7 +19,7 @@ from typing import Any
 
 from .errors import CompareError, RunDirError
 from .util.jsonfiles import read_json_object
-from .recipes import task_label
+from .recipes.fields import task_label
 
 RECIPE_FILE, METRICS_FILE, SUMMARY_FILE = "recipe.json", "metrics.csv", "summary.json"
 UNITS = {"env_steps": "environment steps", "updates": "gradient updates"}

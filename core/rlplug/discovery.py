@@ -22,7 +22,7 @@ from .contract.encoders import EncoderRegistry
 from .errors import PluginError, RlplugError, UnknownNameError
 from .contract.hookspecs import API_VERSION, RlplugSpec
 from .contract.losses import LossRegistry
-from .recipes import _entry_from_table
+from .recipes.fields import _entry_from_table
 from .schema import AlgorithmSpec, declaration_problems
 from .util.suggest import did_you_mean
 

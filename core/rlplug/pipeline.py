@@ -14,7 +14,7 @@ from .envs import EnvSpec, action_space_kind, check_wrapper_fields, env_errors, 
 from .errors import BackendMissingError, PluginError, RecipeError, SpaceError, UnknownNameError
 from .contract.hookspecs import Build
 from .multiagent import check_env_kind, is_multiagent_env, probe_multiagent_spaces
-from .recipes import Recipe, RecipeBook, check_fields, first_party_registry
+from .recipes.fields import Recipe, RecipeBook, check_fields, first_party_registry
 from .schema import AlgorithmSpec, check_type
 from .space import check_search
 from .util.suggest import did_you_mean

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import RecipeError
-from .recipes import RECIPE_NAME
+from .recipes.fields import RECIPE_NAME
 from .tables import to_toml
 from .translation import Row, value_text
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RecipeError, RlplugError, RunDirError, UnknownNameError
-from ..recipes import file_stem
+from ..recipes.fields import file_stem
 from ..seeded import aggregate, check_jobs, ci_text, parse_seeds, reference_text, result_text, seeds_text, target_text, wall_text
 from ..util.suggest import did_you_mean
 from ..tables import format_table

@@ -61,7 +61,7 @@ def cmd_recipes(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     from ..pipeline import backend_settings, check_backend
-    from ..recipes import field_domains
+    from ..recipes.fields import field_domains
 
     if getattr(args, "space", False):  # `rlplug show NAME --space`: the search space `rlplug tune` searches
         from .tune import cmd_show_space
@@ -127,7 +127,7 @@ def zoo_recipes(args: argparse.Namespace, session: Any) -> int:
 
 def zoo_translation(name: str) -> Any:
     """The key-by-key translation behind a ``zoo:`` recipe, or ``None`` for any other recipe."""
-    from ..recipes import is_zoo_name
+    from ..recipes.fields import is_zoo_name
 
     if not is_zoo_name(name):
         return None

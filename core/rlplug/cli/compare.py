@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CompareError
-from ..recipes import file_stem
+from ..recipes.fields import file_stem
 from .common import note, print_json
 
 

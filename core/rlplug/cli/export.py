@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..recipes import task_label
+from ..recipes.fields import task_label
 from .common import note, open_session, print_json
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RecipeError
-from ..recipes import file_stem
+from ..recipes.fields import file_stem
 from .common import open_session, print_json
 
 DEFAULT_EVALUATIONS = 5
@@ -142,7 +142,7 @@ def _signals_stop_trials() -> Iterator[None]:
 
 
 def _check_options(args: argparse.Namespace) -> None:
-    from ..recipes import check_option
+    from ..recipes.fields import check_option
 
     if args.trials is None and not args.export:
         raise RecipeError("rlplug tune needs --trials N, the number of trials the study should hold (or --export "

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from .encoders import EncoderRegistry
     from ..envs import EnvSpec
     from .losses import LossEntry, LossRegistry
-    from ..recipes import Recipe
+    from ..recipes.fields import Recipe
     from ..schema import AlgorithmSpec
 
 API_VERSION = 1

@@ -6,7 +6,7 @@ import csv
 from pathlib import Path
 
 from ..contract.hookspecs import Build
-from ..recipes import task_label
+from ..recipes.fields import task_label
 
 
 def curve_lines(build: Build) -> tuple[float | None, float | None]:

@@ -25,7 +25,7 @@ from ..distributed import COMMAND_VARIABLE
 from ..errors import CheckpointMismatchError, CorruptCheckpointError, RunDirBusyError, RunDirError
 from ..contract.hookspecs import Build
 from ..util.jsonfiles import read_json_object
-from ..recipes import Recipe, file_stem
+from ..recipes.fields import Recipe, file_stem
 from .lock import LOCK_FILE, busy_message, held_here, holder, lock_run_dir, os_reason, unlock_run_dir
 from .versions import versions
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from ..distributed import World
 from ..contract.hookspecs import Build, Trainer
-from ..recipes import Recipe
+from ..recipes.fields import Recipe
 
 
 def summarise(

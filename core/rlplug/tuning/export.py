@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..outputs import TUNED_RECIPE, write_file
-from ..recipes import RECIPE_NAME, Recipe, file_stem, split_ref
+from ..recipes.fields import RECIPE_NAME, Recipe, file_stem, split_ref
 from ..schema import AlgorithmSpec
 from ..space import SearchSpace
 from . import StudyError

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import RecipeError, RlplugError, TrainingDivergedError
-from ..recipes import Recipe
+from ..recipes.fields import Recipe
 from ..schema import SEARCH_VALUE_TYPES, Param, Search, choice_text
 from ..space import SearchSpace
 

@@ -1,6 +1,6 @@
 """``zoo:ALGO/ENV`` recipes: RL Baselines3 Zoo's tuned hyperparameters, translated key by key.
 
-``rlplug.recipes`` asks this package for a ``zoo:`` name only when one is used, so listing recipes never reads
+``rlplug.recipes.fields`` asks this package for a ``zoo:`` name only when one is used, so listing recipes never reads
 the Zoo. The entry for an environment is the Zoo's own (``zoo:ppo/Acrobot-v1``); an ``ALE/...`` game the Zoo
 does not list by name gets its ``atari`` defaults (``zoo:ppo/ALE/Pong-v5``). Nothing here imports torch.
 """

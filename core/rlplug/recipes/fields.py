@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import RecipeError, UnknownNameError
+from ..errors import RecipeError, UnknownNameError
 from .limits import MAX_EXTENDS_DEPTH, MAX_NESTING, MAX_RECIPE_FILE_BYTES, nesting_depth
-from .schema import Param
-from .util.suggest import did_you_mean
+from ..schema import Param
+from ..util.suggest import did_you_mean
 
 TARGET_METRICS = ("return", "normalised_score")
 TIERS = ("quick", "full")
@@ -488,7 +488,7 @@ class RecipeBook:
             raise UnknownNameError(f"recipe '{name}' has no version {version} (Zoo recipes have one: 1)")
         entry = self._zoo.get(name)
         if entry is None:
-            from .zoo import recipe_table
+            from ..zoo import recipe_table
 
             table, source = recipe_table(name)
             _check_fields(table, f"recipe '{name}' ({source})")
@@ -644,7 +644,7 @@ def apply_override(table: dict[str, Any], item: str, hp_names: set[str]) -> str:
 
 def first_party_registry() -> Path | None:
     """``registry.toml`` shipped inside the wheel, or at the source tree's top in a checkout."""
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parents[1]  # the rlplug package
     for candidate in (here / "registry.toml", here.parent.parent / "registry.toml"):
         if candidate.is_file():
             return candidate
