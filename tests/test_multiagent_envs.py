@@ -8,7 +8,7 @@ import pytest
 
 from conftest import assert_one_line_error, run_cli
 from rlplug.errors import SpaceError, UnknownNameError
-from rlplug.multiagent import (
+from rlplug.envs.multiagent import (
     check_env_kind,
     evaluate_multiagent,
     is_multiagent_env,

@@ -279,7 +279,7 @@ def test_env_clamps_box_actions_but_keeps_the_sample():
     env = make_env("Pendulum-v1", {}, 2, 0)
     try:
         seen = []
-        for sub_env in env.base_env._env.envs:  # each sub-env clips (rlplug.envs): its base env sees the bounds
+        for sub_env in env.base_env._env.envs:  # each sub-env clips (rlplug.envs.factory): its base env sees the bounds
             base = sub_env.unwrapped
             base.step = lambda action, step=base.step: (seen.append(np.array(action, copy=True)), step(action))[1]
         td = env.reset()

@@ -99,7 +99,7 @@ def non_finite_tensors(state: Any, prefix: str = "") -> Iterator[str]:
     """Dotted names of floating-point tensors in ``state`` holding a NaN or an infinity.
 
     Replay memories are skipped: skrl fills unused rows with NaN on purpose. So are environment
-    snapshots (``rlplug.envstate``'s ``__object__`` encoding): a space's bounds may be infinite.
+    snapshots (``rlplug.envs.state``'s ``__object__`` encoding): a space's bounds may be infinite.
     """
     import torch
 

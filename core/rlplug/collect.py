@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 
 from .datasets import DatasetError, DatasetInfo, check_target, data_root, episode_returns, write, writing_dataset
-from .envs import env_errors, make_checked, probe_spaces
+from .envs.factory import env_errors, make_checked, probe_spaces
 from .errors import NoReplayMemoryError
-from .evaluation import EVAL_SEED_OFFSET
+from .envs.evaluation import EVAL_SEED_OFFSET
 from .contract.hookspecs import Build
 from .util.jsonfiles import read_json_object
 

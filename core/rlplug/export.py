@@ -418,13 +418,13 @@ def evaluate_exported(build: Any, exported: ExportedFile, episodes: int, video_d
     multiagent = build.extras.get("multiagent")
     if multiagent is not None:
         from .errors import VideoUnsupportedError
-        from .multiagent_training import evaluate_multiagent
+        from .envs.multiagent_evaluation import evaluate_multiagent
 
         if video_dir is not None:
             raise VideoUnsupportedError(
                 f"video recording is for single-agent gymnasium environments only; {build.env_id} is multi-agent"
             )
         return evaluate_multiagent(build.env_id, build.env_kwargs, exported.act, episodes, build.seed)
-    from .evaluation import evaluate_policy
+    from .envs.evaluation import evaluate_policy
 
     return evaluate_policy(build.env_spec, None, exported.act, episodes, build.seed, video_dir=video_dir)

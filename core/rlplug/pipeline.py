@@ -10,10 +10,10 @@ from .contract.protocol import contract_problems
 from .discovery import FIRST_PARTY, PluginHost
 from .distributed import world
 from .contract.encoders import resolve_encoder
-from .envs import EnvSpec, action_space_kind, check_wrapper_fields, env_errors, probe_spaces
+from .envs.factory import EnvSpec, action_space_kind, check_wrapper_fields, env_errors, probe_spaces
 from .errors import BackendMissingError, PluginError, RecipeError, SpaceError, UnknownNameError
 from .contract.hookspecs import Build
-from .multiagent import check_env_kind, is_multiagent_env, probe_multiagent_spaces
+from .envs.multiagent import check_env_kind, is_multiagent_env, probe_multiagent_spaces
 from .recipes.fields import Recipe, RecipeBook, check_fields, first_party_registry
 from .schema import AlgorithmSpec, check_type
 from .space import check_search
@@ -97,7 +97,7 @@ class Session:
             if is_multiagent_env(recipe.env):  # per-agent spaces; agents and global state go to extras
                 extras["multiagent"] = probe_multiagent_spaces(recipe.env, recipe.env_kwargs)
                 observation_space, action_space = extras["multiagent"].observation_space, extras["multiagent"].action_space
-            else:  # the wrapped env (rlplug.envs): the spaces the models see
+            else:  # the wrapped env (rlplug.envs.factory): the spaces the models see
                 observation_space, action_space = probe_spaces(EnvSpec.from_recipe(recipe, gamma=hp.get("gamma")))
         check_action_space(spec, backend, action_space, recipe, self.host.algorithms.values())
         # the encoders decide which observation spaces are trainable: a registered encoder makes one so

@@ -457,7 +457,7 @@ def export_config(recipe: Any, settings: dict[str, Any], source: str, out: Path 
     recipe's dataset is written to ``OUT.dataset.pt`` beside ``out`` (needed: the config names that file)."""
     import yaml
 
-    from .envs import probe_spaces
+    from .envs.factory import probe_spaces
 
     check_exportable(recipe.algorithm, "torchrl", recipe.name)
     dataset_note = ""

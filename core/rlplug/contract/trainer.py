@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ExportUnsupportedError, NoReplayMemoryError
-from ..evaluation import evaluate_policy
+from ..envs.evaluation import evaluate_policy
 from .hookspecs import Build
 
 

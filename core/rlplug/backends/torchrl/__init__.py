@@ -7,8 +7,8 @@ offline, shared); docs/plugins.md has one line on each. Imports torch, tensordic
 from __future__ import annotations
 
 from . import _pandas  # noqa: F401 - before tensordict writes its first output
-from ...multiagent_training import MultiAgentTrainerBase
-from ...envstate import deep_restore, deep_snapshot
+from ...envs.multiagent_evaluation import MultiAgentTrainerBase
+from ...envs.state import deep_restore, deep_snapshot
 from ...util.rng import capture_rng_state, restore_rng_state
 from ...contract.trainer import EpisodeTracker, TrainerBase
 from ..common.export import ExportedPolicy, policy_signature

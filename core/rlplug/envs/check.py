@@ -1,7 +1,7 @@
 """The Gymnasium contract, checked on what a user's environment itself returns, and blamed on it by name.
 
 ``EnvContractChecker`` takes the place of gymnasium's ``PassiveEnvChecker`` in every environment
-``rlplug.envs.make_gym_env`` makes (both backends' training copies, the evaluation env), directly around
+``rlplug.envs.factory.make_gym_env`` makes (both backends' training copies, the evaluation env), directly around
 the base env, so it sees the env's own results before ``TimeLimit`` unpacks them or ``NormalizeReward``
 and ``ClipReward`` change them. Where gymnasium's checker warns, this one refuses in one line naming the
 env id, the check, what was declared and what came back:
@@ -23,7 +23,7 @@ back alone.
 
 The checker keeps gymnasium's checker's constructor checks and attribute names (``checked_reset``,
 ``checked_step``), so the wrapper chains stay as long as before and checkpoints written before it
-restore into it (``rlplug.envstate``).
+restore into it (``rlplug.envs.state``).
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.wrappers.common import PassiveEnvChecker
 
-from .envs import error_text
-from .errors import EnvContractError, EnvStepError, RlplugError
+from .factory import error_text
+from ..errors import EnvContractError, EnvStepError, RlplugError
 
 KeyPath = tuple[Any, ...]
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from .envs import EnvSpec
+    from .factory import EnvSpec
 
 EVAL_SEED_OFFSET = 10_000
 """Evaluation environments are seeded ``seed + EVAL_SEED_OFFSET + episode`` so they never replay training resets."""
@@ -49,7 +49,7 @@ def evaluate_policy(
 ) -> list[float]:
     """Run ``episodes`` episodes with ``act(observation[None]) -> action[None]`` and return their returns.
 
-    ``env``: an id or a build's ``env_spec``; the environment is ``rlplug.envs.make_gym_env``'s evaluation
+    ``env``: an id or a build's ``env_spec``; the environment is ``rlplug.envs.factory.make_gym_env``'s evaluation
     chain: the recipe's wrappers without reward clipping or normalisation and without life-loss episode
     ends, so a return is the game's own score. ``act`` receives a batch of one observation (float
     observations as float32, images and other integer observations in their own dtype, a ``Dict`` as a
@@ -59,7 +59,7 @@ def evaluate_policy(
     """
     import gymnasium as gym
 
-    from .envs import EnvSpec, env_errors, make_gym_env
+    from .factory import EnvSpec, env_errors, make_gym_env
 
     spec = EnvSpec.of(env, env_kwargs)
     with env_errors(spec.id, dict(spec.kwargs), "evaluation"):

@@ -1,5 +1,5 @@
 """Multi-agent evaluation and the trainer base multi-agent cells subclass (imports numpy; the
-torch-free env-id parsing and probing are in ``rlplug.multiagent``)."""
+torch-free env-id parsing and probing are in ``rlplug.envs.multiagent``)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from typing import Any
 
 import numpy as np
 
-from .envs import env_errors
-from .errors import VideoUnsupportedError
+from .factory import env_errors
+from ..errors import VideoUnsupportedError
 from .evaluation import EVAL_SEED_OFFSET, episodes_done
 from .multiagent import make_mpe_env, make_vmas_env, parse_env_id, vmas_kwargs
-from .contract.trainer import TrainerBase
+from ..contract.trainer import TrainerBase
 
 
 # ---- evaluation -------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ of Gymnasium's own wrappers, innermost first:
   ``gymnasium.register`` calls add ids); ALE and MinAtar ids are registered when one is used; ``time_limit``
   is gym.make's ``max_episode_steps`` (the registered ``TimeLimit`` replaced); ALE under ``atari`` with
   ``frameskip=1`` (``AtariPreprocessing`` skips frames itself); rlplug's ``EnvContractChecker`` takes the
-  place of gymnasium's ``PassiveEnvChecker`` around the base env (``rlplug.envcheck``);
+  place of gymnasium's ``PassiveEnvChecker`` around the base env (``rlplug.envs.check``);
 * ``AtariPreprocessing`` (``atari``): up to 30 no-op actions after a reset, frame skip 4 (max over the
   last two frames), 84x84 grey uint8, and with ``terminal_on_life_loss`` a lost life ends a training
   episode; then ``TimeLimit`` counting agent steps when ``time_limit`` is given;
@@ -37,8 +37,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import EnvModuleError, RecipeError, RlplugError, SpaceError, SuiteMissingError, UnknownNameError
-from .util.suggest import did_you_mean
+from ..errors import EnvModuleError, RecipeError, RlplugError, SpaceError, SuiteMissingError, UnknownNameError
+from ..util.suggest import did_you_mean
 
 # ---- suites that need an optional extra -------------------------------------------------------------
 
@@ -53,7 +53,7 @@ class Suite:
     """Import names that must be installed (checked with ``importlib.util.find_spec``, nothing imported)."""
     extra: str
     resumes_mid_episode: bool
-    """Whether a checkpoint captures a running episode (``rlplug.envstate``); otherwise resume restarts it."""
+    """Whether a checkpoint captures a running episode (``rlplug.envs.state``); otherwise resume restarts it."""
 
 
 SUITES: dict[str, Suite] = {s.name: s for s in (
@@ -307,7 +307,7 @@ def make_gym_env(env: str | EnvSpec, env_kwargs: Mapping[str, Any] | None = None
                  batch_checked: bool = False, **make_kwargs: Any) -> Any:
     """The wrapped single environment (see the module doc); ``make_kwargs`` go to ``gym.make`` too
     (``render_mode="rgb_array"`` for videos). ``batch_checked``: a copy of ``make_gym_vector_env``'s, whose
-    values that env checks a batch at a time (``rlplug.envcheck``)."""
+    values that env checks a batch at a time (``rlplug.envs.check``)."""
     import gymnasium as gym
     import numpy as np
 
@@ -346,10 +346,10 @@ def make_gym_env(env: str | EnvSpec, env_kwargs: Mapping[str, Any] | None = None
 def make_checked(name: str, env_id: str, batch_checked: bool = False, **kwargs: Any) -> Any:
     """``gym.make(name, **kwargs)`` with rlplug's ``EnvContractChecker`` (named ``env_id``) in the place of
     gymnasium's ``PassiveEnvChecker``: directly around the base env, under gym.make's wrappers
-    (``OrderEnforcing``, ``TimeLimit``), so it sees what the env itself returns (``rlplug.envcheck``)."""
+    (``OrderEnforcing``, ``TimeLimit``), so it sees what the env itself returns (``rlplug.envs.check``)."""
     import gymnasium as gym
 
-    from .envcheck import EnvContractChecker
+    from .check import EnvContractChecker
 
     made = gym.make(name, **{**kwargs, "disable_env_checker": True})
     if made is made.unwrapped:
@@ -368,7 +368,7 @@ def make_gym_vector_env(env: str | EnvSpec, env_kwargs: Mapping[str, Any] | None
     workers import the env's module themselves, so ``env_module`` registrations reach them)."""
     import gymnasium as gym
 
-    from .envcheck import AsyncVectorEnv, SyncVectorEnv
+    from .check import AsyncVectorEnv, SyncVectorEnv
 
     spec = EnvSpec.of(env, env_kwargs)
     resolve_env_id(spec)  # refusals raised here, once, not from inside the vector env's constructor

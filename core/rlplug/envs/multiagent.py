@@ -19,8 +19,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import BackendMissingError, SpaceError, UnknownNameError
-from .util.suggest import did_you_mean
+from ..errors import BackendMissingError, SpaceError, UnknownNameError
+from ..util.suggest import did_you_mean
 
 FAMILIES = ("mpe", "vmas")
 VMAS_DEFAULT_MAX_STEPS = 100
@@ -188,7 +188,7 @@ def __getattr__(name: str) -> Any:
     """The evaluation loop and the trainer base live in ``multiagent_training`` (they import numpy);
     this module stays cheap for recipe validation, which imports it on every command."""
     if name in ("evaluate_multiagent", "MultiAgentTrainerBase"):
-        from . import multiagent_training
+        from . import multiagent_evaluation as multiagent_training
 
         return getattr(multiagent_training, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
