@@ -130,7 +130,7 @@ def session(recipe_file):
 
 def _write_image_dataset(path, transitions=96):
     """Random-policy transitions of the tiny continuous image env, in rlplug's dataset format."""
-    from rlplug.datasets import write
+    from rlplug.data.datasets import write
 
     env = gym.make("RlplugTinyImageBox-v0")
     columns = {k: [] for k in ("observation", "action", "reward", "next_observation", "terminated", "truncated")}

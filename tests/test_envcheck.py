@@ -156,7 +156,7 @@ def test_training_copies_are_checked_a_batch_at_a_time_and_the_copy_names_itself
 
 
 def test_dataset_collection_names_the_env_too():
-    from rlplug.collect import rollout
+    from rlplug.data.collect import rollout
 
     with pytest.raises(EnvContractError, match=r"^environment 'broken_envs:InfReward-v0' returned reward inf in step 5 of an episode"):
         rollout("broken_envs:InfReward-v0", {}, None, 30, 0.0, 0, False)

@@ -103,8 +103,8 @@ def test_a_failed_dataset_replacement_keeps_the_old_one(tmp_path, monkeypatch):
 
     import gymnasium as gym
 
-    from rlplug.collect import rollout
-    from rlplug.datasets import write
+    from rlplug.data.collect import rollout
+    from rlplug.data.datasets import write
 
     env = gym.make("CartPole-v1")
     arrays = rollout("CartPole-v1", {}, None, 20, 0.0, 1, progress=False)

@@ -54,7 +54,7 @@ def _first_line(path: Path) -> str:
 
 
 def _dataset_dir(path: Path) -> bool:
-    from .datasets import DATA, METADATA
+    from .data.datasets import DATA, METADATA
 
     names = {p.name for p in path.iterdir()}
     if METADATA not in names or not names <= {METADATA, DATA}:

@@ -302,7 +302,7 @@ def check_dataset(
         return None
     if not recipe.dataset:
         raise RecipeError(f"{where}: {spec.name} is an offline algorithm and needs a 'dataset' (see `rlplug dataset list`)")
-    from .datasets import DatasetError, dataset_path, read_info
+    from .data.datasets import DatasetError, dataset_path, read_info
 
     if recipe.dataset in declared and not dataset_path(recipe.dataset).exists():
         raise DatasetError(

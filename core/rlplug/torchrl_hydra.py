@@ -463,7 +463,7 @@ def export_config(recipe: Any, settings: dict[str, Any], source: str, out: Path 
     dataset_note = ""
     observation_space, action_space = probe_spaces(recipe.env, recipe.env_kwargs)
     if recipe.dataset:
-        from .datasets import read_info
+        from .data.datasets import read_info
 
         info = read_info(recipe.dataset)  # checked against the env, as rlplug's offline cells check it
         info.check_env(recipe.env, observation_space, action_space, f"recipe '{recipe.name}'")
@@ -500,7 +500,7 @@ def write_ted_dataset(info: Any, action_margin: float, action_space: Any, target
     import torch
     from tensordict import TensorDict
 
-    from .datasets import load_data
+    from .data.datasets import load_data
 
     data = load_data(info)
     count = len(data["reward"])

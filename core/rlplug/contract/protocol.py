@@ -1,6 +1,6 @@
 """The trainer contract: every member the core calls on a trainer, declared in one place.
 
-The run layer (``rlplug.runs``), dataset collection (``rlplug.collect``), ``rlplug eval`` /
+The run layer (``rlplug.runs``), dataset collection (``rlplug.data.collect``), ``rlplug eval`` /
 ``resume`` and the conformance kit (``rlplug.testing``) talk to a trainer through ``Trainer`` only.
 The optional capabilities are small protocols of their own, each with a "not capable" answer
 (``gradient_steps = None``, ``NoReplayMemoryError``, ``VideoUnsupportedError``, ``ExportUnsupportedError``) that

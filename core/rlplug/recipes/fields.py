@@ -282,7 +282,7 @@ def split_ref(ref: str) -> tuple[str, int | None]:
 
 
 # Dataset declarations (``[datasets.NAME]``): how `rlplug dataset build` and `rlplug bench` make an
-# offline dataset that is missing, deterministically from seeds. Checked by ``rlplug.collect``.
+# offline dataset that is missing, deterministically from seeds. Checked by ``rlplug.data.collect``.
 DatasetTable = dict[str, Any]
 
 

@@ -226,7 +226,7 @@ class SkrlOffPolicyTrainer(StagedAgentTrainer, TrainerBase):
         (``rlplug dataset from-run``); continuous actions clipped to the bounds the env applied."""
         import numpy as np
 
-        from ...datasets import env_contiguous
+        from ...data.datasets import env_contiguous
 
         memory = self.agent.memory
         rows = memory.memory_size if memory.filled else memory.memory_index

@@ -290,7 +290,7 @@ class TorchRLOffPolicyTrainer(TorchRLStagedUpdates, TrainerBase):
         """
         import numpy as np
 
-        from ...datasets import env_contiguous
+        from ...data.datasets import env_contiguous
 
         count = len(self.memory)
         cursor = int(self.memory._writer._cursor) % self.memory._storage.max_size

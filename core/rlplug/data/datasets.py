@@ -32,9 +32,9 @@ from typing import Any
 
 import numpy as np
 
-from .errors import RlplugError
-from .util.jsonfiles import read_json_object
-from .outputs import DATASET, check_output, swap_in_dir, writing
+from ..errors import RlplugError
+from ..util.jsonfiles import read_json_object
+from ..outputs import DATASET, check_output, swap_in_dir, writing
 
 FORMAT = 1
 KEYS = ("observation", "action", "reward", "next_observation", "terminated", "truncated")
@@ -387,7 +387,7 @@ def _write_partial(partial: Path, name: str, tensors: dict[str, Any], arrays: di
     """The data and ``metadata.json`` written into the empty directory ``partial``; the metadata."""
     from tensordict import TensorDict
 
-    from . import __version__
+    from .. import __version__
 
     TensorDict(tensors, batch_size=[count]).memmap_(prefix=partial / DATA)
     returns = episode_returns(arrays["reward"], arrays["terminated"], arrays["truncated"], arrays.get("partial"))

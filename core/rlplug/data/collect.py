@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 
 from .datasets import DatasetError, DatasetInfo, check_target, data_root, episode_returns, write, writing_dataset
-from .envs.factory import env_errors, make_checked, probe_spaces
-from .errors import NoReplayMemoryError
-from .envs.evaluation import EVAL_SEED_OFFSET
-from .contract.hookspecs import Build
-from .util.jsonfiles import read_json_object
+from ..envs.factory import env_errors, make_checked, probe_spaces
+from ..errors import NoReplayMemoryError
+from ..envs.evaluation import EVAL_SEED_OFFSET
+from ..contract.hookspecs import Build
+from ..util.jsonfiles import read_json_object
 
 REFERENCE_EPISODES = 20
 """Episodes behind each reference return (random policy, expert policy)."""
@@ -114,7 +114,7 @@ def rollout(env_id: str, env_kwargs: dict[str, Any], act: Any, steps: int, noise
 
 
 def open_policy_run(session: Any, run_dir: str | Path, env_id: str | None = None) -> Build:
-    from .runs import open_run
+    from ..runs import open_run
 
     build = open_run(session, Path(run_dir))
     note = build.extras["saved_run"].note
@@ -240,8 +240,8 @@ def _from_run(session: Any, run_dir: str | Path, name: str, expert_run: str | Pa
 
 def declared(session: Any, name: str) -> dict[str, Any]:
     """A ``[datasets.NAME]`` table, checked and with defaults filled in."""
-    from .schema import check_type
-    from .util.suggest import did_you_mean
+    from ..schema import check_type
+    from ..util.suggest import did_you_mean
 
     tables = session.book.datasets
     if name not in tables:
@@ -266,15 +266,15 @@ def declared(session: Any, name: str) -> dict[str, Any]:
 
 def _trained_run(session: Any, recipe: str, backend: str, steps: int, seed: int, run_dir: Path, progress: bool) -> Path:
     """Train ``recipe`` into ``run_dir`` unless a finished run of the same resolved recipe is already there."""
-    from .runs import train
+    from ..runs import train
 
     overrides = [f"seed={seed}"] + ([f"steps={steps}"] if steps else [])
     prepared = session.prepare(recipe, backend, overrides)  # resolved and checked, nothing constructed yet
     if (run_dir / "summary.json").is_file() and _trained_from(run_dir) == _recorded_form(prepared):
         return run_dir
     if run_dir.exists():
-        from .errors import RunDirBusyError
-        from .runs.lock import busy_message, holder
+        from ..errors import RunDirBusyError
+        from ..runs.lock import busy_message, holder
 
         pid = holder(run_dir)
         if pid is not None:  # another `dataset build` is training it right now
