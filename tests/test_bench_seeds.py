@@ -137,7 +137,7 @@ def test_bench_refuses_bad_options_in_one_line(argv, words, capsys):
 
 
 def test_tier_and_reference_are_validated_recipe_fields(tmp_path):
-    from rlplug.pipeline import Session
+    from rlplug.pipeline.session import Session
 
     session = Session()
     assert session.resolve("ppo-cartpole").tier == "quick"
@@ -160,7 +160,7 @@ def test_backend_default_plans_each_recipe_on_its_own_backend(tmp_path):
     import argparse
 
     from rlplug.cli.bench import plan_rows
-    from rlplug.pipeline import Session
+    from rlplug.pipeline.session import Session
 
     custom = tmp_path / "mine.toml"
     custom.write_text('[recipes.mine]\nextends = "ppo-cartpole"\nbackend = "torchrl"\n')
@@ -173,7 +173,7 @@ def test_backend_default_plans_each_recipe_on_its_own_backend(tmp_path):
 
 
 def test_every_first_party_recipe_has_a_tier_and_every_new_one_a_reference():
-    from rlplug.pipeline import Session
+    from rlplug.pipeline.session import Session
 
     session = Session()
     new = ("ppo-lunarlander", "dqn-lunarlander", "ppo-halfcheetah", "sac-halfcheetah", "td3-halfcheetah",

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import rlplug
-from rlplug.pipeline import Session
+from rlplug.pipeline.session import Session
 
 sys.path.insert(0, str(Path(__file__).parent / "plugins"))
 import custom_ppo_loss  # noqa: E402

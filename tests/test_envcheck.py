@@ -12,7 +12,7 @@ from conftest import assert_one_line_error, run_cli
 
 from rlplug.envs.factory import make_gym_env
 from rlplug.errors import EnvContractError, EnvStepError, SpaceError
-from rlplug.pipeline import Session
+from rlplug.pipeline.session import Session
 
 TESTS = Path(__file__).parent
 ON_POLICY = ["num_envs=2", "rollout_steps=8", "minibatches=2", "epochs=1", "hidden_sizes=[16, 16]", "eval_episodes=1"]

@@ -15,7 +15,7 @@ from conftest import assert_one_line_error, run_cli
 from rlplug.envs.factory import EnvSpec, make_gym_env, resume_restart_note
 from rlplug.envs.state import _chain, load_native_state, native_state, restore, snapshot
 from rlplug.errors import RlplugError, SuiteMissingError
-from rlplug.pipeline import Session
+from rlplug.pipeline.session import Session
 
 TESTS = Path(__file__).parent  # tiny_envs.py: the user's own module, registering Tiny-v0 and friends
 OFF_POLICY = ["learning_starts=64", "hidden_sizes=[16, 16]", "batch_size=16", "log_every=64"]

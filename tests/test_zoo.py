@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from rlplug.cli import main
-from rlplug.pipeline import Session, backend_settings
+from rlplug.pipeline.session import Session, backend_settings
 
 pytest.importorskip("yaml")
 if importlib.util.find_spec("rl_zoo3") is None:  # the zoo extra; its files are read as data, never imported

@@ -22,7 +22,7 @@ from .errors import (
 from .contract.encoders import EncoderEntry, EncoderRegistrationError, EncoderRegistry
 from .contract.hookspecs import API_VERSION, Build, CountsGradientSteps, ExportsPolicy, ExportsReplay, Trainer, hookimpl
 from .contract.losses import LossEntry, LossRegistry
-from .pipeline import Session
+from .pipeline.session import Session
 from .contract.plugin import AlgorithmPlugin
 from .recipes.fields import Recipe
 from .schema import AlgorithmSpec, AutoOrFloat, BackendSpec, Interval, LossSpec, Param, Rule, Search, both_backends

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .contract.hookspecs import Build
-from .pipeline import Session
+from .pipeline.session import Session
 from .recipes.fields import Recipe
 
 _USER_OBJECTS: list[Any] = []

@@ -46,7 +46,7 @@ def recipe_files() -> list[str]:
 
 
 def open_session() -> Any:
-    from .pipeline import Session
+    from .pipeline.session import Session
 
     return Session(recipe_files=recipe_files())
 

@@ -94,7 +94,7 @@ def pinned_by(overrides: Iterable[str], names: Iterable[str]) -> set[str]:
 
 
 def check_search(spec: AlgorithmSpec, recipe: Any) -> None:
-    """What ``rlplug.pipeline.check_recipe`` runs: the search table's entries in their parameters' domains."""
+    """What ``rlplug.pipeline.session.check_recipe`` runs: the search table's entries in their parameters' domains."""
     if getattr(recipe, "search", None):
         recipe_space(spec, recipe)
 

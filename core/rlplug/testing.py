@@ -36,7 +36,7 @@ from typing import Any
 
 from .contract.protocol import contract_problems
 from .contract.hookspecs import API_VERSION, Build
-from .pipeline import Session
+from .pipeline.session import Session
 
 
 class ConformanceError(AssertionError):

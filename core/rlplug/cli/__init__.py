@@ -18,7 +18,7 @@ import traceback
 from datetime import datetime
 from pathlib import Path
 
-from ..distributed import finish_worker, world
+from ..pipeline.distributed import finish_worker, world
 from ..errors import RlplugError
 from .parser import build_parser
 

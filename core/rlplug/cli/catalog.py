@@ -60,7 +60,7 @@ def cmd_recipes(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from ..pipeline import backend_settings, check_backend
+    from ..pipeline.session import backend_settings, check_backend
     from ..recipes.fields import field_domains
 
     if getattr(args, "space", False):  # `rlplug show NAME --space`: the search space `rlplug tune` searches

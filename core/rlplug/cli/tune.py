@@ -166,7 +166,7 @@ class _Context:
     the study's storage, name and configuration, and the plan every trial trains."""
 
     def __init__(self, args: argparse.Namespace, session: Any) -> None:
-        from ..pipeline import check_backend, require_backend_libraries
+        from ..pipeline.session import check_backend, require_backend_libraries
         from ..space import nothing_to_search, pinned_by, recipe_space
         from ..tuning.storage import DEFAULT_STORAGE, open_storage
 
@@ -323,7 +323,7 @@ def _export(context: _Context, study: Any, args: argparse.Namespace, quiet: bool
     write_recipe(out, recipe_text(name, version, original.ref, description, fields, hp, tables, comments),
                  _inputs(context.session, original))  # fmt: skip
     # the file is read back as `rlplug show NAME --recipes FILE` reads it: what was written is a valid recipe
-    from ..pipeline import Session
+    from ..pipeline.session import Session
 
     Session(plugins=context.session.plugins, recipe_files=(*context.session.recipe_files, str(out))).resolve(f"{name}@{version}")
     written = [out]

@@ -90,7 +90,7 @@ class _ReferenceParam(Param):
 
 
 # A recipe's fields and their domains; ``None`` default means required. Hyperparameters are checked
-# against the algorithm's own ``Param``s when the recipe is resolved (``rlplug.pipeline``).
+# against the algorithm's own ``Param``s when the recipe is resolved (``rlplug.pipeline.session``).
 FIELD_PARAMS: dict[str, Param] = {p.name: p for p in (
     Param("version", 1, "recipe version; `name` means the newest, `name@N` a given one", bounds="[1, 2**31 - 1]"),
     Param("description", "", "one line shown by `rlplug recipes`"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..distributed import rank_seed, world
+from ..pipeline.distributed import rank_seed, world
 from ..errors import RlplugError
 from ..contract.hookspecs import Build
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..distributed import world
+from ..pipeline.distributed import world
 from ..errors import RunDirError
 from ..contract.hookspecs import Build
 from .checkpoints import check_header, load_trainer_state

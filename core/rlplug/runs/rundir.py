@@ -21,7 +21,7 @@ from typing import Any
 
 from ..checkpoint import PREVIOUS, load_checkpoint
 from ..envs.factory import env_modules
-from ..distributed import COMMAND_VARIABLE
+from ..pipeline.distributed import COMMAND_VARIABLE
 from ..errors import CheckpointMismatchError, CorruptCheckpointError, RunDirBusyError, RunDirError
 from ..contract.hookspecs import Build
 from ..util.jsonfiles import read_json_object

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..distributed import World
+from ..pipeline.distributed import World
 from ..contract.hookspecs import Build, Trainer
 from ..recipes.fields import Recipe
 

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..distributed import world
+from ..pipeline.distributed import world
 from ..errors import EnvContractError, EnvStepError, RunInterrupted
 from ..contract.hookspecs import Build, Trainer
 from .divergence import check_losses, diverged_parameters

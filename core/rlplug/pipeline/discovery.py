@@ -17,14 +17,14 @@ from typing import Any
 
 import pluggy
 
-from .contract.encoders import BUILTIN as BUILTIN_ENCODERS
-from .contract.encoders import EncoderRegistry
-from .errors import PluginError, RlplugError, UnknownNameError
-from .contract.hookspecs import API_VERSION, RlplugSpec
-from .contract.losses import LossRegistry
-from .recipes.fields import _entry_from_table
-from .schema import AlgorithmSpec, declaration_problems
-from .util.suggest import did_you_mean
+from ..contract.encoders import BUILTIN as BUILTIN_ENCODERS
+from ..contract.encoders import EncoderRegistry
+from ..errors import PluginError, RlplugError, UnknownNameError
+from ..contract.hookspecs import API_VERSION, RlplugSpec
+from ..contract.losses import LossRegistry
+from ..recipes.fields import _entry_from_table
+from ..schema import AlgorithmSpec, declaration_problems
+from ..util.suggest import did_you_mean
 
 GROUP = "rlplug.plugins"
 FIRST_PARTY = frozenset(f"rlplug-{a}" for a in ("ppo", "sac", "dqn", "td3", "ddpg", "iql", "cql", "mappo", "td3bc"))

@@ -22,7 +22,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from .errors import RlplugError
+from ..errors import RlplugError
 
 # the launch options: the launcher consumes them, workers never see them
 LAUNCH_OPTIONS = ("--nproc", "--nnodes", "--rdzv-endpoint")

@@ -6,18 +6,18 @@ import importlib.util
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from .contract.protocol import contract_problems
+from ..contract.protocol import contract_problems
 from .discovery import FIRST_PARTY, PluginHost
 from .distributed import world
-from .contract.encoders import resolve_encoder
-from .envs.factory import EnvSpec, action_space_kind, check_wrapper_fields, env_errors, probe_spaces
-from .errors import BackendMissingError, PluginError, RecipeError, SpaceError, UnknownNameError
-from .contract.hookspecs import Build
-from .envs.multiagent import check_env_kind, is_multiagent_env, probe_multiagent_spaces
-from .recipes.fields import Recipe, RecipeBook, check_fields, first_party_registry
-from .schema import AlgorithmSpec, check_type
-from .space import check_search
-from .util.suggest import did_you_mean
+from ..contract.encoders import resolve_encoder
+from ..envs.factory import EnvSpec, action_space_kind, check_wrapper_fields, env_errors, probe_spaces
+from ..errors import BackendMissingError, PluginError, RecipeError, SpaceError, UnknownNameError
+from ..contract.hookspecs import Build
+from ..envs.multiagent import check_env_kind, is_multiagent_env, probe_multiagent_spaces
+from ..recipes.fields import Recipe, RecipeBook, check_fields, first_party_registry
+from ..schema import AlgorithmSpec, check_type
+from ..space import check_search
+from ..util.suggest import did_you_mean
 
 STAGES = (
     ("models", "rlplug_build_models"),
@@ -136,7 +136,7 @@ class Session:
 
         ``check_stage(slot, hook_name, value)`` sees each stage's result (the conformance kit's checks).
         """
-        from .util.rng import seed_all
+        from ..util.rng import seed_all
 
         seed_all(build.seed)  # so every stage, a user's override too, starts from the recipe's seed
         for slot, hook_name in STAGES:
@@ -146,7 +146,7 @@ class Session:
                 check_stage(slot, hook_name, value)
             check_stage_result(slot, hook_name, value, build, self.host)
         if world().distributed:  # ranks built their networks from their own seeds: start all from rank 0's
-            from .backends.common.parallel import broadcast_build
+            from ..backends.common.parallel import broadcast_build
 
             broadcast_build(build)
         return build
@@ -302,7 +302,7 @@ def check_dataset(
         return None
     if not recipe.dataset:
         raise RecipeError(f"{where}: {spec.name} is an offline algorithm and needs a 'dataset' (see `rlplug dataset list`)")
-    from .data.datasets import DatasetError, dataset_path, read_info
+    from ..data.datasets import DatasetError, dataset_path, read_info
 
     if recipe.dataset in declared and not dataset_path(recipe.dataset).exists():
         raise DatasetError(
