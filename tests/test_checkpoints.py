@@ -18,7 +18,7 @@ import torch
 
 import rlplug
 from conftest import one_timeline, run_cli
-from rlplug.checkpoint import PREVIOUS, load_checkpoint, non_finite_tensors, save_checkpoint
+from rlplug.runs.checkpoint_io import PREVIOUS, load_checkpoint, non_finite_tensors, save_checkpoint
 from rlplug.errors import CheckpointMismatchError, RunDirError, TrainingDivergedError
 from rlplug.runs import CHECKPOINT, check_header, checkpoint_header
 

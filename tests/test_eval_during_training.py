@@ -9,7 +9,7 @@ import json
 import pytest
 
 import rlplug
-from rlplug.checkpoint import load_checkpoint, save_checkpoint
+from rlplug.runs.checkpoint_io import load_checkpoint, save_checkpoint
 from rlplug.cli import main
 from rlplug.runs import open_run, train
 from rlplug.runs.rundir import BEST_CHECKPOINT, CHECKPOINT

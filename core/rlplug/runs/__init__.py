@@ -10,6 +10,7 @@ A run directory holds ``recipe.json`` (the resolved recipe, its backend and the 
 * ``metrics``      ``metrics.csv`` and TensorBoard
 * ``curve``        ``curve.png``
 * ``checkpoints``  the checkpoint header, its checks, loading a state into a trainer
+* ``checkpoint_io`` checkpoint files: atomic writes that keep the previous one, safe loads
 * ``divergence``   stopping on NaN or infinite losses and parameters
 * ``writer``       ``RunWriter``: all of the above for one training run
 * ``training``     the train / resume loop and its checkpoint cadence

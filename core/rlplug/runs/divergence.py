@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..checkpoint import non_finite_tensors
+from .checkpoint_io import non_finite_tensors
 from ..errors import TrainingDivergedError
 from ..contract.hookspecs import Trainer
 

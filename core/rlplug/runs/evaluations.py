@@ -71,7 +71,7 @@ class Evaluations:
 def best_so_far(run_dir: Path | None, payload: dict[str, Any] | None) -> dict[str, Any] | None:
     """On resume: the better of the checkpoint header's best and ``best.pt``'s own (a kill after ``best.pt``
     was written and before the next checkpoint leaves ``best.pt`` ahead of the header)."""
-    from ..checkpoint import load_checkpoint
+    from .checkpoint_io import load_checkpoint
     from ..errors import RlplugError
     from .rundir import BEST_CHECKPOINT
 

@@ -19,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..checkpoint import PREVIOUS, load_checkpoint
+from .checkpoint_io import PREVIOUS, load_checkpoint
 from ..envs.factory import env_modules
 from ..pipeline.distributed import COMMAND_VARIABLE
 from ..errors import CheckpointMismatchError, CorruptCheckpointError, RunDirBusyError, RunDirError

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..checkpoint import save_checkpoint
+from .checkpoint_io import save_checkpoint
 from ..contract.hookspecs import Build
 from .checkpoints import checkpoint_payload
 from .curve import curve_lines, curve_title, plot_learning_curve

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .errors import CorruptCheckpointError, RunDirError
+from ..errors import CorruptCheckpointError, RunDirError
 
 FORMAT = 1
 PREVIOUS = "previous.pt"
