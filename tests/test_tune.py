@@ -217,7 +217,7 @@ def test_tune_writes_a_recipe_that_show_accepts_and_a_rerun_continues(tmp_path, 
     assert f"recipe ppo-cartpole-tuned@1 written to {out.name}" in result.stdout
     assert (tmp_path / "report.md").read_text().startswith("# Tuning ppo-cartpole@1 on skrl")
     assert (tmp_path / "report-history.png").stat().st_size > 1000
-    from rlplug.outputs import PICTURE, TUNE_REPORT, TUNED_RECIPE, check_output  # a rerun may replace all three
+    from rlplug.util.outputs import PICTURE, TUNE_REPORT, TUNED_RECIPE, check_output  # a rerun may replace all three
 
     assert check_output(out, TUNED_RECIPE, "tune --out") and check_output(tmp_path / "report.md", TUNE_REPORT, "tune --report")
     assert check_output(tmp_path / "report-history.png", PICTURE, "tune --report")

@@ -336,7 +336,7 @@ def draw(groups: Sequence[Group], path: str | Path, title: str | None = None, ev
     ax.set_title(title or f"{runs} run{'s' if runs > 1 else ''}{configurations}", fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(0.0, -0.14), frameon=False)
-    from .outputs import png_metadata, replace_atomically
+    from .util.outputs import png_metadata, replace_atomically
 
     try:
         return replace_atomically(Path(path), lambda partial: fig.savefig(partial, dpi=110, bbox_inches="tight", format="png",

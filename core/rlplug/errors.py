@@ -106,7 +106,7 @@ class RunDirBusyError(RunDirError):
 
 class OutputError(RlplugError):
     """An output path holds something rlplug did not write, is one of the command's own inputs, or another
-    process is writing it (``rlplug.outputs``)."""
+    process is writing it (``rlplug.util.outputs``)."""
 
 
 class RunInterrupted(KeyboardInterrupt):

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ExportedFileError, ExportUnsupportedError
-from .outputs import EXPORTED_POLICY, write_file
+from .util.outputs import EXPORTED_POLICY, write_file
 
 FORMATS = ("torchscript", "onnx")
 SUFFIXES = {"torchscript": ".pt", "onnx": ".onnx"}
@@ -51,7 +51,7 @@ def default_path(run_dir: Path, fmt: str) -> Path:
 def export_policy(build: Any, path: str | Path, fmt: str = "torchscript", check: bool = True,
                   inputs: Sequence[tuple[Path, str]] = ()) -> dict[str, Any]:  # fmt: skip
     """Write ``build.trainer``'s deterministic policy to ``path`` (atomically, and only over nothing or an
-    earlier export: ``rlplug.outputs``, never over one of ``inputs``) and, with ``check``, read the file back
+    earlier export: ``rlplug.util.outputs``, never over one of ``inputs``) and, with ``check``, read the file back
     and compare its actions with ``act_deterministic`` on ``CHECK_BATCH`` made-up observations (a file that
     disagrees is refused and never replaces what was there). Returns what was written: path, format,
     metadata and the largest action difference seen (``max_abs_difference``)."""

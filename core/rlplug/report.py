@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .outputs import BENCH_JSON, BENCH_REPORT, check_output, write_file
+from .util.outputs import BENCH_JSON, BENCH_REPORT, check_output, write_file
 
 COLUMNS = ("recipe", "backend", "tier", "seeds", "steps", "wall s / seed", "steps/s", "updates/s", "eval: mean ± std over seeds (min)",
            "95% CI of the mean", "target", "reference", "pass")

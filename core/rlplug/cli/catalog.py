@@ -148,7 +148,7 @@ def show_torchrl_hydra(recipe: Any, backend: str, settings: dict[str, Any], out:
         raise ExportError(f"--out {out}: Hydra composes FILE.yaml (or .yml) files")
     if path is not None:  # an earlier export of this file (and the dataset beside it) is replaced, nothing else
         from ..errors import OutputError
-        from ..outputs import TORCHRL_CONFIG, check_output, describe
+        from ..util.outputs import TORCHRL_CONFIG, check_output, describe
 
         sources = [(Path(recipe.source), f"the file recipe {recipe.ref} comes from")] if recipe.source else []
         ours = check_output(path, TORCHRL_CONFIG, "show --out", sources)
@@ -160,7 +160,7 @@ def show_torchrl_hydra(recipe: Any, backend: str, settings: dict[str, Any], out:
     if path is None:
         print(text, end="")
         return 0
-    from ..outputs import replace_atomically
+    from ..util.outputs import replace_atomically
 
     replace_atomically(path, lambda partial: partial.write_text(text))
     note(f"wrote {path} (TorchRL trainer config: config_name={path.stem!r}, config_dir={str(path.parent.resolve())!r})")

@@ -36,7 +36,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         skipped, run_dirs = [], find_runs(args.recipe, args.runs_dir)
     else:
         run_dirs = args.run_dirs
-    from ..outputs import PICTURE, check_output
+    from ..util.outputs import PICTURE, check_output
 
     check_output(out, PICTURE, "compare --out")
     groups = group_runs(read_runs(run_dirs, skipped))

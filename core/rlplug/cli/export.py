@@ -26,7 +26,7 @@ def add_export_command(sub: argparse._SubParsersAction, common: argparse.Argumen
 
 def cmd_export(args: argparse.Namespace) -> int:
     from ..export import check_format, default_path, describe_inputs, describe_tensor, export_policy
-    from ..outputs import EXPORTED_POLICY, check_output
+    from ..util.outputs import EXPORTED_POLICY, check_output
     from ..runs import open_run
 
     check_format(args.format)  # before the run is opened: a missing onnx is one line, at once

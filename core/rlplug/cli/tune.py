@@ -372,7 +372,7 @@ def _inputs(session: Any, recipe: Any) -> list[tuple[Path, str]]:
 
 
 def _check_outputs(session: Any, args: argparse.Namespace) -> None:
-    from ..outputs import TUNED_RECIPE, check_output
+    from ..util.outputs import TUNED_RECIPE, check_output
 
     recipe = session.resolve(args.name)
     inputs = _inputs(session, recipe)

@@ -34,7 +34,7 @@ import numpy as np
 
 from ..errors import RlplugError
 from ..util.jsonfiles import read_json_object
-from ..outputs import DATASET, check_output, swap_in_dir, writing
+from ..util.outputs import DATASET, check_output, swap_in_dir, writing
 
 FORMAT = 1
 KEYS = ("observation", "action", "reward", "next_observation", "terminated", "truncated")
@@ -369,7 +369,7 @@ def return_stats(returns: list[float]) -> dict[str, float] | None:
 
 
 def check_target(name: str, overwrite: bool) -> None:
-    """Refuse to write dataset ``name`` over anything but a dataset rlplug wrote (``rlplug.outputs``), and over
+    """Refuse to write dataset ``name`` over anything but a dataset rlplug wrote (``rlplug.util.outputs``), and over
     that one without ``overwrite``."""
     path = dataset_path(name)
     if check_output(path, DATASET, "dataset --overwrite" if overwrite else "dataset", hint="choose another name") and not overwrite:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..outputs import TUNED_RECIPE, write_file
+from ..util.outputs import TUNED_RECIPE, write_file
 from ..recipes.fields import RECIPE_NAME, Recipe, file_stem, split_ref
 from ..schema import AlgorithmSpec
 from ..space import SearchSpace

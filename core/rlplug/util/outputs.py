@@ -30,7 +30,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import OutputError
+from ..errors import OutputError
 
 PNG_SOFTWARE = "rlplug"
 """The start of the ``Software`` text chunk of every PNG rlplug writes as an output (``png_metadata``)."""
@@ -54,7 +54,7 @@ def _first_line(path: Path) -> str:
 
 
 def _dataset_dir(path: Path) -> bool:
-    from .data.datasets import DATA, METADATA
+    from ..data.datasets import DATA, METADATA
 
     names = {p.name for p in path.iterdir()}
     if METADATA not in names or not names <= {METADATA, DATA}:
@@ -67,7 +67,7 @@ def _dataset_dir(path: Path) -> bool:
 
 
 def _exported_policy(path: Path) -> bool:
-    from .export import METADATA_KEY
+    from ..export import METADATA_KEY
 
     if zipfile.is_zipfile(path):
         with zipfile.ZipFile(path) as archive:
@@ -117,7 +117,7 @@ BENCH_JSON = Kind("bench report's JSON", False, _bench_rows)
 
 def png_metadata(what: str) -> dict[str, str]:
     """``savefig(metadata=...)`` for a PNG rlplug writes, so a later run recognises it as its own."""
-    from . import __version__
+    from .. import __version__
 
     return {"Software": f"{PNG_SOFTWARE} {__version__} {what}"}
 
@@ -251,7 +251,7 @@ def swap_in_dir(partial: Path, path: Path) -> None:
 def writing(path: Path, what: str) -> Iterator[None]:
     """Hold the lock on writing ``path`` (``.NAME.lock`` beside it) for the block, or refuse in one line when
     another process holds it: two commands writing one output at once would silently lose one's work."""
-    from .runs.lock import hold, os_reason
+    from ..runs.lock import hold, os_reason
 
     path = Path(path)
     where = path.resolve()  # "." locks beside the current directory, not inside it
