@@ -153,7 +153,7 @@ def registry_references() -> dict[str, dict]:
 
 
 def write_page(command: str, draw_curves: bool = False) -> None:
-    from rlplug.report import COLUMNS, _row  # the bench table's cells, as `rlplug bench --report` renders them
+    from rlplug.results.report import COLUMNS, _row  # the bench table's cells, as `rlplug bench --report` renders them
 
     results = load_results(RESULTS)
     rows = results.get("bench", {}).get("data", {}).get("rows", [])

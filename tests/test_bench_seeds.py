@@ -1,4 +1,4 @@
-"""``rlplug bench --seeds / --jobs / --tier``: the seed aggregation (rlplug.seeded), the options' refusals, the
+"""``rlplug bench --seeds / --jobs / --tier``: the seed aggregation (rlplug.results.seeded), the options' refusals, the
 recipe fields ``tier`` and ``reference``, and one small end-to-end run over two seeds in two processes."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 
 from conftest import run_cli
 from rlplug.errors import RecipeError
-from rlplug.report import COLUMNS, _row
-from rlplug.seeded import aggregate, as_seeded, bootstrap_ci, parse_seeds, reference_text, seeds_pass
+from rlplug.results.report import COLUMNS, _row
+from rlplug.results.seeded import aggregate, as_seeded, bootstrap_ci, parse_seeds, reference_text, seeds_pass
 
 
 def run(seed: int, value: float, target: float = 100.0, wall: float = 10.0) -> dict:

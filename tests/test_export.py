@@ -187,7 +187,7 @@ def exported(request, recipe_file, tmp_path_factory):
     with 100 observations and ``act_deterministic``'s actions on them; then ONE fresh interpreter loads
     every file and acts. ``{"cells": {name: {...}}, "results": {path: {...}}, "leaked": [...]}``."""
     import rlplug
-    from rlplug.export import export_policy
+    from rlplug.results.export import export_policy
 
     backend = request.param
     folder = tmp_path_factory.mktemp(f"exported-{backend}")
@@ -335,7 +335,7 @@ def test_refusals_are_one_line(capsys, tmp_path, monkeypatch, run_dir):
 
 def test_a_file_for_another_environment_is_refused(capsys, tmp_path, run_dir):
     import rlplug
-    from rlplug.export import export_policy
+    from rlplug.results.export import export_policy
 
     other = "td3-pendulum" if "cartpole" in run_dir.name else "ppo-cartpole"
     backend = "torchrl" if other == "td3-pendulum" else "skrl"

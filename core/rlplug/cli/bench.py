@@ -4,7 +4,7 @@ Markdown report.
 A row is a (recipe, backend); a unit is a row on one seed. ``--jobs 1`` (the default) trains the units one
 after the other in this process; ``--jobs N`` runs them in N ``rlplug train --json`` processes at once (each
 with one torch thread), under one progress bar over the units. A row's verdict and figures come from
-``rlplug.seeded``.
+``rlplug.results.seeded``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 
 from ..errors import RecipeError, RlplugError, RunDirError, UnknownNameError
 from ..recipes.fields import file_stem
-from ..seeded import aggregate, check_jobs, ci_text, parse_seeds, reference_text, result_text, seeds_text, target_text, wall_text
+from ..results.seeded import aggregate, check_jobs, ci_text, parse_seeds, reference_text, result_text, seeds_text, target_text, wall_text
 from ..util.suggest import did_you_mean
 from ..tables import format_table
 from .common import note, open_session, print_json
@@ -72,7 +72,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     rows = plan_rows(session, args, overrides, seeds)
     report = Path(args.report) if args.report else (Path("BENCHMARKS.md") if args.all else None)
     if report is not None:
-        from ..report import check_report_paths
+        from ..results.report import check_report_paths
 
         check_report_paths(report)
     finished: dict[int, dict[str, Any]] = {}
@@ -99,7 +99,7 @@ def print_rows(args: argparse.Namespace, data: list[dict[str, Any]]) -> int:
 
 
 def write_bench_report(report: Path, data: list[dict[str, Any]], jobs: int) -> None:
-    from ..report import write_report
+    from ..results.report import write_report
 
     write_report(report, data, "rlplug " + " ".join(sys.argv[1:]), jobs)
 
@@ -150,7 +150,7 @@ def bench_from_runs(args: argparse.Namespace) -> int:
             data.append(aggregate([summary for summary, _ in variant], recipe=ref + label, backend=backend, seeds=seeds,
                                   tier=recipe.get("tier"), reference=recipe.get("reference"), target=recipe.get("target")))
     if args.report:
-        from ..report import check_report_paths
+        from ..results.report import check_report_paths
 
         check_report_paths(Path(args.report))
         write_bench_report(Path(args.report), data, 1)

@@ -1,4 +1,4 @@
-"""``compare``: several runs' learning curves on one PNG and a table of their summaries (``rlplug.compare``)."""
+"""``compare``: several runs' learning curves on one PNG and a table of their summaries (``rlplug.results.compare``)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def add_compare_command(sub: argparse._SubParsersAction, common: argparse.Argume
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from ..compare import draw, find_runs, group_rows, group_runs, read_runs, summary_rows
+    from ..results.compare import draw, find_runs, group_rows, group_runs, read_runs, summary_rows
 
     if bool(args.run_dirs) == bool(args.recipe):
         raise CompareError("give run directories or --recipe NAME (one of the two)")

@@ -55,7 +55,7 @@ class Reevaluation:
         bootstrap 95 % interval of the paired differences (same fresh seed, tuned minus as written)."""
         if not self.original:
             return None
-        from ..seeded import bootstrap_ci
+        from ..results.seeded import bootstrap_ci
 
         differences = [t - o for t, o in zip(self.tuned, self.original)]
         gain = statistics.fmean(differences)

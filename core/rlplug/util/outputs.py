@@ -67,7 +67,7 @@ def _dataset_dir(path: Path) -> bool:
 
 
 def _exported_policy(path: Path) -> bool:
-    from ..export import METADATA_KEY
+    from ..results.export import METADATA_KEY
 
     if zipfile.is_zipfile(path):
         with zipfile.ZipFile(path) as archive:

@@ -17,7 +17,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .errors import RecipeError
+from ..errors import RecipeError
 
 MAX_SEEDS = 1000
 """The most seeds one bench row trains (``--seeds 1000`` or a list that long)."""
@@ -29,7 +29,7 @@ BOOTSTRAP_SEED = 0
 
 def parse_seeds(text: Any) -> list[int]:
     """``--seeds``: ``"0,1,2"`` (those seeds, in that order) or ``"3"`` (seeds 0, 1, 2); one line on bad input."""
-    from .recipes.fields import check_option
+    from ..recipes.fields import check_option
 
     raw = str(text).strip()
     if not raw:

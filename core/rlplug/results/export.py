@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import ExportedFileError, ExportUnsupportedError
-from .util.outputs import EXPORTED_POLICY, write_file
+from ..errors import ExportedFileError, ExportUnsupportedError
+from ..util.outputs import EXPORTED_POLICY, write_file
 
 FORMATS = ("torchscript", "onnx")
 SUFFIXES = {"torchscript": ".pt", "onnx": ".onnx"}
@@ -57,7 +57,7 @@ def export_policy(build: Any, path: str | Path, fmt: str = "torchscript", check:
     metadata and the largest action difference seen (``max_abs_difference``)."""
     import torch
 
-    from .backends.common.export import example_observations, policy_signature
+    from ..backends.common.export import example_observations, policy_signature
 
     check_format(fmt)
     trainer = build.trainer
@@ -330,7 +330,7 @@ def check_against_trainer(exported: ExportedFile, trainer: Any, seed: int = 0) -
     than ``TOLERANCE``."""
     import numpy as np
 
-    from .backends.common.export import as_observation_batch, example_observations
+    from ..backends.common.export import as_observation_batch, example_observations
 
     arrays = example_observations(exported.metadata, CHECK_BATCH, seed=seed + 1)
     got = exported.act(as_observation_batch(exported.metadata, arrays))
@@ -356,7 +356,7 @@ def check_against_trainer(exported: ExportedFile, trainer: Any, seed: int = 0) -
 def check_fits(exported: ExportedFile, build: Any) -> None:
     """Refuse a file exported for another environment, or whose inputs or action (names, dtypes, shapes,
     action count or bounds) are not those of ``build``'s spaces."""
-    from .backends.common.export import policy_signature
+    from ..backends.common.export import policy_signature
 
     meta = exported.metadata
     wanted = policy_signature(build)
@@ -417,14 +417,14 @@ def evaluate_exported(build: Any, exported: ExportedFile, episodes: int, video_d
     check_fits(exported, build)
     multiagent = build.extras.get("multiagent")
     if multiagent is not None:
-        from .errors import VideoUnsupportedError
-        from .envs.multiagent_evaluation import evaluate_multiagent
+        from ..errors import VideoUnsupportedError
+        from ..envs.multiagent_evaluation import evaluate_multiagent
 
         if video_dir is not None:
             raise VideoUnsupportedError(
                 f"video recording is for single-agent gymnasium environments only; {build.env_id} is multi-agent"
             )
         return evaluate_multiagent(build.env_id, build.env_kwargs, exported.act, episodes, build.seed)
-    from .envs.evaluation import evaluate_policy
+    from ..envs.evaluation import evaluate_policy
 
     return evaluate_policy(build.env_spec, None, exported.act, episodes, build.seed, video_dir=video_dir)

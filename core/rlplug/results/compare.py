@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import CompareError, RunDirError
-from .util.jsonfiles import read_json_object
-from .recipes.fields import task_label
+from ..errors import CompareError, RunDirError
+from ..util.jsonfiles import read_json_object
+from ..recipes.fields import task_label
 
 RECIPE_FILE, METRICS_FILE, SUMMARY_FILE = "recipe.json", "metrics.csv", "summary.json"
 UNITS = {"env_steps": "environment steps", "updates": "gradient updates"}
@@ -151,7 +151,7 @@ def find_runs(recipe: str, runs_dir: str | Path = "runs") -> list[Path]:
         elif isinstance(table.get("name"), str):
             others.add(table["name"])
     if not found:
-        from .util.suggest import did_you_mean
+        from ..util.suggest import did_you_mean
 
         seen = f"; it holds runs of {', '.join(sorted(others))}" if others else "; it holds no runs"
         raise CompareError(f"no runs of recipe '{recipe}' under {runs_dir}{did_you_mean(name, sorted(others))}{seen}")
@@ -336,7 +336,7 @@ def draw(groups: Sequence[Group], path: str | Path, title: str | None = None, ev
     ax.set_title(title or f"{runs} run{'s' if runs > 1 else ''}{configurations}", fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(0.0, -0.14), frameon=False)
-    from .util.outputs import png_metadata, replace_atomically
+    from ..util.outputs import png_metadata, replace_atomically
 
     try:
         return replace_atomically(Path(path), lambda partial: fig.savefig(partial, dpi=110, bbox_inches="tight", format="png",

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .util.outputs import BENCH_JSON, BENCH_REPORT, check_output, write_file
+from ..util.outputs import BENCH_JSON, BENCH_REPORT, check_output, write_file
 
 COLUMNS = ("recipe", "backend", "tier", "seeds", "steps", "wall s / seed", "steps/s", "updates/s", "eval: mean ± std over seeds (min)",
            "95% CI of the mean", "target", "reference", "pass")
@@ -18,7 +18,7 @@ COLUMNS = ("recipe", "backend", "tier", "seeds", "steps", "wall s / seed", "step
 def machine(jobs: int = 1) -> dict[str, Any]:
     """Where the numbers come from: CPU, cores, torch threads, library versions, time. ``jobs`` > 1: the runs trained
     in that many processes at once, each on one torch thread (``rlplug bench --jobs``), not in this process."""
-    from .runs import versions
+    from ..runs import versions
 
     threads = 1  # with --jobs each training process runs one torch thread: no need to import torch here
     if jobs == 1:
