@@ -1,4 +1,4 @@
-"""``zoo:ALGO/ENV`` recipes: RL Baselines3 Zoo's entries translated key by key (rlplug.zoo)."""
+"""``zoo:ALGO/ENV`` recipes: RL Baselines3 Zoo's entries translated key by key (rlplug.interop.zoo)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def hp(session, name):
 
 
 def rows(name):
-    from rlplug.zoo import translation
+    from rlplug.interop.zoo import translation
 
     done = translation(name)
     return {r.key: r for r in done.translated}, {r.key: r for r in done.dropped}
@@ -52,7 +52,7 @@ def test_ppo_entry_translates_sb3_semantics(session):
 def test_policy_kwargs_are_read_as_data_not_evaluated(session):
     h = hp(session, "zoo:ppo/HalfCheetah-v4")  # dict(log_std_init=-2, ortho_init=False, nn.ReLU, pi/vf 256x2)
     assert (h["hidden_sizes"], h["activation"], h["initial_log_std"]) == ([256, 256], "relu", -2.0)
-    from rlplug.zoo.sb3 import read_python_literal
+    from rlplug.interop.zoo.sb3 import read_python_literal
 
     with pytest.raises(ValueError, match="cannot read"):
         read_python_literal("dict(net_arch=__import__('os').getcwd())")
@@ -103,8 +103,8 @@ def test_bad_zoo_names_are_one_line(name, expected, capsys):
 
 
 def test_without_the_extra_a_zoo_name_names_it(monkeypatch, capsys):
-    from rlplug import zoo
-    from rlplug.zoo import files
+    from rlplug.interop import zoo
+    from rlplug.interop.zoo import files
 
     caches = (files.hyperparams_dir, files.load, zoo.translation)
     monkeypatch.setattr(files, "DISTRIBUTION", "rl-zoo3-not-installed")
@@ -124,7 +124,7 @@ def test_without_the_extra_a_zoo_name_names_it(monkeypatch, capsys):
 
 
 def test_recipes_lists_the_zoo_only_with_zoo(monkeypatch, capsys):
-    from rlplug.zoo import files
+    from rlplug.interop.zoo import files
 
     def refuse(*args, **kwargs):
         raise AssertionError("listing recipes must not read the Zoo")
@@ -143,7 +143,7 @@ def test_recipes_lists_the_zoo_only_with_zoo(monkeypatch, capsys):
 
 
 def test_every_pair_that_can_be_made_here_resolves_on_both_backends(session):
-    from rlplug.zoo import pairs
+    from rlplug.interop.zoo import pairs
 
     names = [p.name for p in pairs(session.host.algorithms) if p.env_status == "installed" and not p.env.startswith("ALE/")]
     assert len(names) >= 40 and {"zoo:ddpg/Pendulum-v1", "zoo:ddpg/LunarLanderContinuous-v3"} <= set(names)
@@ -188,7 +188,7 @@ def test_zoo_listing_and_show_import_neither_torch_nor_the_zoo():
 
 def test_a_recorded_pair_is_judged_against_the_zoo_score_and_cites_it(session):
     """verified.toml's Zoo score and random return set the target (normalised score 0.9) and the reference."""
-    from rlplug.zoo import verified, zoo_target
+    from rlplug.interop.zoo import verified, zoo_target
 
     assert zoo_target(-73.506, -500.0) == -116.2
     pair = verified()["ppo/Swimmer-v4"]

@@ -8,7 +8,7 @@ import importlib.util
 from typing import Any
 
 from ..tables import format_table, to_toml
-from ..torchrl_hydra import ExportError
+from ..interop.torchrl_hydra import ExportError
 from .common import note, open_session, print_json
 
 
@@ -104,7 +104,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def zoo_recipes(args: argparse.Namespace, session: Any) -> int:
     """``rlplug recipes --zoo``: the Zoo's pairs; those of algorithms not installed are listed as such."""
-    from ..zoo import pairs
+    from ..interop.zoo import pairs
 
     installed = session.host.algorithms
     rows, data = [], []
@@ -131,16 +131,16 @@ def zoo_translation(name: str) -> Any:
 
     if not is_zoo_name(name):
         return None
-    from ..zoo import translation
+    from ..interop.zoo import translation
 
     return translation(name)
 
 
 def show_torchrl_hydra(recipe: Any, backend: str, settings: dict[str, Any], out: str | None) -> int:
-    """``show --format hydra``: the recipe as TorchRL's own trainer config (rlplug.torchrl_hydra), printed or written."""
+    """``show --format hydra``: the recipe as TorchRL's own trainer config (rlplug.interop.torchrl_hydra), printed or written."""
     from pathlib import Path
 
-    from ..torchrl_hydra import check_exportable, export_config
+    from ..interop.torchrl_hydra import check_exportable, export_config
 
     check_exportable(recipe.algorithm, backend, recipe.name)
     path = Path(out) if out else None

@@ -163,7 +163,7 @@ OPTION_PARAMS: dict[str, Param] = {p.name: p for p in (
 RECIPE_NAME = re.compile(r"[^\W_][\w.+-]*")
 """A recipe name: a letter or digit, then letters, digits, ``_ . + -`` (no spaces, no ``/``, no ``@``)."""
 ZOO_PREFIX = "zoo:"
-"""``zoo:ALGO/ENV`` names RL Baselines3 Zoo's tuned entry, translated by ``rlplug.zoo`` when it is used."""
+"""``zoo:ALGO/ENV`` names RL Baselines3 Zoo's tuned entry, translated by ``rlplug.interop.zoo`` when it is used."""
 BACKEND_TABLES = ("skrl", "torchrl")
 """Known backend names; a table with one of these names holds raw backend settings."""
 TASK_FIELDS = ("env", "env_kwargs", "time_limit", "dataset", "target_metric")
@@ -488,7 +488,7 @@ class RecipeBook:
             raise UnknownNameError(f"recipe '{name}' has no version {version} (Zoo recipes have one: 1)")
         entry = self._zoo.get(name)
         if entry is None:
-            from ..zoo import recipe_table
+            from ..interop.zoo import recipe_table
 
             table, source = recipe_table(name)
             _check_fields(table, f"recipe '{name}' ({source})")

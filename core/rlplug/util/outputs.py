@@ -99,7 +99,7 @@ TUNED_RECIPE = Kind("tuned recipe", False, lambda p: _first_line(p).startswith(T
 TUNE_REPORT = Kind("tune report", False, lambda p: _first_line(p).startswith("# Tuning ")
                    and f"\n    {TUNED_RECIPE_HEAD[2:]} (rlplug " in _head(p))  # its summary, as the tuned recipe's head
 BENCH_REPORT = Kind("bench report", False, _bench_report)
-TORCHRL_CONFIG = Kind("TorchRL trainer config", False,  # show --format hydra's first line (rlplug.torchrl_hydra)
+TORCHRL_CONFIG = Kind("TorchRL trainer config", False,  # show --format hydra's first line (rlplug.interop.torchrl_hydra)
                       lambda p: _first_line(p).startswith("# TorchRL ") and " trainer config for rlplug recipe " in _first_line(p))
 PICTURE = Kind("picture", False, _png)
 

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .errors import RlplugError
+from ..errors import RlplugError
 
 TORCHRL_VERSION = "0.14.1"
 NO_TRAINER = {
@@ -457,13 +457,13 @@ def export_config(recipe: Any, settings: dict[str, Any], source: str, out: Path 
     recipe's dataset is written to ``OUT.dataset.pt`` beside ``out`` (needed: the config names that file)."""
     import yaml
 
-    from .envs.factory import probe_spaces
+    from ..envs.factory import probe_spaces
 
     check_exportable(recipe.algorithm, "torchrl", recipe.name)
     dataset_note = ""
     observation_space, action_space = probe_spaces(recipe.env, recipe.env_kwargs)
     if recipe.dataset:
-        from .data.datasets import read_info
+        from ..data.datasets import read_info
 
         info = read_info(recipe.dataset)  # checked against the env, as rlplug's offline cells check it
         info.check_env(recipe.env, observation_space, action_space, f"recipe '{recipe.name}'")
@@ -500,7 +500,7 @@ def write_ted_dataset(info: Any, action_margin: float, action_space: Any, target
     import torch
     from tensordict import TensorDict
 
-    from .data.datasets import load_data
+    from ..data.datasets import load_data
 
     data = load_data(info)
     count = len(data["reward"])

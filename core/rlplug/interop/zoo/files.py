@@ -2,7 +2,7 @@
 
 The files ship inside the ``rl_zoo3`` wheel. They are located through the distribution's metadata and parsed
 with ``yaml.safe_load``: neither ``rl_zoo3`` nor Stable-Baselines3 is imported (both import torch, and the Zoo
-``eval``s its strings; rlplug parses them itself, ``rlplug.zoo.sb3``).
+``eval``s its strings; rlplug parses them itself, ``rlplug.interop.zoo.sb3``).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import importlib.metadata
 from pathlib import Path
 from typing import Any
 
-from ..errors import RecipeError, ZooMissingError
+from ...errors import RecipeError, ZooMissingError
 
 DISTRIBUTION = "rl_zoo3"
 INSTALL = "pip install 'rlplug[zoo]'"

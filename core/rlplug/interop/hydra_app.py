@@ -46,7 +46,7 @@ def recipe_files() -> list[str]:
 
 
 def open_session() -> Any:
-    from .pipeline.session import Session
+    from ..pipeline.session import Session
 
     return Session(recipe_files=recipe_files())
 
@@ -76,7 +76,7 @@ def store_configs(session: Any) -> None:
 
 def overrides_from(base: dict[str, Any], chosen: dict[str, Any], prefix: str = "") -> list[str]:
     """``key=TOML`` for each value of the composed config that differs from the recipe (dotted for tables)."""
-    from .tables import toml_value
+    from ..tables import toml_value
 
     items = []
     for key, value in chosen.items():
@@ -95,10 +95,10 @@ def run_job(cfg: Any) -> float:
     from hydra.core.hydra_config import HydraConfig
     from omegaconf import OmegaConf
 
-    from .cli import main as rlplug_main
-    from .errors import RunDirError
-    from .util.jsonfiles import read_json_object
-    from .runs.rundir import SUMMARY_FILE
+    from ..cli import main as rlplug_main
+    from ..errors import RunDirError
+    from ..util.jsonfiles import read_json_object
+    from ..runs.rundir import SUMMARY_FILE
 
     hydra = HydraConfig.get()
     ref = hydra.runtime.choices[GROUP]
@@ -124,7 +124,7 @@ def main() -> None:
         raise SystemExit(2)
     import hydra
 
-    from .errors import RlplugError
+    from ..errors import RlplugError
 
     os.environ.setdefault("RL_LOGGING_LEVEL", "WARNING")
     try:

@@ -11,9 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .errors import RecipeError
-from .recipes.fields import RECIPE_NAME
-from .tables import to_toml
+from ..errors import RecipeError
+from ..recipes.fields import RECIPE_NAME
+from ..tables import to_toml
 from .translation import Row, value_text
 
 AGENTS = {"ppo": "ppo", "sac": "sac"}
@@ -336,7 +336,7 @@ def translate_runner(cfg: dict[str, Any], env: str, name: str, num_envs: int = 1
             t.drop(key, value, "not a section of a single-agent skrl Runner file rlplug translates")
     if "steps" not in t.fields:
         raise RecipeError(f"{source}: the trainer section has no 'timesteps' (the step budget)")
-    from .envs.factory import reward_threshold
+    from ..envs.factory import reward_threshold
 
     target = reward_threshold(env)
     table = {"description": f"translated from the skrl Runner file {Path(source).name}" + (

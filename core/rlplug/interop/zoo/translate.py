@@ -1,6 +1,6 @@
 """One Zoo entry -> one rlplug recipe table, key by key.
 
-Every key of the entry (and every SB3 default the entry leaves out, ``rlplug.zoo.sb3``) is either translated to
+Every key of the entry (and every SB3 default the entry leaves out, ``rlplug.interop.zoo.sb3``) is either translated to
 the rlplug field that means the same thing or dropped with the reason; ``Translation`` keeps both lists, which
 ``rlplug show zoo:...`` prints and the recipe's description summarises. SB3's semantics behind each rule were
 read from Stable-Baselines3 2.9.2's source (the comments cite the part); docs/zoo.md has the table.
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import RecipeError
+from ...errors import RecipeError
 from ..translation import Row, value_text as _text
 from .sb3 import ACTIVATIONS, OU_DT, SB3_BEHAVIOUR, SB3_DEFAULTS, Symbol, read_python_literal, schedule
 
