@@ -13,7 +13,7 @@ from conftest import run_cli
 
 from rlplug import Param, RecipeError, RlplugError, Search, Session, UnknownNameError
 from rlplug.cli import main
-from rlplug.space import pinned_by, recipe_space
+from rlplug.recipes.search_space import pinned_by, recipe_space
 
 FIRST_PARTY = ("ppo", "sac", "td3", "ddpg", "dqn", "mappo", "iql", "cql")
 TINY = ["--steps", "512", "--seeds", "1", "--set", "hidden_sizes=[8]", "--eval-seeds", "1", "--no-progress"]

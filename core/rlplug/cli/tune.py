@@ -60,7 +60,7 @@ def add_tune_command(sub: argparse._SubParsersAction, common: argparse.ArgumentP
 
 
 def cmd_show_space(args: argparse.Namespace) -> int:
-    from ..space import nothing_to_search, pinned_by, recipe_space, space_rows
+    from ..recipes.search_space import nothing_to_search, pinned_by, recipe_space, space_rows
     from ..tables import format_table
 
     session = open_session(args)
@@ -167,7 +167,7 @@ class _Context:
 
     def __init__(self, args: argparse.Namespace, session: Any) -> None:
         from ..pipeline.session import check_backend, require_backend_libraries
-        from ..space import nothing_to_search, pinned_by, recipe_space
+        from ..recipes.search_space import nothing_to_search, pinned_by, recipe_space
         from ..tuning.storage import DEFAULT_STORAGE, open_storage
 
         self.session = session

@@ -16,7 +16,7 @@ from ..contract.hookspecs import Build
 from ..envs.multiagent import check_env_kind, is_multiagent_env, probe_multiagent_spaces
 from ..recipes.fields import Recipe, RecipeBook, check_fields, first_party_registry
 from ..schema import AlgorithmSpec, check_type
-from ..space import check_search
+from ..recipes.search_space import check_search
 from ..util.suggest import did_you_mean
 
 STAGES = (

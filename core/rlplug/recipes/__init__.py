@@ -1,5 +1,5 @@
 """Recipes: what a recipe is, where recipes come from, and how a name resolves to one (torch-free).
 
 ``fields`` a recipe's fields, their domains and the resolved ``Recipe`` · ``limits`` the bounds on what rlplug
-is given (file sizes, nesting, timeouts).
+is given (file sizes, nesting, timeouts) · ``search_space`` a recipe's search space for ``rlplug tune``.
 """

@@ -16,7 +16,7 @@ from typing import Any
 from ..util.outputs import TUNED_RECIPE, write_file
 from ..recipes.fields import RECIPE_NAME, Recipe, file_stem, split_ref
 from ..schema import AlgorithmSpec
-from ..space import SearchSpace
+from ..recipes.search_space import SearchSpace
 from . import StudyError
 from .objective import Cost, TrialPlan, decoded, seed_scores
 

@@ -26,7 +26,7 @@ from typing import Any
 from ..errors import RecipeError, RlplugError, TrainingDivergedError
 from ..recipes.fields import Recipe
 from ..schema import SEARCH_VALUE_TYPES, Param, Search, choice_text
-from ..space import SearchSpace
+from ..recipes.search_space import SearchSpace
 
 INTERMEDIATE_EPISODES = 5
 """Episodes of each evaluation along the way (the final one uses the recipe's ``eval_episodes``)."""

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..util.outputs import PICTURE, TUNE_REPORT, check_output, png_metadata, write_file
 from ..schema import choice_text
-from ..space import SearchSpace
+from ..recipes.search_space import SearchSpace
 from .export import Reevaluation, best_values
 
 PLOTS = (

@@ -14,9 +14,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import RecipeError, UnknownNameError
-from .schema import AlgorithmSpec, Param, Search, choice_text
-from .util.suggest import did_you_mean
+from ..errors import RecipeError, UnknownNameError
+from ..schema import AlgorithmSpec, Param, Search, choice_text
+from ..util.suggest import did_you_mean
 
 
 @dataclass
