@@ -26,7 +26,7 @@ from ..errors import RecipeError, RlplugError, RunDirError, UnknownNameError
 from ..recipes.fields import file_stem
 from ..results.seeded import aggregate, check_jobs, ci_text, parse_seeds, reference_text, result_text, seeds_text, target_text, wall_text
 from ..util.suggest import did_you_mean
-from ..tables import format_table
+from .tables import format_table
 from .common import note, open_session, print_json
 from .dataset import ensure_dataset
 from .training import option_override

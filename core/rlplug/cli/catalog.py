@@ -7,7 +7,7 @@ import argparse
 import importlib.util
 from typing import Any
 
-from ..tables import format_table, to_toml
+from .tables import format_table, to_toml
 from ..interop.torchrl_hydra import ExportError
 from .common import note, open_session, print_json
 
@@ -194,7 +194,7 @@ def cmd_losses(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from ..extras import extra_lines
+    from .extras import extra_lines
     from ..runs.versions import versions
 
     session = open_session(args)
@@ -234,7 +234,7 @@ def suite_lines() -> list[str]:
 
 
 def cmd_guide(args: argparse.Namespace) -> int:
-    from ..guide import examples_path, guide_path, guide_text
+    from .guide import examples_path, guide_path, guide_text
 
     if args.examples:
         print(examples_path())

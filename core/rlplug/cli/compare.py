@@ -58,7 +58,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def compare_table(rows: list[dict[str, Any]], unit: str) -> str:
-    from ..tables import format_table
+    from .tables import format_table
 
     def number(value: Any, digits: int = 1) -> str:
         return "-" if value is None else f"{value:.{digits}f}"

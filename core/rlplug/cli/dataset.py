@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import RlplugError
 from ..recipes.fields import check_option
-from ..tables import format_table
+from .tables import format_table
 from .common import open_session, print_json
 
 

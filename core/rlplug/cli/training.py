@@ -12,7 +12,7 @@ from ..errors import RlplugError
 from ..recipes.fields import check_option, task_label
 from ..runs.evaluations import check_eval_every, episode_bar
 from ..runs.trackers import parse_loggers
-from ..tables import toml_value
+from .tables import toml_value
 from .common import note, open_session, print_json
 from .dataset import ensure_dataset
 

@@ -61,7 +61,7 @@ def add_tune_command(sub: argparse._SubParsersAction, common: argparse.ArgumentP
 
 def cmd_show_space(args: argparse.Namespace) -> int:
     from ..recipes.search_space import nothing_to_search, pinned_by, recipe_space, space_rows
-    from ..tables import format_table
+    from .tables import format_table
 
     session = open_session(args)
     recipe = session.resolve(args.name, args.set or ())

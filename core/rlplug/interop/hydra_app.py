@@ -76,7 +76,7 @@ def store_configs(session: Any) -> None:
 
 def overrides_from(base: dict[str, Any], chosen: dict[str, Any], prefix: str = "") -> list[str]:
     """``key=TOML`` for each value of the composed config that differs from the recipe (dotted for tables)."""
-    from ..tables import toml_value
+    from ..cli.tables import toml_value
 
     items = []
     for key, value in chosen.items():

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import RecipeError
 from ..recipes.fields import RECIPE_NAME
-from ..tables import to_toml
+from ..cli.tables import to_toml
 from .translation import Row, value_text
 
 AGENTS = {"ppo": "ppo", "sac": "sac"}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .errors import RlplugError
+from ..errors import RlplugError
 
 GUIDES = {"plugins": "plugins.md"}
 
@@ -26,7 +26,7 @@ def examples_path() -> Path:
 
 
 def _shipped(relative: Path, what: str) -> Path:
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parents[1]  # the rlplug package
     for candidate in (here / relative, here.parents[1] / relative):
         if candidate.exists():
             return candidate
