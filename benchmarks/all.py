@@ -144,7 +144,8 @@ def import_bench(path: Path) -> None:
 def registry_references() -> dict[str, dict]:
     """The published reference each first-party recipe cites, by ``name@version``: the aggregate's 100 for bench
     rows stored before rows carried their recipe's reference."""
-    from rlplug.recipes.fields import RecipeBook, first_party_registry
+    from rlplug.recipes.book import RecipeBook
+    from rlplug.recipes.files import first_party_registry
 
     book = RecipeBook()
     book.add_file(first_party_registry())

@@ -31,7 +31,8 @@ OUT = HERE / "results" / "random_returns.json"
 def online_recipes(zoo: list[str]) -> tuple[dict[str, list[Any]], dict[str, str]]:
     """The first-party recipes (or, given ``zoo`` names, those Zoo recipes) scored on their return, grouped by
     environment id; and the skipped ones, with why."""
-    from rlplug.recipes.fields import RecipeBook, first_party_registry
+    from rlplug.recipes.book import RecipeBook
+    from rlplug.recipes.files import first_party_registry
 
     book = RecipeBook()
     book.add_file(first_party_registry())

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from rlplug.errors import RecipeError, UnknownNameError
-from rlplug.recipes.fields import RecipeBook, apply_override, parse_value
+from rlplug.recipes.book import RecipeBook
+from rlplug.recipes.overrides import apply_override, parse_value
 
 BASE = """
 [recipes.walk]

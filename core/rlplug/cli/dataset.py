@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RlplugError
-from ..recipes.fields import check_option
+from ..recipes.overrides import check_option
 from .tables import format_table
 from .common import open_session, print_json
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import NoReturn
 
 from ..errors import RlplugError
-from ..recipes.fields import parse_value
+from ..recipes.overrides import parse_value
 
 
 class Parser(argparse.ArgumentParser):
@@ -48,7 +48,7 @@ class Parser(argparse.ArgumentParser):
 
 def option_value(text: str) -> object:
     """A number option (``--steps 1e6``, ``--seed 7``) read as ``--set`` reads values, so that any text reaches
-    the option's domain check (``rlplug.recipes.fields.check_option``) and is refused there in its words."""
+    the option's domain check (``rlplug.recipes.overrides.check_option``) and is refused there in its words."""
     try:
         return parse_value(text)
     except RlplugError as err:  # nested past the limit: the parser's own one-line refusal

@@ -23,7 +23,7 @@ def add_recipe_parser(sub: argparse._SubParsersAction, common: argparse.Argument
 
 
 def cmd_from_skrl(args: argparse.Namespace) -> int:
-    from ..recipes.fields import check_option
+    from ..recipes.overrides import check_option
     from ..interop.skrl_runner import read_runner_file, recipe_text, translate_runner
 
     num_envs = check_option("num_envs", args.num_envs, "--num-envs")

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RlplugError
-from ..recipes.fields import check_option, task_label
+from ..recipes.fields import task_label
+from ..recipes.overrides import check_option
 from ..runs.evaluations import check_eval_every, episode_bar
 from ..runs.trackers import parse_loggers
 from .tables import toml_value
@@ -179,7 +180,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 # ---- shared by train and resume ---------------------------------------------------------------------
 def optional(name: str, value: Any, flag: str) -> Any:
-    """A command-line value in its domain (``rlplug.recipes.fields.check_option``), or ``None`` when not given."""
+    """A command-line value in its domain (``rlplug.recipes.overrides.check_option``), or ``None`` when not given."""
     return None if value is None else check_option(name, value, flag)
 
 

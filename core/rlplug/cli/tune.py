@@ -142,7 +142,7 @@ def _signals_stop_trials() -> Iterator[None]:
 
 
 def _check_options(args: argparse.Namespace) -> None:
-    from ..recipes.fields import check_option
+    from ..recipes.overrides import check_option
 
     if args.trials is None and not args.export:
         raise RecipeError("rlplug tune needs --trials N, the number of trials the study should hold (or --export "

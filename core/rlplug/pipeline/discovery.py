@@ -22,7 +22,7 @@ from ..contract.encoders import EncoderRegistry
 from ..errors import PluginError, RlplugError, UnknownNameError
 from ..contract.hookspecs import API_VERSION, RlplugSpec
 from ..contract.losses import LossRegistry
-from ..recipes.fields import _entry_from_table
+from ..recipes.files import entry_from_table
 from ..schema import AlgorithmSpec, declaration_problems
 from ..util.suggest import did_you_mean
 
@@ -183,7 +183,7 @@ class PluginHost:
                     )
                 body = {k: v for k, v in table.items() if k != "name"}
                 try:
-                    _entry_from_table(table["name"], body, f"plugin {record.dist}")
+                    entry_from_table(table["name"], body, f"plugin {record.dist}")
                 except RlplugError as err:
                     raise _Malformed(f"rlplug_recipes() is malformed: {err}") from None
                 tables.append(dict(table))

@@ -14,7 +14,9 @@ from ..envs.factory import EnvSpec, action_space_kind, check_wrapper_fields, env
 from ..errors import BackendMissingError, PluginError, RecipeError, SpaceError, UnknownNameError
 from ..contract.hookspecs import Build
 from ..envs.multiagent import check_env_kind, is_multiagent_env, probe_multiagent_spaces
-from ..recipes.fields import Recipe, RecipeBook, check_fields, first_party_registry
+from ..recipes.book import RecipeBook
+from ..recipes.fields import Recipe, check_fields
+from ..recipes.files import first_party_registry
 from ..schema import AlgorithmSpec, check_type
 from ..recipes.search_space import check_search
 from ..util.suggest import did_you_mean

@@ -29,7 +29,7 @@ BOOTSTRAP_SEED = 0
 
 def parse_seeds(text: Any) -> list[int]:
     """``--seeds``: ``"0,1,2"`` (those seeds, in that order) or ``"3"`` (seeds 0, 1, 2); one line on bad input."""
-    from ..recipes.fields import check_option
+    from ..recipes.overrides import check_option
 
     raw = str(text).strip()
     if not raw:

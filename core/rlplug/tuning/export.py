@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ..util.outputs import TUNED_RECIPE, write_file
-from ..recipes.fields import RECIPE_NAME, Recipe, file_stem, split_ref
+from ..recipes.fields import RECIPE_NAME, Recipe, file_stem
+from ..recipes.files import split_ref
 from ..schema import AlgorithmSpec
 from ..recipes.search_space import SearchSpace
 from . import StudyError
