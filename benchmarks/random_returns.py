@@ -57,7 +57,8 @@ def env_setup(recipe: Any) -> tuple[Any, ...]:
 def random_single_agent_returns(recipe: Any, episodes: int, seed: int) -> list[float]:
     import numpy as np
 
-    from rlplug.envs.factory import EnvSpec, make_gym_env
+    from rlplug.envs.factory import make_gym_env
+    from rlplug.envs.spec import EnvSpec
     from rlplug.envs.evaluation import evaluate_policy
 
     spec = EnvSpec.from_recipe(recipe)
@@ -102,7 +103,7 @@ def measure(recipe: Any, episodes: int, seed: int) -> dict[str, Any]:
 
 def suite_missing(env_id: str) -> str | None:
     """Why the env cannot be made here (its suite or package is not installed), or ``None``."""
-    from rlplug.envs.factory import register_suite, suite_available, suite_of
+    from rlplug.envs.suites import register_suite, suite_available, suite_of
     from rlplug.envs.multiagent import is_multiagent_env, parse_env_id
 
     if is_multiagent_env(env_id):

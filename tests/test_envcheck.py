@@ -140,7 +140,8 @@ def test_float_arrays_of_nested_spaces_are_all_checked_and_well_behaved_envs_pas
 def test_training_copies_are_checked_a_batch_at_a_time_and_the_copy_names_itself(mode, env, line):
     import warnings
 
-    from rlplug.envs.factory import EnvSpec, make_gym_vector_env
+    from rlplug.envs.factory import make_gym_vector_env
+    from rlplug.envs.spec import EnvSpec
 
     vector_env = make_gym_vector_env(EnvSpec(id=f"broken_envs:{env}", vector_mode=mode), None, 2)
     try:

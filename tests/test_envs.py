@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 from conftest import assert_one_line_error, run_cli
 
-from rlplug.envs.factory import EnvSpec, make_gym_env, resume_restart_note
+from rlplug.envs.factory import make_gym_env
+from rlplug.envs.spec import EnvSpec
+from rlplug.envs.suites import resume_restart_note
 from rlplug.envs.state import _chain, load_native_state, native_state, restore, snapshot
 from rlplug.errors import RlplugError, SuiteMissingError
 from rlplug.pipeline.session import Session
@@ -309,7 +311,7 @@ def test_box2d_resume_starts_new_episodes(backend):
 
 
 def test_multiagent_ids_name_a_family_not_a_module():
-    from rlplug.envs.factory import split_env_id
+    from rlplug.envs.suites import split_env_id
 
     assert split_env_id("mpe:simple_spread") == ("", "mpe:simple_spread")
     assert split_env_id("vmas:navigation") == ("", "vmas:navigation")

@@ -221,7 +221,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def suite_lines() -> list[str]:
     """One line per optional environment suite: installed or the extra that installs it (nothing imported)."""
-    from ..envs.factory import ATARI_PREPROCESSING_NEEDS, SUITES, suite_available
+    from ..envs.suites import ATARI_PREPROCESSING_NEEDS, SUITES, suite_available
 
     lines = []
     for suite in SUITES.values():

@@ -166,7 +166,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
                 note(f"run {run_dir} stopped before its first checkpoint; training it from step 0 with its recorded recipe")
             note(resume_note(build.extras.get("saved_world_size", 1), here.size))
             if saved.payload is not None and "multiagent" not in build.extras:
-                from ..envs.factory import resume_restart_note
+                from ..envs.suites import resume_restart_note
 
                 note(resume_restart_note(build.env_id))
             note(budget_note(build, steps))

@@ -41,7 +41,7 @@ __all__ = [  # the contract's names are re-exported from here, where plugin auth
 
 if TYPE_CHECKING:
     from .encoders import EncoderRegistry
-    from ..envs.factory import EnvSpec
+    from ..envs.spec import EnvSpec
     from .losses import LossEntry, LossRegistry
     from ..recipes.fields import Recipe
     from ..schema import AlgorithmSpec
@@ -100,7 +100,7 @@ class Build:
     def env_spec(self) -> EnvSpec:
         """The single-agent environment to make: ``env_id``, ``env_kwargs`` and the recipe's wrapper fields
         (``rlplug.envs.factory``); what the backends' ``make_vector_env`` / ``make_env`` and the evaluation take."""
-        from ..envs.factory import EnvSpec
+        from ..envs.spec import EnvSpec
 
         return EnvSpec.from_recipe(self.recipe, self.env_id, self.env_kwargs, gamma=self.hp.get("gamma", 0.99))
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from .factory import EnvSpec
+    from .spec import EnvSpec
 
 EVAL_SEED_OFFSET = 10_000
 """Evaluation environments are seeded ``seed + EVAL_SEED_OFFSET + episode`` so they never replay training resets."""
@@ -59,7 +59,8 @@ def evaluate_policy(
     """
     import gymnasium as gym
 
-    from .factory import EnvSpec, env_errors, make_gym_env
+    from .factory import env_errors, make_gym_env
+    from .spec import EnvSpec
 
     spec = EnvSpec.of(env, env_kwargs)
     with env_errors(spec.id, dict(spec.kwargs), "evaluation"):

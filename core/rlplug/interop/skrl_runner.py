@@ -336,7 +336,7 @@ def translate_runner(cfg: dict[str, Any], env: str, name: str, num_envs: int = 1
             t.drop(key, value, "not a section of a single-agent skrl Runner file rlplug translates")
     if "steps" not in t.fields:
         raise RecipeError(f"{source}: the trainer section has no 'timesteps' (the step budget)")
-    from ..envs.factory import reward_threshold
+    from ..envs.suites import reward_threshold
 
     target = reward_threshold(env)
     table = {"description": f"translated from the skrl Runner file {Path(source).name}" + (

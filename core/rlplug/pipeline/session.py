@@ -10,7 +10,9 @@ from ..contract.protocol import contract_problems
 from .discovery import FIRST_PARTY, PluginHost
 from .distributed import world
 from ..contract.encoders import resolve_encoder
-from ..envs.factory import EnvSpec, action_space_kind, check_wrapper_fields, env_errors, probe_spaces
+from ..envs.factory import action_space_kind, env_errors, probe_spaces
+from ..envs.spec import EnvSpec
+from ..envs.wrappers import check_wrapper_fields
 from ..errors import BackendMissingError, PluginError, RecipeError, SpaceError, UnknownNameError
 from ..contract.hookspecs import Build
 from ..envs.multiagent import check_env_kind, is_multiagent_env, probe_multiagent_spaces

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .checkpoint_io import PREVIOUS, load_checkpoint
-from ..envs.factory import env_modules
+from ..envs.spec import env_modules
 from ..pipeline.distributed import COMMAND_VARIABLE
 from ..errors import CheckpointMismatchError, CorruptCheckpointError, RunDirBusyError, RunDirError
 from ..contract.hookspecs import Build

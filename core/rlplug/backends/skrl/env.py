@@ -12,7 +12,8 @@ import torch
 from skrl.envs.wrappers.torch import Wrapper, wrap_env
 from skrl.utils import set_seed
 
-from ...envs.factory import EnvSpec, env_errors, make_gym_vector_env
+from ...envs.factory import env_errors, make_gym_vector_env
+from ...envs.spec import EnvSpec
 
 # ---- seeding ------------------------------------------------------------------------------------
 

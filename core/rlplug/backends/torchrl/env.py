@@ -14,7 +14,8 @@ from torch import nn
 from torchrl.collectors import Collector
 from torchrl.envs import DoubleToFloat, EnvBase, GymWrapper, Transform, TransformedEnv
 
-from ...envs.factory import EnvSpec, env_errors, make_gym_vector_env
+from ...envs.factory import env_errors, make_gym_vector_env
+from ...envs.spec import EnvSpec
 
 # ---- environments -------------------------------------------------------------------------------
 

@@ -125,7 +125,7 @@ def _target(algorithm: str, env: str) -> tuple[float, str]:
     if isinstance(pair.get("zoo_score"), (int, float)) and isinstance(pair.get("random_return"), (int, float)):
         target = zoo_target(float(pair["zoo_score"]), float(pair["random_return"]))
         return target, f"target: a normalised score of {PASS_FRACTION} between random and the Zoo's score"
-    from ...envs.factory import reward_threshold
+    from ...envs.suites import reward_threshold
 
     threshold = reward_threshold(env)
     if threshold is not None:
@@ -181,7 +181,7 @@ def env_status(env: str) -> str:
 
     import gymnasium as gym
 
-    from ...envs.factory import SUITES, suite_available, suite_of
+    from ...envs.suites import SUITES, suite_available, suite_of
 
     if env == "ALE/*":
         suite = SUITES["atari"]
