@@ -77,7 +77,8 @@ def random_multiagent_returns(recipe: Any, episodes: int, seed: int) -> list[flo
     import gymnasium as gym
     import numpy as np
 
-    from rlplug.envs.multiagent import evaluate_multiagent, probe_multiagent_spaces
+    from rlplug.envs.multiagent import probe_multiagent_spaces
+    from rlplug.envs.multiagent_evaluation import evaluate_multiagent
 
     spaces = probe_multiagent_spaces(recipe.env, dict(recipe.env_kwargs))
     space, agents = spaces.action_space, spaces.n_agents

@@ -8,7 +8,7 @@ import pytest
 
 from rlplug import ExportUnsupportedError, NoReplayMemoryError, Trainer, VideoUnsupportedError
 from rlplug.contract.protocol import contract_members, contract_problems
-from rlplug.envs.multiagent_evaluation import MultiAgentTrainerBase
+from rlplug.contract.multiagent_trainer import MultiAgentTrainerBase
 from rlplug.contract.trainer import TrainerBase
 
 BUILD = SimpleNamespace(num_envs=1, env_id="mpe:simple_spread", env_kwargs={}, seed=0)

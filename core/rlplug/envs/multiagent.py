@@ -182,13 +182,3 @@ def probe_multiagent_spaces(env_id: str, env_kwargs: dict[str, Any]) -> MultiAge
     size = int(np.prod(observation.shape)) * len(agents)
     state = gym.spaces.Box(-np.inf, np.inf, (size,), np.float32)
     return MultiAgentSpaces(agents, observation, action, state)
-
-
-def __getattr__(name: str) -> Any:
-    """The evaluation loop and the trainer base live in ``multiagent_training`` (they import numpy);
-    this module stays cheap for recipe validation, which imports it on every command."""
-    if name in ("evaluate_multiagent", "MultiAgentTrainerBase"):
-        from . import multiagent_evaluation as multiagent_training
-
-        return getattr(multiagent_training, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,5 +1,5 @@
-"""Multi-agent evaluation and the trainer base multi-agent cells subclass (imports numpy; the
-torch-free env-id parsing and probing are in ``rlplug.envs.multiagent``)."""
+"""Multi-agent evaluation: deterministic episodes of an MPE or VMAS environment, scored per agent (imports numpy;
+the torch-free env-id parsing and probing are in ``rlplug.envs.multiagent``)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,8 @@ from typing import Any
 import numpy as np
 
 from .factory import env_errors
-from ..errors import VideoUnsupportedError
 from .evaluation import EVAL_SEED_OFFSET, episodes_done
 from .multiagent import make_mpe_env, make_vmas_env, parse_env_id, vmas_kwargs
-from ..contract.trainer import TrainerBase
-
-
-# ---- evaluation -------------------------------------------------------------------------------------
 
 
 def evaluate_multiagent(
@@ -93,22 +88,3 @@ def _run_vmas_episodes(name: str, env_kwargs: dict[str, Any], act: Callable, epi
             break
     episodes_done(episodes)  # VMAS plays them all at once
     return totals.tolist()
-
-
-# ---- trainers -----------------------------------------------------------------------------------------
-
-
-class MultiAgentTrainerBase(TrainerBase):
-    """``TrainerBase`` for multi-agent cells: ``act_deterministic`` takes ``[B, n_agents, obs_dim]``
-    observations and returns ``[B, n_agents(, act_dim)]`` actions; ``evaluate`` scores the mean
-    per-agent episode return on a separate env (``evaluate_multiagent``). ``self.episodes`` is fed
-    the per-step reward averaged over agents, so training returns are per-agent too.
-    """
-
-    def evaluate(self, episodes: int, video_dir: str | None = None) -> list[float]:
-        build = self.build
-        if video_dir is not None:  # MPE and VMAS render outside gymnasium's RecordVideo
-            raise VideoUnsupportedError(
-                f"video recording is for single-agent gymnasium environments only; {build.env_id} is multi-agent"
-            )
-        return evaluate_multiagent(build.env_id, build.env_kwargs, self.act_deterministic, episodes, build.seed)

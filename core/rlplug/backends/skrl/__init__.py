@@ -6,7 +6,7 @@ shared); docs/plugins.md has one line on each. Imports torch and skrl.
 
 from __future__ import annotations
 
-from ...envs.multiagent_evaluation import MultiAgentTrainerBase
+from ...contract.multiagent_trainer import MultiAgentTrainerBase
 from ...envs.state import deep_restore, deep_snapshot
 from ...util.rng import capture_rng_state, restore_rng_state
 from ...contract.trainer import EpisodeTracker, TrainerBase

@@ -32,7 +32,7 @@ from skrl.models.torch import DeterministicMixin, Model
 from ...envs.factory import env_errors
 from ...envs.state import deep_restore, deep_snapshot
 from ...envs.multiagent import MultiAgentSpaces, gymnasium_space, make_mpe_env, make_vmas_env, parse_env_id
-from ...envs.multiagent_evaluation import MultiAgentTrainerBase
+from ...contract.multiagent_trainer import MultiAgentTrainerBase
 from ..common.nets import mlp
 from .export import skrl_joint_policy_export
 from .models import policy_mean_or_argmax, stochastic_policy

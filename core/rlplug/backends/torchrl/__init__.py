@@ -7,7 +7,7 @@ offline, shared); docs/plugins.md has one line on each. Imports torch, tensordic
 from __future__ import annotations
 
 from . import _pandas  # noqa: F401 - before tensordict writes its first output
-from ...envs.multiagent_evaluation import MultiAgentTrainerBase
+from ...contract.multiagent_trainer import MultiAgentTrainerBase
 from ...envs.state import deep_restore, deep_snapshot
 from ...util.rng import capture_rng_state, restore_rng_state
 from ...contract.trainer import EpisodeTracker, TrainerBase

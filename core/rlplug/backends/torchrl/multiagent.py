@@ -35,7 +35,7 @@ from torchrl.modules import IndependentNormal, MultiAgentMLP, ProbabilisticActor
 
 from ...envs.factory import env_errors
 from ...envs.multiagent import MultiAgentSpaces, make_mpe_env, make_vmas_env, parse_env_id
-from ...envs.multiagent_evaluation import MultiAgentTrainerBase
+from ...contract.multiagent_trainer import MultiAgentTrainerBase
 from ..common.nets import ACTIVATIONS
 from .onpolicy import TorchRLRolloutTrainer
 
