@@ -54,18 +54,16 @@ from .offline import SkrlOfflineTrainer, dataset_memory
 from .offpolicy import ModuleTargetUpdate, SkrlOffPolicyTrainer, hard_copy, module_target_update
 from .staged import StagedLossAgent, agent_arguments, optimise
 from ..common.stages import UpdateStage
-from .onpolicy import (
+from .onpolicy import SkrlRolloutTrainer, actor_critic_models, rollout_memory
+from .ppo_loss import clipped_ppo_terms
+from .rollout_agent import (
     OnPolicyAgent,
     RolloutLearner,
-    SkrlRolloutTrainer,
-    actor_critic_models,
-    clipped_ppo_terms,
     compute_returns_and_advantages,
     rollout_agent_arguments,
     rollout_config,
     rollout_epochs,
     rollout_learner,
-    rollout_memory,
 )
 from .settings import PooledRunningStandardScaler, preprocessor, resolve_class
 

@@ -36,7 +36,8 @@ from ...contract.multiagent_trainer import MultiAgentTrainerBase
 from ..common.nets import mlp
 from .export import skrl_joint_policy_export
 from .models import policy_mean_or_argmax, stochastic_policy
-from .onpolicy import SkrlRolloutTrainer, rollout_config
+from .onpolicy import SkrlRolloutTrainer
+from .rollout_agent import rollout_config
 
 # ---- environments -------------------------------------------------------------------------------
 
