@@ -12,7 +12,7 @@ from ..contract.hookspecs import Build
 from .checkpoints import check_header, load_trainer_state
 from .plugins import session_for_run
 from .ranks import join_ranks
-from .rundir import saved_run
+from .saved import saved_run
 
 
 def open_run(session: Any, run_dir: Path, device: str = "cpu", need_checkpoint: bool = True, checkpoint: str = "latest") -> Build:

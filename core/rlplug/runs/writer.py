@@ -13,18 +13,9 @@ from .divergence import check_finite_state
 from .metrics import MetricsLog
 from .lock import check_still_held, lock_run_dir, unlock_run_dir
 from .trackers import DEFAULT_LOGGERS, Trackers, check_installed
-from .rundir import (
-    BEST_CHECKPOINT,
-    CHECKPOINT,
-    SUMMARY_FILE,
-    clear_interrupted_writes,
-    create_run_dir,
-    file_errors,
-    record_period,
-    recorded_loggers,
-    set_aside_unusable_latest,
-    write_json,
-)
+from .claim import create_run_dir
+from .rundir import BEST_CHECKPOINT, CHECKPOINT, SUMMARY_FILE, file_errors, record_period, recorded_loggers, write_json
+from .saved import clear_interrupted_writes, set_aside_unusable_latest
 
 
 class RunWriter:
