@@ -89,7 +89,8 @@ def make_build(plugin_module, backend, env_id, num_envs=4, steps=2048, seed=0, r
     from types import SimpleNamespace
 
     import gymnasium as gym
-    from rlplug import Build, LossRegistry
+    from rlplug import Build
+    from rlplug.contract.losses import LossRegistry
 
     plugin = importlib.import_module(plugin_module).plugin
     (spec,) = plugin.rlplug_algorithms()

@@ -6,7 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from rlplug import ExportUnsupportedError, NoReplayMemoryError, Trainer, VideoUnsupportedError
+from rlplug import Trainer
+from rlplug.errors import ExportUnsupportedError, NoReplayMemoryError, VideoUnsupportedError
 from rlplug.contract.protocol import contract_members, contract_problems
 from rlplug.contract.multiagent_trainer import MultiAgentTrainerBase
 from rlplug.contract.trainer import TrainerBase

@@ -147,8 +147,8 @@ def test_cli_refusal_and_doctor(monkeypatch):
 def _chains(spec, action_space):
     """The sub-env chains of both backends' training envs and of the evaluation env made from one spec."""
     import rlplug.envs.factory
-    from rlplug.backends.skrl import make_vector_env
-    from rlplug.backends.torchrl import make_env
+    from rlplug.backends.skrl.env import make_vector_env
+    from rlplug.backends.torchrl.env import make_env
     from rlplug.envs.evaluation import evaluate_policy
 
     made, real = [], rlplug.envs.factory.make_gym_env

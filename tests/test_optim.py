@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from rlplug.backends.common.optim import adam, switch_adam, use_adam_impl
-from rlplug.families import OPTIMIZER_PARAMS, adam_flags
+from rlplug.families import OPTIMIZER_PARAMS
+from rlplug.families.optim import adam_flags
 
 
 def _net() -> torch.nn.Module:

@@ -11,7 +11,9 @@ import tomllib
 import pytest
 from conftest import run_cli
 
-from rlplug import Param, RecipeError, RlplugError, Search, Session, UnknownNameError
+from rlplug import Param, RlplugError, Search
+from rlplug.errors import RecipeError, UnknownNameError
+from rlplug.pipeline.session import Session
 from rlplug.cli import main
 from rlplug.recipes.search_space import pinned_by, recipe_space
 

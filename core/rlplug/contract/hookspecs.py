@@ -79,7 +79,10 @@ class Build:
     target_updater: Any = None
     trainer: Trainer | None = None
     extras: dict[str, Any] = field(default_factory=dict)
-    """Scratch space for stages that need to hand something along (an environment, a collector)."""
+    """What the core found out before the stages ran, by key: ``"multiagent"`` (an MPE / VMAS env's agents and
+    spaces), ``"dataset"`` (an offline recipe's dataset), the run layer's ``"saved_run"`` when a run is
+    reopened; and what a plugin's stages hand along, under keys starting with its algorithm's name (the
+    plugin guide, §3)."""
     plugin_modules: tuple[str, ...] = ()
     """User plugin modules (``--plugin MODULE[:OBJ]``) the session imported; a run directory records
     them so ``eval`` and ``resume`` import them again."""
@@ -99,7 +102,8 @@ class Build:
     @property
     def env_spec(self) -> EnvSpec:
         """The single-agent environment to make: ``env_id``, ``env_kwargs`` and the recipe's wrapper fields
-        (``rlplug.envs.factory``); what the backends' ``make_vector_env`` / ``make_env`` and the evaluation take."""
+        (``rlplug.envs.wrappers``); what the backends' ``make_vector_env`` / ``make_env`` and the evaluation take,
+        and what a trainer that makes its own environment makes it from."""
         from ..envs.spec import EnvSpec
 
         return EnvSpec.from_recipe(self.recipe, self.env_id, self.env_kwargs, gamma=self.hp.get("gamma", 0.99))
