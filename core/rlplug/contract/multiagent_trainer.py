@@ -1,5 +1,4 @@
-"""``MultiAgentTrainerBase``: the ``TrainerBase`` of multi-agent cells (joint observations and actions,
-per-agent evaluation)."""
+"""``MultiAgentTrainerBase``: the ``TrainerBase`` of multi-agent cells."""
 
 from __future__ import annotations
 

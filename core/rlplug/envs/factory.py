@@ -1,6 +1,8 @@
-"""Making environments from recipes: one wrapped Gymnasium environment (``make_gym_env``, the one place a single
-environment is made, wrapped as ``rlplug.envs.wrappers`` says), its vector of training copies, the spaces it
-shows, and its constructor's errors as one line."""
+"""Making environments: one wrapped Gymnasium environment, a vector of training copies, their spaces.
+
+``make_gym_env`` is the one place a single environment is made (wrapped as ``rlplug.envs.wrappers`` says);
+``env_errors`` turns what an environment's constructor raises into one line.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""Multi-agent evaluation: deterministic episodes of an MPE or VMAS environment, scored per agent (imports numpy;
-the torch-free env-id parsing and probing are in ``rlplug.envs.multiagent``)."""
+"""Multi-agent evaluation: deterministic MPE or VMAS episodes, scored per agent.
+
+Imports numpy; the torch-free env-id parsing and probing are in ``rlplug.envs.multiagent``.
+"""
 
 from __future__ import annotations
 

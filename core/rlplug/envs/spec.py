@@ -1,5 +1,7 @@
-"""What a recipe asks of its environment (``EnvSpec``), and resolving its id: the modules it needs imported, its
-suite registered and installed, the id known to Gymnasium."""
+"""``EnvSpec``, what a recipe asks of its environment, and resolving its id for Gymnasium.
+
+Resolving imports the modules the id needs, registers its suite and checks the suite is installed.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""Environment suites behind an optional extra (MuJoCo, Box2D, the ALE, MinAtar): which suite an id belongs to,
-whether it is installed, registering its ids, its warnings, and what a resume of it keeps."""
+"""The environment suites behind an optional extra (MuJoCo, Box2D, the ALE, MinAtar).
+
+Which suite an id belongs to, whether it is installed, registering its ids, its warnings, and what a resume of it
+keeps.
+"""
 
 from __future__ import annotations
 

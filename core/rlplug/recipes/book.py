@@ -1,5 +1,7 @@
-"""``RecipeBook``: every known recipe by name and version, and how a reference resolves (``extends``,
-``--set`` overrides, defaults, domains)."""
+"""``RecipeBook``: every known recipe by name and version, and resolving a reference to a ``Recipe``.
+
+Resolution follows ``extends``, applies ``--set`` overrides, fills defaults and checks every field's domain.
+"""
 
 from __future__ import annotations
 

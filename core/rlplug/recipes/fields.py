@@ -1,5 +1,6 @@
-"""A recipe's fields: each one's type, default, one-line doc and domain, the resolved ``Recipe``, and the checks
-a recipe table meets before anything is resolved.
+"""A recipe's fields: their types, defaults, docs and domains, and the resolved ``Recipe``.
+
+The checks a recipe table meets before anything is resolved live here too.
 
 A recipe file is TOML with one table per recipe under ``[recipes]``; the key is the name, optionally
 ``name@version``. Fields are listed in ``FIELDS``; a table named after a backend (``[recipes.X.skrl]``)

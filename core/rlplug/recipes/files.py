@@ -1,5 +1,7 @@
-"""Recipe files: a TOML file's recipes and dataset declarations, read within the input limits, and where the
-first-party registry is."""
+"""Reading recipe files: a TOML file's recipes and dataset declarations, within the input limits.
+
+``first_party_registry`` says where the registry shipped with rlplug is.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Values from the command line: ``--set key=value`` overrides of a recipe table, and option values
-(``--steps``, ``--episodes``, ...) checked against their domains."""
+"""Values from the command line: ``--set key=value`` overrides and option values in their domains."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""A new run: claiming its directory (checked, made and locked, so two ``train`` processes cannot both start
-in it), writing what describes the run, and undoing the claim when the run wrote nothing."""
+"""Starting a run: claiming its directory (checked, made, locked) and writing what describes the run.
+
+Two ``train`` processes cannot both start in one directory; a claim whose run wrote nothing is undone.
+"""
 
 from __future__ import annotations
 

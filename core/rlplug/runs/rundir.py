@@ -1,5 +1,7 @@
-"""A run directory's layout and the files that describe the run (``recipe.json``, ``command.txt``,
-``versions.json``): their names, writing them atomically, and the periods, loggers and modules the run recorded.
+"""A run directory's layout and the files that describe the run.
+
+``recipe.json``, ``command.txt``, ``versions.json``: their names, writing them atomically, and the periods, loggers
+and modules the run recorded.
 
 Everything here that touches the file system turns an ``OSError`` into one ``RunDirError`` line that
 names the file and what the OS said.

@@ -1,6 +1,7 @@
-"""An existing run read back (``eval``, ``resume``, datasets): its recipe, backend and the checkpoint to continue
-from (``previous.pt`` standing in for a missing or corrupt ``latest.pt``), and the checks a resume makes around
-its lock."""
+"""Reading a run back: its recipe, backend and the checkpoint to continue from.
+
+``previous.pt`` stands in for a missing or corrupt ``latest.pt``; a resume's checks around its lock live here too.
+"""
 
 from __future__ import annotations
 

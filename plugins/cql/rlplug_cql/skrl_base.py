@@ -1,5 +1,4 @@
-"""What CQL's two skrl agents share: their configuration (skrl's ``SAC_CFG`` names) and ``OfflineStagedAgent``
-on skrl's ``Agent`` base."""
+"""What CQL's two skrl agents share: their configuration and ``OfflineStagedAgent``."""
 
 from __future__ import annotations
 

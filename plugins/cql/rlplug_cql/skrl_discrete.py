@@ -1,4 +1,4 @@
-"""CQL for Discrete actions on skrl: Q-learning plus the CQL penalty, ``DiscreteCQL`` on skrl's ``Agent`` base."""
+"""``DiscreteCQL``: CQL for Discrete actions on skrl's ``Agent`` base."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The skrl on-policy trainer, ``SkrlRolloutTrainer`` (one rollout and its update per iteration), and the models
-and rollout memory it trains.
+"""``SkrlRolloutTrainer``: one rollout and its update per iteration, with the models and memory it trains.
 
 A cell's backend module (``rlplug_ppo.skrl_backend``, ``rlplug_mappo.skrl_backend``, the A2C example)
 mixes ``OnPolicyAgent`` (``rlplug.backends.skrl.rollout_agent``) into skrl's own agent class

@@ -1,5 +1,4 @@
-"""skrl's clipped PPO loss (PPO, MAPPO) as one function of a minibatch: the loss every PPO-family skrl cell
-registers."""
+"""skrl's clipped PPO minibatch loss, once for PPO and MAPPO."""
 
 from __future__ import annotations
 

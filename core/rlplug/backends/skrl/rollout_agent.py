@@ -1,6 +1,8 @@
-"""The skrl on-policy agent: ``OnPolicyAgent`` mixed into skrl's agent class, whose ``update()`` is upstream's with
-each minibatch's loss asked of the registered loss (GAE, epochs of minibatches, KL early stop, scheduler), and the
-config and arguments it is made with."""
+"""``OnPolicyAgent``: skrl's on-policy update with each minibatch's loss asked of the registered loss.
+
+Mixed into skrl's agent class; GAE, epochs of minibatches, KL early stop and the scheduler are upstream's.
+``rollout_config`` and ``rollout_agent_arguments`` are what such an agent is made with.
+"""
 
 from __future__ import annotations
 
