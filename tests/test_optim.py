@@ -1,4 +1,4 @@
-"""rlplug.optim: the ``optimizer_impl`` hyperparameter and the Adam code paths it selects."""
+"""rlplug.families.optim: the ``optimizer_impl`` hyperparameter and the Adam code paths it selects."""
 
 from __future__ import annotations
 
