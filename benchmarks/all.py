@@ -144,7 +144,8 @@ def import_bench(path: Path) -> None:
 def registry_references() -> dict[str, dict]:
     """The published reference each first-party recipe cites, by ``name@version``: the aggregate's 100 for bench
     rows stored before rows carried their recipe's reference."""
-    from rlplug.recipes import RecipeBook, first_party_registry
+    from rlplug.recipes.book import RecipeBook
+    from rlplug.recipes.files import first_party_registry
 
     book = RecipeBook()
     book.add_file(first_party_registry())
@@ -153,7 +154,7 @@ def registry_references() -> dict[str, dict]:
 
 
 def write_page(command: str, draw_curves: bool = False) -> None:
-    from rlplug.report import COLUMNS, _row  # the bench table's cells, as `rlplug bench --report` renders them
+    from rlplug.results.report import COLUMNS, _row  # the bench table's cells, as `rlplug bench --report` renders them
 
     results = load_results(RESULTS)
     rows = results.get("bench", {}).get("data", {}).get("rows", [])

@@ -46,7 +46,7 @@ def gradient_step(build):
 
 def make(cell: str, compiled: bool):
     import rlplug
-    from rlplug.pipeline import Session
+    from rlplug.pipeline.session import Session
 
     algo, backend = cell.split("/")
     overrides = [f"compile={'true' if compiled else 'false'}"]

@@ -206,7 +206,7 @@ class PlainTorchRLCQL:
 
 def rlplug_cell(recipe: str, recipe_files: list[str], backend: str, overrides: list[str] = ()):
     """The cell's build and a zero-argument callable taking one of its gradient steps."""
-    from rlplug.pipeline import Session
+    from rlplug.pipeline.session import Session
 
     build = Session(recipe_files=recipe_files).build(recipe, backend, overrides)
     trainer = build.trainer

@@ -2,7 +2,7 @@
 
 Reads ``rlplug bench --seeds ... --runs-dir DIR --report FILE.md`` results (FILE.json; or an all.py section
 envelope holding such rows), whose per-seed runs name their run directory, and draws each recipe with
-``rlplug compare``'s reading and plotting (``rlplug.compare``): per backend the mean over seeds with a min–max
+``rlplug compare``'s reading and plotting (``rlplug.results.compare``): per backend the mean over seeds with a min–max
 band, of the training-episode return and of the evaluation return, and the recipe's return target as a dashed
 line. BENCHMARKS.md links each row to its recipe's picture when it exists (``all.py``).
 
@@ -57,7 +57,7 @@ def run_dirs_by_recipe(rows: Iterable[Mapping[str, Any]], bases: Sequence[Path] 
 
 def draw_recipe(name: str, run_dirs: Sequence[Path], out_dir: Path) -> tuple[Path, list[str]]:
     """``out_dir/<name>.png`` from the runs ``rlplug compare`` can read; the reasons any others were left out."""
-    from rlplug.compare import draw, group_runs, read_runs
+    from rlplug.results.compare import draw, group_runs, read_runs
 
     skipped: list[str] = []
     groups = group_runs(read_runs(run_dirs, skipped))

@@ -87,7 +87,9 @@ def measure_skrl(transitions: int, num_envs: int) -> dict:
 
 def measure_torchrl(transitions: int, num_envs: int) -> dict:
     import torch
-    from rlplug.backends.torchrl import TRANSITION_KEYS, extend_quietly, replay_buffer
+    from rlplug.backends.torchrl import replay_buffer
+    from rlplug.backends.torchrl.buffers import extend_quietly
+    from rlplug.backends.torchrl.offpolicy import TRANSITION_KEYS
     from tensordict import TensorDict
 
     build = fake_build(transitions, num_envs)

@@ -126,7 +126,7 @@ def plain_torchrl_updater(build):
 
 def rlplug_updater(backend: str, recipe_files: list[str]):
     """A zero-argument callable taking one gradient step of the ``iql-pendulum-medium`` cell on ``backend``."""
-    from rlplug.pipeline import Session
+    from rlplug.pipeline.session import Session
 
     build = Session(recipe_files=recipe_files).build("iql-pendulum-medium", backend=backend)
     return build.trainer.gradient_step, build

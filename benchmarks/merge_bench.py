@@ -8,7 +8,7 @@ machine); this puts their rows in one file with every command that produced them
 
 A later file's row for the same (recipe, backend) replaces an earlier one's, unless ``--combine-seeds`` is given
 and the two rows ran other seeds of the same budget: then they become one row over all their seeds, recomputed by
-``rlplug bench``'s own ``rlplug.seeded.aggregate`` (seeds run as separate commands, e.g. two at once on two cores).
+``rlplug bench``'s own ``rlplug.results.seeded.aggregate`` (seeds run as separate commands, e.g. two at once on two cores).
 ``--drop REF`` leaves out the rows of a superseded recipe version (``--drop sac-pendulum@1``).
 """
 
@@ -21,7 +21,7 @@ from pathlib import Path
 
 def combined(old: dict, new: dict) -> dict | None:
     """One row over both rows' seeds, when they are the same recipe and budget on other seeds (else ``None``)."""
-    from rlplug.seeded import aggregate
+    from rlplug.results.seeded import aggregate
 
     if set(old.get("seeds", [])) & set(new.get("seeds", [])) or old.get("steps") != new.get("steps") or not (
             old.get("runs") and new.get("runs")):

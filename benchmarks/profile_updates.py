@@ -63,7 +63,7 @@ def grouped_self_time(stats: dict, group: Callable[[str, str], str], digits: int
 
 def step_of(recipe: str, loss: str):
     import rlplug
-    from rlplug.pipeline import Session
+    from rlplug.pipeline.session import Session
 
     if recipe.endswith("-medium"):
         build = Session().build(recipe, backend="torchrl", overrides=[f"loss={loss}"])

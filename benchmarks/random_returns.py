@@ -1,10 +1,10 @@
 """The return of a uniformly random policy on each recipe's environment: the 0 of BENCHMARKS.md's normalised scores.
 
 Every first-party recipe's environment (registry.toml) is made with rlplug's own factory and its evaluation
-protocol (``rlplug.evaluation``: the recipe's wrappers without reward clipping or normalisation, the env's own
+protocol (``rlplug.envs.evaluation``: the recipe's wrappers without reward clipping or normalisation, the env's own
 time limit, episode ``i`` reset with seed ``seed + 10000 + i``); actions are drawn uniformly from the action
 space (a generator seeded ``seed``). Multi-agent recipes (``mpe:``, ``vmas:``) run through
-``rlplug.multiagent``'s evaluation, which scores an episode as the agents' returns averaged over agents, as the
+``rlplug.envs.multiagent``'s evaluation, which scores an episode as the agents' returns averaged over agents, as the
 bench does. Offline recipes (``target_metric = "normalised_score"``) are already normalised against their
 dataset's random and expert returns and are listed as skipped; so are environments whose suite is not
 installed, and environment ids that two recipes wrap differently.
@@ -31,7 +31,8 @@ OUT = HERE / "results" / "random_returns.json"
 def online_recipes(zoo: list[str]) -> tuple[dict[str, list[Any]], dict[str, str]]:
     """The first-party recipes (or, given ``zoo`` names, those Zoo recipes) scored on their return, grouped by
     environment id; and the skipped ones, with why."""
-    from rlplug.recipes import RecipeBook, first_party_registry
+    from rlplug.recipes.book import RecipeBook
+    from rlplug.recipes.files import first_party_registry
 
     book = RecipeBook()
     book.add_file(first_party_registry())
@@ -56,8 +57,9 @@ def env_setup(recipe: Any) -> tuple[Any, ...]:
 def random_single_agent_returns(recipe: Any, episodes: int, seed: int) -> list[float]:
     import numpy as np
 
-    from rlplug.envs import EnvSpec, make_gym_env
-    from rlplug.evaluation import evaluate_policy
+    from rlplug.envs.factory import make_gym_env
+    from rlplug.envs.spec import EnvSpec
+    from rlplug.envs.evaluation import evaluate_policy
 
     spec = EnvSpec.from_recipe(recipe)
     probe = make_gym_env(spec, training=False)
@@ -75,7 +77,8 @@ def random_multiagent_returns(recipe: Any, episodes: int, seed: int) -> list[flo
     import gymnasium as gym
     import numpy as np
 
-    from rlplug.multiagent import evaluate_multiagent, probe_multiagent_spaces
+    from rlplug.envs.multiagent import probe_multiagent_spaces
+    from rlplug.envs.multiagent_evaluation import evaluate_multiagent
 
     spaces = probe_multiagent_spaces(recipe.env, dict(recipe.env_kwargs))
     space, agents = spaces.action_space, spaces.n_agents
@@ -91,7 +94,7 @@ def random_multiagent_returns(recipe: Any, episodes: int, seed: int) -> list[flo
 
 
 def measure(recipe: Any, episodes: int, seed: int) -> dict[str, Any]:
-    from rlplug.multiagent import is_multiagent_env
+    from rlplug.envs.multiagent import is_multiagent_env
 
     measured = random_multiagent_returns if is_multiagent_env(recipe.env) else random_single_agent_returns
     returns = measured(recipe, episodes, seed)
@@ -101,8 +104,8 @@ def measure(recipe: Any, episodes: int, seed: int) -> dict[str, Any]:
 
 def suite_missing(env_id: str) -> str | None:
     """Why the env cannot be made here (its suite or package is not installed), or ``None``."""
-    from rlplug.envs import register_suite, suite_available, suite_of
-    from rlplug.multiagent import is_multiagent_env, parse_env_id
+    from rlplug.envs.suites import register_suite, suite_available, suite_of
+    from rlplug.envs.multiagent import is_multiagent_env, parse_env_id
 
     if is_multiagent_env(env_id):
         module = {"mpe": "mpe2", "vmas": "vmas"}[parse_env_id(env_id)[0]]

@@ -112,7 +112,7 @@ def render_bench(envelope: dict[str, Any], row_cells: Callable[[dict[str, Any]],
                  references: Mapping[str, Mapping[str, Any]] | None = None) -> list[str]:  # fmt: skip
     """The recipe table (``row_cells``: ``rlplug bench --report``'s cells), a ``curve`` column when pictures exist
     (``curves``: recipe name -> link), and the aggregate over rows (``random_returns``: its stored envelope)."""
-    from rlplug.report import machine_lines
+    from rlplug.results.report import machine_lines
 
     data = envelope["data"]
     machine = data.get("machine", {})

@@ -54,7 +54,7 @@ SETUPS = {
 def evaluate(env_id: str, act: Callable[[np.ndarray], np.ndarray], episodes: int = EVAL_EPISODES) -> float:
     """Mean return of ``episodes`` deterministic episodes on a fresh env seeded 10000+i (same for both):
     rlplug's own evaluation loop, seed 0, so both sides are scored by the same code."""
-    from rlplug.evaluation import evaluate_policy
+    from rlplug.envs.evaluation import evaluate_policy
 
     return float(np.mean(evaluate_policy(env_id, {}, act, episodes, seed=0)))
 

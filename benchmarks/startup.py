@@ -30,7 +30,7 @@ COMMANDS = (["list"], ["recipes"], ["show", "ppo-cartpole"], ["--help"])
 READY = """
 import os, sys, time
 started = time.perf_counter()
-from rlplug.trainer import TrainerBase
+from rlplug.contract.trainer import TrainerBase
 def ready(self, steps, callbacks=()):
     print(f"READY {{time.perf_counter() - started:.4f}}", flush=True)
     os._exit(0)

@@ -1,5 +1,5 @@
 """Environments that break the Gymnasium API, one way each, registered on import: what
-``env = "broken_envs:WrongShape-v0"`` points at in the tests (``rlplug.envcheck`` must name them)."""
+``env = "broken_envs:WrongShape-v0"`` points at in the tests (``rlplug.envs.check`` must name them)."""
 
 from __future__ import annotations
 

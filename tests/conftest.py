@@ -89,7 +89,8 @@ def make_build(plugin_module, backend, env_id, num_envs=4, steps=2048, seed=0, r
     from types import SimpleNamespace
 
     import gymnasium as gym
-    from rlplug import Build, LossRegistry
+    from rlplug import Build
+    from rlplug.contract.losses import LossRegistry
 
     plugin = importlib.import_module(plugin_module).plugin
     (spec,) = plugin.rlplug_algorithms()
@@ -106,7 +107,7 @@ def make_build(plugin_module, backend, env_id, num_envs=4, steps=2048, seed=0, r
                   action_space=action_space, seed=seed, device="cpu",
                   loss_entry=registry.get(spec.name, backend, loss or spec.loss_for(backend)))  # fmt: skip
     if dataset is not None:
-        from rlplug.datasets import read_info
+        from rlplug.data.datasets import read_info
 
         build.extras["dataset"] = read_info(dataset)
     build.models = plugin.rlplug_build_models(build=build)
@@ -154,8 +155,8 @@ def write_dataset(directory, env_id="Pendulum-v1", steps=2_000, seed=0, random_r
     """A uniformly random dataset of ``steps`` transitions at ``directory`` with made-up reference returns
     (tests only: real datasets measure theirs)."""
     import gymnasium as gym
-    from rlplug.collect import rollout
-    from rlplug.datasets import write
+    from rlplug.data.collect import rollout
+    from rlplug.data.datasets import write
 
     env = gym.make(env_id)
     arrays = rollout(env_id, {}, None, steps, 0.0, seed, progress=False)

@@ -11,8 +11,9 @@ SMALL = dict(rollout_steps=50, epochs=2, minibatches=2, hidden_sizes=[32, 32])
 
 def make_mappo_build(backend, env=SPREAD, num_envs=2, steps=2048, seed=0, registry=None, loss=None, **hp_over):
     """A MAPPO ``Build`` on ``env`` (``(id, env_kwargs)``) wired stage by stage through the plugin's hooks."""
-    from rlplug import Build, LossRegistry
-    from rlplug.multiagent import probe_multiagent_spaces
+    from rlplug import Build
+    from rlplug.contract.losses import LossRegistry
+    from rlplug.envs.multiagent import probe_multiagent_spaces
     from rlplug_mappo import MAPPO, plugin
 
     env_id, env_kwargs = env

@@ -50,7 +50,7 @@ def test_load_refuses_another_cell(tmp_path):
         pytest.skip("torchrl missing")
     other = rlplug.build("ppo-cartpole", backend="torchrl", overrides=SHORT)
     try:
-        with pytest.raises(rlplug.RunDirError, match="holds a ppo/skrl run, not ppo/torchrl"):
+        with pytest.raises(rlplug.errors.RunDirError, match="holds a ppo/skrl run, not ppo/torchrl"):
             rlplug.load(other, tmp_path / "skrl.pt")
     finally:
         other.trainer.close()

@@ -1,4 +1,4 @@
-"""``rlplug bench --seeds / --jobs / --tier``: the seed aggregation (rlplug.seeded), the options' refusals, the
+"""``rlplug bench --seeds / --jobs / --tier``: the seed aggregation (rlplug.results.seeded), the options' refusals, the
 recipe fields ``tier`` and ``reference``, and one small end-to-end run over two seeds in two processes."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 
 from conftest import run_cli
 from rlplug.errors import RecipeError
-from rlplug.report import COLUMNS, _row
-from rlplug.seeded import aggregate, as_seeded, bootstrap_ci, parse_seeds, reference_text, seeds_pass
+from rlplug.results.report import COLUMNS, _row
+from rlplug.results.seeded import aggregate, as_seeded, bootstrap_ci, parse_seeds, reference_text, seeds_pass
 
 
 def run(seed: int, value: float, target: float = 100.0, wall: float = 10.0) -> dict:
@@ -137,7 +137,7 @@ def test_bench_refuses_bad_options_in_one_line(argv, words, capsys):
 
 
 def test_tier_and_reference_are_validated_recipe_fields(tmp_path):
-    from rlplug.pipeline import Session
+    from rlplug.pipeline.session import Session
 
     session = Session()
     assert session.resolve("ppo-cartpole").tier == "quick"
@@ -160,7 +160,7 @@ def test_backend_default_plans_each_recipe_on_its_own_backend(tmp_path):
     import argparse
 
     from rlplug.cli.bench import plan_rows
-    from rlplug.pipeline import Session
+    from rlplug.pipeline.session import Session
 
     custom = tmp_path / "mine.toml"
     custom.write_text('[recipes.mine]\nextends = "ppo-cartpole"\nbackend = "torchrl"\n')
@@ -173,7 +173,7 @@ def test_backend_default_plans_each_recipe_on_its_own_backend(tmp_path):
 
 
 def test_every_first_party_recipe_has_a_tier_and_every_new_one_a_reference():
-    from rlplug.pipeline import Session
+    from rlplug.pipeline.session import Session
 
     session = Session()
     new = ("ppo-lunarlander", "dqn-lunarlander", "ppo-halfcheetah", "sac-halfcheetah", "td3-halfcheetah",

@@ -114,8 +114,8 @@ def test_results_round_trip_through_the_directory(render, tmp_path):
 def test_seeded_and_earlier_bench_rows_render_together(render):
     """The bench section takes rows `rlplug bench --seeds` writes (per-seed runs inside) next to rows of an earlier,
     one-seed table; the backend ratio reads a seeded row's mean wall seconds per seed."""
-    from rlplug.report import COLUMNS as BENCH_COLUMNS, _row
-    from rlplug.seeded import aggregate
+    from rlplug.results.report import COLUMNS as BENCH_COLUMNS, _row
+    from rlplug.results.seeded import aggregate
 
     def summary(backend: str, seed: int, value: float, wall: float) -> dict:
         return {"recipe": "a@1", "algorithm": "ppo", "backend": backend, "env": "E-v0", "seed": seed, "steps": 1000,
@@ -225,8 +225,8 @@ def test_rows_are_normalised_against_random_and_reference_and_the_rest_is_counte
 
 
 def test_recipe_table_links_curves_and_ends_with_the_aggregate(render):
-    from rlplug.report import COLUMNS as BENCH_COLUMNS, _row
-    from rlplug.seeded import aggregate as seeded
+    from rlplug.results.report import COLUMNS as BENCH_COLUMNS, _row
+    from rlplug.results.seeded import aggregate as seeded
 
     def run(seed: int, value: float) -> dict:
         return {"recipe": "a@1", "algorithm": "ppo", "backend": "skrl", "env": "E-v0", "seed": seed, "steps": 1000,
@@ -273,7 +273,7 @@ def write_run_dir(path: Path, backend: str, seed: int, target: float = 300.0) ->
 
 
 def test_curves_put_both_backends_of_a_recipe_on_one_picture(curves, tmp_path, monkeypatch):
-    import rlplug.compare
+    import rlplug.results.compare
 
     dirs = {(b, s): write_run_dir(tmp_path / "runs" / f"{b}-{s}", b, s) for b in ("skrl", "torchrl") for s in (0, 1)}
     bench = {"rows": [{"recipe": "ppo-x@1", "backend": b, "runs": [{"seed": s, "run_dir": f"runs/{b}-{s}"} for s in (0, 1)]}
@@ -284,12 +284,12 @@ def test_curves_put_both_backends_of_a_recipe_on_one_picture(curves, tmp_path, m
         "ppo-x": [dirs[k] for k in [("skrl", 0), ("skrl", 1), ("torchrl", 0), ("torchrl", 1)]], "gone": [tmp_path / "moved"]}
 
     drawn = []
-    real_draw = rlplug.compare.draw
+    real_draw = rlplug.results.compare.draw
     def spy(groups, path, **options):
         drawn.append(([g.label for g in groups], options))
         return real_draw(groups, path, **options)
 
-    monkeypatch.setattr(rlplug.compare, "draw", spy)
+    monkeypatch.setattr(rlplug.results.compare, "draw", spy)
     written = curves.write_curves([bench], tmp_path / "docs" / "curves", [tmp_path])
     assert written == {"ppo-x": tmp_path / "docs" / "curves" / "ppo-x.png"}  # "gone" says why on stderr and draws nothing
     title = "ppo-x: skrl (2 seeds), torchrl (2 seeds)"
@@ -319,7 +319,7 @@ def test_backend_ratio_groups_profile_entries_by_library(monkeypatch):
         (f"{site}/gymnasium/vector/sync_vector_env.py", "step"): "gymnasium wrappers, vector env",
         ("~", "<built-in method torch._C._nn.linear>"): "forward kernels (torch ops)",
         (f"{site}/torch/nn/modules/module.py", "_call_impl"): "torch python (nn.Module, distributions)",
-        ("/work/core/rlplug/trainer.py", "train"): "rlplug, plugin cells",
+        ("/work/core/rlplug/contract/trainer.py", "train"): "rlplug, plugin cells",
         ("~", "<built-in method builtins.isinstance>"): "python builtins (isinstance, getattr, dict)",
     }
     for (filename, name), expected in cases.items():
@@ -328,7 +328,7 @@ def test_backend_ratio_groups_profile_entries_by_library(monkeypatch):
 
 
 def test_merge_bench_joins_rows_run_on_other_seeds(tmp_path, monkeypatch):
-    from rlplug.seeded import aggregate
+    from rlplug.results.seeded import aggregate
 
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
     from merge_bench import merge

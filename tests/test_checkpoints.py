@@ -18,7 +18,7 @@ import torch
 
 import rlplug
 from conftest import one_timeline, run_cli
-from rlplug.checkpoint import PREVIOUS, load_checkpoint, non_finite_tensors, save_checkpoint
+from rlplug.runs.checkpoint_io import PREVIOUS, load_checkpoint, non_finite_tensors, save_checkpoint
 from rlplug.errors import CheckpointMismatchError, RunDirError, TrainingDivergedError
 from rlplug.runs import CHECKPOINT, check_header, checkpoint_header
 
@@ -60,7 +60,7 @@ def test_non_finite_tensors_are_named_and_replay_memory_is_ignored():
 
 def test_environment_snapshots_may_hold_infinite_space_bounds():
     """A VMAS world's observation space is unbounded: its snapshot is not a diverged parameter."""
-    from rlplug.envstate import snapshot
+    from rlplug.envs.state import snapshot
     import gymnasium as gym
 
     class World:

@@ -71,7 +71,7 @@ def test_unknown_algorithm(tmp_path):
 
 def test_missing_first_party_plugin_says_what_to_install():
     # a host that reads no entry points stands for an environment where rlplug-sac is not installed
-    from rlplug.discovery import PluginHost
+    from rlplug.pipeline.discovery import PluginHost
     from rlplug.errors import UnknownNameError
 
     with pytest.raises(UnknownNameError) as caught:

@@ -114,11 +114,11 @@ def test_runs_on_another_env_are_named_by_it_in_the_legend_and_the_table(capsys,
     # ppo-cartpole trained on Acrobot-v1 with `--set env=`: no target (resolve drops it), its own env everywhere
     acrobot = {**CARTPOLE, "env": "Acrobot-v1", "target": None}
     made = [write_run(tmp_path / "cartpole", seed=1), write_run(tmp_path / "acrobot", recipe=acrobot, seed=1)]
-    import rlplug.compare
+    import rlplug.results.compare
 
     labels = []
-    real_draw = rlplug.compare.draw
-    monkeypatch.setattr(rlplug.compare, "draw", lambda groups, path, **kw: labels.extend(g.label for g in groups) or real_draw(groups, path, **kw))
+    real_draw = rlplug.results.compare.draw
+    monkeypatch.setattr(rlplug.results.compare, "draw", lambda groups, path, **kw: labels.extend(g.label for g in groups) or real_draw(groups, path, **kw))
     code, stdout, err = _cli(capsys, "compare", *made, "--out", tmp_path / "cmp.png")
     assert code == 0, err
     assert labels == ["ppo-cartpole (CartPole-v1) on skrl", "ppo-cartpole (Acrobot-v1) on skrl"]
@@ -128,7 +128,7 @@ def test_runs_on_another_env_are_named_by_it_in_the_legend_and_the_table(capsys,
 
 
 def test_band_is_the_mean_and_range_over_seeds():
-    from rlplug.compare import aggregate
+    from rlplug.results.compare import aggregate
 
     x, mean, low, high = aggregate([([0, 10], [0.0, 10.0]), ([0, 10, 20], [2.0, 12.0, 30.0])])
     assert x[0] == 0 and x[-1] == 20

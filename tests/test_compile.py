@@ -42,7 +42,7 @@ def test_compile_is_declared_once_and_off_by_default(algorithm):
     spec = rlplug.session().host.algorithm(algorithm)
     param = spec.param_map["compile"]
     assert param.default is False and set(spec.backends) == {"skrl", "torchrl"}
-    with pytest.raises(rlplug.RecipeError):
+    with pytest.raises(rlplug.errors.RecipeError):
         rlplug.resolve(f"{algorithm}-pendulum" if algorithm in ("sac", "td3") else "dqn-cartpole", ["compile=fast"])
 
 

@@ -6,10 +6,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from rlplug import ExportUnsupportedError, NoReplayMemoryError, Trainer, VideoUnsupportedError
-from rlplug.contract import contract_members, contract_problems
-from rlplug.multiagent_training import MultiAgentTrainerBase
-from rlplug.trainer import TrainerBase
+from rlplug import Trainer
+from rlplug.errors import ExportUnsupportedError, NoReplayMemoryError, VideoUnsupportedError
+from rlplug.contract.protocol import contract_members, contract_problems
+from rlplug.contract.multiagent_trainer import MultiAgentTrainerBase
+from rlplug.contract.trainer import TrainerBase
 
 BUILD = SimpleNamespace(num_envs=1, env_id="mpe:simple_spread", env_kwargs={}, seed=0)
 
@@ -78,7 +79,7 @@ def test_the_conformance_kit_refuses_a_trainer_that_breaks_the_contract():
 def test_check_cell_fits_warm_up_and_iterations_to_a_short_budget():
     """A replay cell's default learning_starts (1000) and log_every (1000) would leave a 100-step check with no
     gradient step and a resume that counts one iteration more; check_cell fits them unless they are given."""
-    from rlplug.pipeline import Session
+    from rlplug.pipeline.session import Session
     from rlplug.testing import meaningful_cadence
 
     session = Session()

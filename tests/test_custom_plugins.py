@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import rlplug
-from rlplug.pipeline import Session
+from rlplug.pipeline.session import Session
 
 sys.path.insert(0, str(Path(__file__).parent / "plugins"))
 import custom_ppo_loss  # noqa: E402
@@ -29,7 +29,7 @@ def test_custom_losses_are_listed_with_their_terms(loss_session):
 
 
 def test_registering_a_taken_name_is_an_error(loss_session):
-    with pytest.raises(rlplug.LossRegistrationError, match="loss 'clip' for ppo/skrl is already registered by rlplug-ppo; pass override=True"):
+    with pytest.raises(rlplug.errors.LossRegistrationError, match="loss 'clip' for ppo/skrl is already registered by rlplug-ppo; pass override=True"):
         loss_session.host.losses.register("ppo", "skrl", "clip", custom_ppo_loss.make_skrl_loss, terms=("x",))
 
 
@@ -58,7 +58,7 @@ def test_custom_torchrl_loss_trains_instead_of_the_default(loss_session):
 
 
 def test_unknown_loss_name_suggests(loss_session):
-    with pytest.raises(rlplug.LossRegistrationError, match=r"unknown loss 'unclippd' for ppo/skrl \(did you mean 'unclipped'\?\)"):
+    with pytest.raises(rlplug.errors.LossRegistrationError, match=r"unknown loss 'unclippd' for ppo/skrl \(did you mean 'unclipped'\?\)"):
         loss_session.prepare("ppo-cartpole", "skrl", ["loss=unclippd"])
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from conftest import assert_one_line_error, run_cli, write_dataset
-from rlplug.datasets import DatasetError, env_contiguous, episode_returns, load_data, read_info
+from rlplug.data.datasets import DatasetError, env_contiguous, episode_returns, load_data, read_info
 
 
 @pytest.fixture
@@ -117,7 +117,7 @@ def test_env_contiguous_reorders_and_cuts_each_envs_piece():
 @pytest.mark.parametrize("backend", ["skrl", "torchrl"])
 def test_from_run_exports_the_replay_memory_env_by_env(tmp_path, data_dir, backend):
     import rlplug
-    from rlplug.collect import from_run
+    from rlplug.data.collect import from_run
 
     run_dir = tmp_path / "run"
     overrides = ["steps=240", "num_envs=2", "learning_starts=100", "train_every=3", "buffer_size=200", "log_every=60",
@@ -136,7 +136,7 @@ def test_from_run_exports_the_replay_memory_env_by_env(tmp_path, data_dir, backe
 
 def test_from_run_refuses_an_on_policy_run(tmp_path, data_dir):
     import rlplug
-    from rlplug.collect import from_run
+    from rlplug.data.collect import from_run
 
     rlplug.train("ppo-cartpole", overrides=["steps=512", "num_envs=2", "rollout_steps=256"], run_dir=tmp_path / "run")
     with pytest.raises(DatasetError, match=r"keeps no replay memory; from-run needs an off-policy run"):
@@ -229,7 +229,7 @@ def test_a_declared_build_retrains_a_run_from_another_declaration(tmp_path):
     """`dataset build` reuses its finished behaviour/expert runs only while the declaration still asks for
     them: a changed policy_steps must not silently collect from the old, shorter run."""
     import rlplug
-    from rlplug.collect import _trained_run
+    from rlplug.data.collect import _trained_run
 
     run_dir = tmp_path / "_runs" / "x-policy"
     _trained_run(rlplug.session(), "ppo-cartpole", "skrl", 512, 0, run_dir, progress=False)

@@ -117,7 +117,7 @@ def test_malformed_declarations_show_as_broken_and_others_keep_working(fake_dist
 def test_a_models_hook_returning_a_string_is_refused_in_one_line():
     from rlplug import hookimpl
     from rlplug.errors import PluginError
-    from rlplug.pipeline import Session
+    from rlplug.pipeline.session import Session
 
     class StringModels:
         @hookimpl(tryfirst=True)

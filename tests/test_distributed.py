@@ -124,7 +124,7 @@ def test_launch_refuses_what_it_cannot_run(tmp_path):
 
 
 def test_launch_arguments_are_handed_on_without_the_launch_options():
-    from rlplug.distributed import rank_seed, worker_argv
+    from rlplug.pipeline.distributed import rank_seed, worker_argv
 
     argv = ["train", "ppo-cartpole", "--nproc", "2", "--nnodes=1", "--rdzv-endpoint", "h:1", "--run-dir", "x", "--steps", "9"]
     assert worker_argv(argv, "runs/abc") == ["train", "ppo-cartpole", "--steps", "9", "--run-dir", "runs/abc"]

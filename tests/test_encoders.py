@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 import rlplug
-from rlplug import SpaceError, UnknownNameError
-from rlplug.encoders import EncoderRegistrationError, EncoderRegistry
+from rlplug.errors import SpaceError, UnknownNameError
+from rlplug.contract.encoders import EncoderRegistrationError, EncoderRegistry
 
 import image_envs  # noqa: F401 - registers the tiny environments
 
@@ -125,12 +125,12 @@ def recipe_file(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def session(recipe_file):
-    return rlplug.Session(recipe_files=[str(recipe_file)])
+    return rlplug.pipeline.session.Session(recipe_files=[str(recipe_file)])
 
 
 def _write_image_dataset(path, transitions=96):
     """Random-policy transitions of the tiny continuous image env, in rlplug's dataset format."""
-    from rlplug.datasets import write
+    from rlplug.data.datasets import write
 
     env = gym.make("RlplugTinyImageBox-v0")
     columns = {k: [] for k in ("observation", "action", "reward", "next_observation", "terminated", "truncated")}
@@ -191,7 +191,7 @@ def test_a_name_registered_twice_is_refused():
 
 
 def test_the_registry_is_torch_free():
-    code = "import sys, rlplug.encoders, rlplug; rlplug.session().host.encoders.names(); print('torch' in sys.modules)"
+    code = "import sys, rlplug.contract.encoders, rlplug; rlplug.session().host.encoders.names(); print('torch' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
@@ -229,7 +229,7 @@ def test_a_named_encoder_must_accept_the_space(session):
         session.prepare("ppo-cartpole", overrides=["encoder=nature_cnn"])
     with pytest.raises(UnknownNameError, match="unknown encoder 'natur_cnn' \\(did you mean 'nature_cnn'\\?\\)"):
         session.prepare("ppo-cartpole", overrides=["encoder=natur_cnn"])
-    with pytest.raises(rlplug.RecipeError, match="encoder 'nature_cnn' has no option 'chanels' \\(did you mean 'channels'\\?\\)"):
+    with pytest.raises(rlplug.errors.RecipeError, match="encoder 'nature_cnn' has no option 'chanels' \\(did you mean 'channels'\\?\\)"):
         session.prepare("img-ppo", overrides=["encoder_kwargs.chanels=[4]"])
     with pytest.raises(SpaceError, match="recipe 'img-ppo': encoder 'nature_cnn': a 12x12 image is too small for kernels"):
         session.prepare("img-ppo", overrides=["encoder_kwargs={}"])
@@ -266,7 +266,7 @@ def make_volume_encoder(space, options, encoders):
 
 @pytest.mark.parametrize("backend", ["skrl", "torchrl"])
 def test_a_registered_encoder_makes_a_new_space_trainable(recipe_file, backend):
-    session = rlplug.Session(recipe_files=[str(recipe_file)], objects=[VolumeEncoders()])
+    session = rlplug.pipeline.session.Session(recipe_files=[str(recipe_file)], objects=[VolumeEncoders()])
     build = _train(session, "volume-ppo", backend, steps=128)
     assert build.encoder == "volume"
 

@@ -1,4 +1,4 @@
-"""An environment that breaks the Gymnasium API is blamed by name (``rlplug.envcheck``): one line naming the
+"""An environment that breaks the Gymnasium API is blamed by name (``rlplug.envs.check``): one line naming the
 env id, the check, what was declared and what came back, exit code 2. The broken envs are a user's module,
 ``broken_envs`` (this folder), each breaking the API one way."""
 
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from conftest import assert_one_line_error, run_cli
 
-from rlplug.envs import make_gym_env
+from rlplug.envs.factory import make_gym_env
 from rlplug.errors import EnvContractError, EnvStepError, SpaceError
-from rlplug.pipeline import Session
+from rlplug.pipeline.session import Session
 
 TESTS = Path(__file__).parent
 ON_POLICY = ["num_envs=2", "rollout_steps=8", "minibatches=2", "epochs=1", "hidden_sizes=[16, 16]", "eval_episodes=1"]
@@ -114,7 +114,7 @@ def test_an_exception_inside_step_mid_run_on_torchrl_keeps_the_checkpoint(tmp_pa
 def test_float_arrays_of_nested_spaces_are_all_checked_and_well_behaved_envs_pass():
     import gymnasium as gym
 
-    from rlplug.envcheck import float_paths, observation_problem
+    from rlplug.envs.check import float_paths, observation_problem
 
     steps("broken_envs:Line-v0", 45)  # episode ends and resets: nothing refused
     steps("CartPole-v1", 100)
@@ -140,7 +140,8 @@ def test_float_arrays_of_nested_spaces_are_all_checked_and_well_behaved_envs_pas
 def test_training_copies_are_checked_a_batch_at_a_time_and_the_copy_names_itself(mode, env, line):
     import warnings
 
-    from rlplug.envs import EnvSpec, make_gym_vector_env
+    from rlplug.envs.factory import make_gym_vector_env
+    from rlplug.envs.spec import EnvSpec
 
     vector_env = make_gym_vector_env(EnvSpec(id=f"broken_envs:{env}", vector_mode=mode), None, 2)
     try:
@@ -156,7 +157,7 @@ def test_training_copies_are_checked_a_batch_at_a_time_and_the_copy_names_itself
 
 
 def test_dataset_collection_names_the_env_too():
-    from rlplug.collect import rollout
+    from rlplug.data.collect import rollout
 
     with pytest.raises(EnvContractError, match=r"^environment 'broken_envs:InfReward-v0' returned reward inf in step 5 of an episode"):
         rollout("broken_envs:InfReward-v0", {}, None, 30, 0.0, 0, False)

@@ -1,6 +1,6 @@
 """Environments from recipes: a user's ``module:Env-v0`` ids and env modules (recorded in run directories,
 imported again by eval and resume), the wrapper fields on both backends and in evaluation, the suites'
-extras and their refusals, and complete MuJoCo resume (``rlplug.envs``, ``rlplug.envstate``)."""
+extras and their refusals, and complete MuJoCo resume (``rlplug.envs.factory``, ``rlplug.envs.state``)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,12 @@ import numpy as np
 import pytest
 from conftest import assert_one_line_error, run_cli
 
-from rlplug.envs import EnvSpec, make_gym_env, resume_restart_note
-from rlplug.envstate import _chain, load_native_state, native_state, restore, snapshot
+from rlplug.envs.factory import make_gym_env
+from rlplug.envs.spec import EnvSpec
+from rlplug.envs.suites import resume_restart_note
+from rlplug.envs.state import _chain, load_native_state, native_state, restore, snapshot
 from rlplug.errors import RlplugError, SuiteMissingError
-from rlplug.pipeline import Session
+from rlplug.pipeline.session import Session
 
 TESTS = Path(__file__).parent  # tiny_envs.py: the user's own module, registering Tiny-v0 and friends
 OFF_POLICY = ["learning_starts=64", "hidden_sizes=[16, 16]", "batch_size=16", "log_every=64"]
@@ -144,12 +146,12 @@ def test_cli_refusal_and_doctor(monkeypatch):
 
 def _chains(spec, action_space):
     """The sub-env chains of both backends' training envs and of the evaluation env made from one spec."""
-    import rlplug.envs
-    from rlplug.backends.skrl import make_vector_env
-    from rlplug.backends.torchrl import make_env
-    from rlplug.evaluation import evaluate_policy
+    import rlplug.envs.factory
+    from rlplug.backends.skrl.env import make_vector_env
+    from rlplug.backends.torchrl.env import make_env
+    from rlplug.envs.evaluation import evaluate_policy
 
-    made, real = [], rlplug.envs.make_gym_env
+    made, real = [], rlplug.envs.factory.make_gym_env
 
     def recording(*args, **kwargs):
         made.append(real(*args, **kwargs))
@@ -158,11 +160,11 @@ def _chains(spec, action_space):
     skrl_env, torchrl_env = make_vector_env(spec, None, 1, 0, "cpu"), make_env(spec, None, 1, 0)
     try:
         chains = {"skrl": skrl_env._env.envs[0], "torchrl": torchrl_env.base_env._env.envs[0]}
-        rlplug.envs.make_gym_env = recording
+        rlplug.envs.factory.make_gym_env = recording
         try:
             evaluate_policy(spec, None, lambda obs: np.asarray([action_space.sample()]), 1, 0, max_steps=3)
         finally:
-            rlplug.envs.make_gym_env = real
+            rlplug.envs.factory.make_gym_env = real
         chains["evaluation"] = made[0]
         return {key: (names(env), list(_chain(env))) for key, env in chains.items()}
     finally:
@@ -309,7 +311,7 @@ def test_box2d_resume_starts_new_episodes(backend):
 
 
 def test_multiagent_ids_name_a_family_not_a_module():
-    from rlplug.envs import split_env_id
+    from rlplug.envs.suites import split_env_id
 
     assert split_env_id("mpe:simple_spread") == ("", "mpe:simple_spread")
     assert split_env_id("vmas:navigation") == ("", "vmas:navigation")

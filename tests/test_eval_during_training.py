@@ -9,7 +9,7 @@ import json
 import pytest
 
 import rlplug
-from rlplug.checkpoint import load_checkpoint, save_checkpoint
+from rlplug.runs.checkpoint_io import load_checkpoint, save_checkpoint
 from rlplug.cli import main
 from rlplug.runs import open_run, train
 from rlplug.runs.rundir import BEST_CHECKPOINT, CHECKPOINT
@@ -145,7 +145,7 @@ def test_eval_every_refusals_are_one_line(tmp_path, capsys, monkeypatch):
     assert "--checkpoint best chooses a checkpoint instead" in refused(
         "eval", str(run_dir), "--checkpoint", "best", "--exported", "policy.pt")
     assert not (run_dir / BEST_CHECKPOINT).exists()
-    assert open_run(rlplug.Session(), run_dir).trainer.progress == 128
+    assert open_run(rlplug.pipeline.session.Session(), run_dir).trainer.progress == 128
 
 
 def test_an_offline_run_keeps_best_pt_from_its_own_evaluations(tmp_path, random_dataset):

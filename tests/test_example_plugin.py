@@ -212,7 +212,8 @@ def test_a2c_skrl_update_matches_upstream_skrl() -> None:
     update: the same transitions and random streams give the same losses and parameters."""
     torch = pytest.importorskip("torch")
     pytest.importorskip("skrl")
-    from rlplug.backends.skrl import make_vector_env, seed_skrl, stochastic_policy, value_model
+    from rlplug.backends.skrl import seed_skrl, stochastic_policy, value_model
+    from rlplug.backends.skrl.env import make_vector_env
     from skrl.agents.torch.a2c import A2C, A2C_CFG
     from skrl.memories.torch import RandomMemory
     from skrl.resources.preprocessors.torch import RunningStandardScaler

@@ -187,11 +187,11 @@ def exported(request, recipe_file, tmp_path_factory):
     with 100 observations and ``act_deterministic``'s actions on them; then ONE fresh interpreter loads
     every file and acts. ``{"cells": {name: {...}}, "results": {path: {...}}, "leaked": [...]}``."""
     import rlplug
-    from rlplug.export import export_policy
+    from rlplug.results.export import export_policy
 
     backend = request.param
     folder = tmp_path_factory.mktemp(f"exported-{backend}")
-    session = rlplug.Session(recipe_files=[str(recipe_file)])
+    session = rlplug.pipeline.session.Session(recipe_files=[str(recipe_file)])
     cells, manifest = {}, []
     for name in CELLS:
         build = session.build(name, backend)
@@ -270,7 +270,7 @@ def _train_run(run_dir, recipe, backend, plugins=()):
     import rlplug
     from rlplug.runs import train
 
-    session = rlplug.Session(plugins=plugins)
+    session = rlplug.pipeline.session.Session(plugins=plugins)
     build = session.build(recipe, backend, RUN_OVERRIDES[(recipe, backend)])
     try:
         train(build, run_dir=run_dir, progress=False)
@@ -335,11 +335,11 @@ def test_refusals_are_one_line(capsys, tmp_path, monkeypatch, run_dir):
 
 def test_a_file_for_another_environment_is_refused(capsys, tmp_path, run_dir):
     import rlplug
-    from rlplug.export import export_policy
+    from rlplug.results.export import export_policy
 
     other = "td3-pendulum" if "cartpole" in run_dir.name else "ppo-cartpole"
     backend = "torchrl" if other == "td3-pendulum" else "skrl"
-    build = rlplug.Session().build(other, backend, RUN_OVERRIDES[(other, backend)])
+    build = rlplug.pipeline.session.Session().build(other, backend, RUN_OVERRIDES[(other, backend)])
     try:
         export_policy(build, tmp_path / "other.pt")
     finally:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.metadata
 import sys
 
-from rlplug.extras import EXTRAS
+from rlplug.cli.extras import EXTRAS
 
 EXTRA_MODULES = ("onnx", "onnxruntime", "optuna", "mlflow", "wandb", "moviepy", "hydra", "ray", "rl_zoo3")
 

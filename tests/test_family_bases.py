@@ -45,9 +45,9 @@ def test_the_loss_optimisers_map_decides_which_stage_sums_which_term():
                          {"loss_critic": "critic", "loss_cql": "critic", "loss_policy": "policy",
                           "loss_entropy": "entropy"}.items(), stages, "cell")  # fmt: skip
     assert mapped == {"critic": ("loss_critic", "loss_cql"), "policy": ("loss_policy",)}  # entropy: not this cell's
-    with pytest.raises(rlplug.LossRegistrationError, match="give no stage to loss_policy"):
+    with pytest.raises(rlplug.errors.LossRegistrationError, match="give no stage to loss_policy"):
         stage_terms(("loss_critic", "loss_policy"), {"loss_critic": "critic"}.items(), stages, "cell")
-    with pytest.raises(rlplug.LossRegistrationError, match="give stage policy no term"):
+    with pytest.raises(rlplug.errors.LossRegistrationError, match="give stage policy no term"):
         stage_terms(("loss_critic",), {"loss_critic": "critic"}.items(), stages, "cell")
 
 

@@ -17,8 +17,8 @@ import pytest
 from conftest import run_cli
 
 from rlplug.errors import RlplugError
-from rlplug.pipeline import Session, check_recipe
-from rlplug.recipes import FIELD_PARAMS
+from rlplug.pipeline.session import Session, check_recipe
+from rlplug.recipes.fields import FIELD_PARAMS
 from rlplug.schema import AutoOrFloat, Interval, Param
 
 FIRST_PARTY = ("ppo", "mappo", "sac", "td3", "ddpg", "dqn", "iql", "cql")
@@ -111,7 +111,7 @@ def test_every_registry_recipe_still_validates(session):
         recipe = session.resolve(name)
         spec = session.host.algorithms[recipe.algorithm]
         for backend in spec.backends:  # the translators (`rlplug show --backend B`) accept them too
-            from rlplug.pipeline import backend_settings
+            from rlplug.pipeline.session import backend_settings
 
             backend_settings(spec, backend, {**spec.defaults(), **recipe.hyperparameters}, recipe)
 

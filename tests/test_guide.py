@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from rlplug.guide import examples_path, guide_text
+from rlplug.cli.guide import examples_path, guide_text
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCE_TREE = re.compile(r"(?<![\w/.-])(?:tests|examples|benchmarks|docs|plugins)/[\w./-]*|\b[A-Z]+\.md\b")

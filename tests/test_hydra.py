@@ -19,12 +19,12 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("hydra") is None, reaso
 
 def run_hydra(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
     env = {**os.environ, "RL_LOGGING_LEVEL": "WARNING", "OMP_NUM_THREADS": "1", "RAY_AUTH_MODE": "disabled"}
-    return subprocess.run([sys.executable, "-m", "rlplug.hydra_app", *args], capture_output=True, text=True, cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "rlplug.interop.hydra_app", *args], capture_output=True, text=True, cwd=cwd,
                           env=env, timeout=timeout)
 
 
 def test_overrides_are_the_fields_that_differ_from_the_recipe():
-    from rlplug.hydra_app import overrides_from
+    from rlplug.interop.hydra_app import overrides_from
 
     base = {"steps": 100, "backend": "skrl", "hyperparameters": {"learning_rate": 0.001, "hidden_sizes": [64, 64]},
             "torchrl": {}}

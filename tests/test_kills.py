@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from conftest import one_timeline, run_cli
-from rlplug.checkpoint import load_checkpoint
+from rlplug.runs.checkpoint_io import load_checkpoint
 from rlplug.runs import CHECKPOINT
 
 KILLS = int(os.environ.get("RLPLUG_TEST_KILLS", "3"))

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from conftest import assert_one_line_error, run_cli
-from rlplug.checkpoint import load_checkpoint
+from rlplug.runs.checkpoint_io import load_checkpoint
 from rlplug.runs import CHECKPOINT
 
 FAST = ["--set", "num_envs=2", "--set", "rollout_steps=64", "--set", "epochs=2", "--set", "eval_episodes=1", "--no-progress"]

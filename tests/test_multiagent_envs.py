@@ -8,13 +8,8 @@ import pytest
 
 from conftest import assert_one_line_error, run_cli
 from rlplug.errors import SpaceError, UnknownNameError
-from rlplug.multiagent import (
-    check_env_kind,
-    evaluate_multiagent,
-    is_multiagent_env,
-    parse_env_id,
-    probe_multiagent_spaces,
-)
+from rlplug.envs.multiagent import check_env_kind, is_multiagent_env, parse_env_id, probe_multiagent_spaces
+from rlplug.envs.multiagent_evaluation import evaluate_multiagent
 
 pytest.importorskip("mpe2")
 pytest.importorskip("rlplug_mappo")

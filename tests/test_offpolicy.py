@@ -4,7 +4,8 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from rlplug.families import LinearSchedule, REPLAY_PARAMS, TARGET_PARAMS, gradient_steps_due, replay_settings
+from rlplug.families import LinearSchedule, REPLAY_PARAMS, TARGET_PARAMS, replay_settings
+from rlplug.families.offpolicy import gradient_steps_due
 from torch import nn
 
 DEFAULTS = {p.name: p.default for p in REPLAY_PARAMS + TARGET_PARAMS}

@@ -1,4 +1,4 @@
-"""rlplug.optim: the ``optimizer_impl`` hyperparameter and the Adam code paths it selects."""
+"""rlplug.families.optim: the ``optimizer_impl`` hyperparameter and the Adam code paths it selects."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from rlplug.backends.common.optim import adam, switch_adam, use_adam_impl
-from rlplug.families import OPTIMIZER_PARAMS, adam_flags
+from rlplug.families import OPTIMIZER_PARAMS
+from rlplug.families.optim import adam_flags
 
 
 def _net() -> torch.nn.Module:

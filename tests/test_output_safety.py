@@ -1,6 +1,6 @@
 """Output options never lose a user's file: ``--overwrite`` and ``--out`` / ``--report`` replace only rlplug's own
 earlier output of the same kind, never the command's inputs, atomically; concurrent writers of one name are
-refused or serialised (``rlplug.outputs``, ``rlplug.runs.lock.hold``)."""
+refused or serialised (``rlplug.util.outputs``, ``rlplug.runs.lock.hold``)."""
 
 from __future__ import annotations
 
@@ -103,8 +103,8 @@ def test_a_failed_dataset_replacement_keeps_the_old_one(tmp_path, monkeypatch):
 
     import gymnasium as gym
 
-    from rlplug.collect import rollout
-    from rlplug.datasets import write
+    from rlplug.data.collect import rollout
+    from rlplug.data.datasets import write
 
     env = gym.make("CartPole-v1")
     arrays = rollout("CartPole-v1", {}, None, 20, 0.0, 1, progress=False)
@@ -196,7 +196,7 @@ def test_an_earlier_tuned_recipe_is_replaced_and_a_hand_written_one_is_not(tmp_p
 
 
 def test_bench_report_refuses_a_user_s_file_before_anything_trains(capsys, tmp_path):
-    from rlplug.outputs import BENCH_JSON, BENCH_REPORT, check_output
+    from rlplug.util.outputs import BENCH_JSON, BENCH_REPORT, check_output
 
     root = Path(__file__).resolve().parent.parent  # `bench --all` rewrites the project's own report
     assert check_output(root / "BENCHMARKS.md", BENCH_REPORT, "bench --report")

@@ -20,7 +20,7 @@ pytest.importorskip("skrl")
 import tiny_envs  # noqa: E402,F401 - registers Tiny-v0 and TinyContinuous-v0
 from conftest import write_dataset  # noqa: E402
 from rlplug.backends.skrl import parity as skrl_parity  # noqa: E402
-from rlplug.discovery import FIRST_PARTY  # noqa: E402
+from rlplug.pipeline.discovery import FIRST_PARTY  # noqa: E402
 from rlplug.backends.torchrl import parity as torchrl_parity  # noqa: E402
 
 PLUGINS = tuple(sorted(name.removeprefix("rlplug-") for name in FIRST_PARTY))  # every first-party plugin, none forgotten

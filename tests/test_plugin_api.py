@@ -74,9 +74,9 @@ def test_families_and_core_declarations_stay_torch_free():
 
 def test_import_checker_sees_a_forbidden_import(tmp_path):
     source = tmp_path / "backend.py"
-    source.write_text("from rlplug.trainer import TrainerBase\nimport rlplug.backends.skrl.env\nfrom rlplug import Build\n")
+    source.write_text("from rlplug.contract.trainer import TrainerBase\nimport rlplug.backends.skrl.env\nfrom rlplug import Build\n")
     assert _rlplug_imports(source) == [
-        (1, "rlplug.trainer", "TrainerBase"),
+        (1, "rlplug.contract.trainer", "TrainerBase"),
         (2, "rlplug.backends.skrl.env", None),
         (3, "rlplug", "Build"),
     ]

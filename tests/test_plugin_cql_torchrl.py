@@ -8,7 +8,7 @@ import io
 import numpy as np
 import pytest
 import torch
-from rlplug.rng import restore_rng_state
+from rlplug.util.rng import restore_rng_state
 
 pytest.importorskip("torchrl")
 

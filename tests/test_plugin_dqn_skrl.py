@@ -15,7 +15,8 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("skrl")
 
 import gymnasium as gym  # noqa: E402
-from rlplug.backends.skrl import ModuleTargetUpdate, TermMeans, configure_threads, q_model, seed_skrl
+from rlplug.backends.common.terms import TermMeans
+from rlplug.backends.skrl import ModuleTargetUpdate, configure_threads, q_model, seed_skrl
 from rlplug.families import LinearSchedule
 from rlplug_dqn import DQN as DQN_SPEC  # noqa: E402
 from rlplug_dqn.skrl_backend import DQNLoss, LossDelegatingDQN  # noqa: E402

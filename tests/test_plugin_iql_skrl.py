@@ -167,7 +167,7 @@ def test_state_dict_round_trips_and_continues_identically(iql_build):
 
 
 def test_checkpoint_of_other_data_is_refused(iql_build):
-    from rlplug.datasets import DatasetError
+    from rlplug.data.datasets import DatasetError
 
     state = iql_build().trainer.state_dict()
     state["dataset"] = "observation:0000"

@@ -15,8 +15,9 @@ pytest.importorskip("skrl")
 pytest.importorskip("mpe2")
 
 from mappo_builds import NAVIGATION, SPREAD, make_mappo_build  # noqa: E402
-from rlplug.backends.skrl import agent_models, configure_threads, make_multiagent_vector_env, seed_skrl
-from rlplug.multiagent import probe_multiagent_spaces
+from rlplug.backends.skrl import agent_models, configure_threads, seed_skrl
+from rlplug.backends.skrl.multiagent import make_multiagent_vector_env
+from rlplug.envs.multiagent import probe_multiagent_spaces
 from rlplug.backends.skrl.multiagent import complete_per_agent_kwargs  # noqa: E402
 from rlplug_mappo.skrl_backend import LossDelegatingMAPPO, MAPPOClipLoss  # noqa: E402
 from skrl.memories.torch import RandomMemory  # noqa: E402

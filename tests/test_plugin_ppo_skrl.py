@@ -15,14 +15,8 @@ from conftest import make_ppo_build
 torch = pytest.importorskip("torch")
 pytest.importorskip("skrl")
 
-from rlplug.backends.skrl import (  # noqa: E402
-    configure_threads,
-    make_vector_env,
-    seed_skrl,
-    stochastic_policy,
-    true_next_observations,
-    value_model,
-)
+from rlplug.backends.skrl import configure_threads, seed_skrl, stochastic_policy, value_model  # noqa: E402
+from rlplug.backends.skrl.env import make_vector_env, true_next_observations  # noqa: E402
 from rlplug_ppo.skrl_backend import ClipLoss, LossDelegatingPPO  # noqa: E402
 from skrl.agents.torch.ppo import PPO as UpstreamPPO  # noqa: E402
 from skrl.agents.torch.ppo import PPO_CFG  # noqa: E402

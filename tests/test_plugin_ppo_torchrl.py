@@ -15,15 +15,12 @@ from conftest import make_ppo_build
 torch = pytest.importorskip("torch")
 pytest.importorskip("torchrl")
 
-from rlplug import LossRegistry
-from rlplug.backends.torchrl import (  # noqa: E402
-    LearningRateSchedule,
-    RunningNormalizer,
-    deterministic_actor,
-    make_env,
-    mlp,
-    q_value_operator,
-)
+from rlplug.contract.losses import LossRegistry  # noqa: E402
+from rlplug.backends.common.nets import mlp  # noqa: E402
+from rlplug.backends.torchrl import deterministic_actor, q_value_operator  # noqa: E402
+from rlplug.backends.torchrl.env import make_env  # noqa: E402
+from rlplug.backends.torchrl.modules import RunningNormalizer  # noqa: E402
+from rlplug.backends.torchrl.onpolicy import LearningRateSchedule  # noqa: E402
 from rlplug_ppo import plugin  # noqa: E402
 from rlplug_ppo.torchrl_backend import describe_clip_loss, make_clip_loss  # noqa: E402
 from tensordict import TensorDict  # noqa: E402
@@ -355,7 +352,7 @@ def test_env_clamps_box_actions_but_keeps_the_sample():
     env = make_env("Pendulum-v1", {}, 2, 0)
     try:
         seen = []
-        for sub_env in env.base_env._env.envs:  # each sub-env clips (rlplug.envs): its base env sees the bounds
+        for sub_env in env.base_env._env.envs:  # each sub-env clips (rlplug.envs.factory): its base env sees the bounds
             base = sub_env.unwrapped
             base.step = lambda action, step=base.step: (seen.append(np.array(action, copy=True)), step(action))[1]
         td = env.reset()

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from rlplug.errors import RecipeError, UnknownNameError
-from rlplug.recipes import RecipeBook, apply_override, parse_value
+from rlplug.recipes.book import RecipeBook
+from rlplug.recipes.overrides import apply_override, parse_value
 
 BASE = """
 [recipes.walk]
@@ -141,7 +142,7 @@ def test_nothing_is_evaluated(book):
     assert recipe.description == "__import__('os').system('false')"
 
 
-# ---- bounded inputs: extends depth, nesting, file size (rlplug.limits) -----------------------------------
+# ---- bounded inputs: extends depth, nesting, file size (rlplug.recipes.limits) -----------------------------------
 
 
 def _chain(links: int) -> str:
@@ -152,7 +153,7 @@ def _chain(links: int) -> str:
 
 
 def test_an_extends_chain_deeper_than_the_limit_is_refused(tmp_path):
-    from rlplug.limits import MAX_EXTENDS_DEPTH
+    from rlplug.recipes.limits import MAX_EXTENDS_DEPTH
 
     path = tmp_path / "chain.toml"
     path.write_text(_chain(2000))  # deep enough to exhaust Python's stack without the limit
@@ -196,7 +197,7 @@ def test_a_set_value_nested_deeper_than_the_limit_is_refused(book):
 
 
 def test_a_recipe_file_over_the_size_limit_is_refused(tmp_path):
-    from rlplug.limits import MAX_RECIPE_FILE_BYTES
+    from rlplug.recipes.limits import MAX_RECIPE_FILE_BYTES
 
     path = tmp_path / "big.toml"
     path.write_text("# padding\n" * (MAX_RECIPE_FILE_BYTES // 10 + 1))

@@ -10,7 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from rlplug.rng import capture_rng_state, restore_rng_state
+from rlplug.util.rng import capture_rng_state, restore_rng_state
 
 
 def test_rng_state_round_trip():

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from rlplug.cli import main
-from rlplug.pipeline import Session, backend_settings
-from rlplug.skrl_runner import read_runner_file, translate_runner
+from rlplug.pipeline.session import Session, backend_settings
+from rlplug.interop.skrl_runner import read_runner_file, translate_runner
 
 pytest.importorskip("yaml")
 DATA = Path(__file__).parent / "data"

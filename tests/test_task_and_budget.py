@@ -27,7 +27,7 @@ def _one_line_refusal(code, err, expected):
 
 
 def test_a_change_of_task_drops_the_target_unless_one_is_given(tmp_path):
-    from rlplug.pipeline import Session
+    from rlplug.pipeline.session import Session
 
     (tmp_path / "mine.toml").write_text(
         '[recipes.my-acrobot]\nextends = "ppo-cartpole"\nenv = "Acrobot-v1"\n'  # another env, no target of its own

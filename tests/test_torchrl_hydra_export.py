@@ -177,7 +177,7 @@ def test_offline_trainers_start_from_the_dataset_written_beside_the_file(exporte
 def test_the_docs_export_table_is_the_codes(exported):
     """docs/parity.md's table: every exported algorithm on the trainer and loss config its file names, in the
     builders' order, then every refused one with the reason rlplug's error gives."""
-    from rlplug.torchrl_hydra import BUILDERS, NO_TRAINER
+    from rlplug.interop.torchrl_hydra import BUILDERS, NO_TRAINER
 
     docs = (Path(__file__).resolve().parents[1] / "docs" / "parity.md").read_text(encoding="utf-8")
     table = docs.split("\n## Export to TorchRL's own trainer configs\n", 1)[1].split("\n## ", 1)[0]

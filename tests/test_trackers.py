@@ -194,7 +194,7 @@ def test_an_unreachable_tracking_server_is_one_line_naming_it_within_seconds(tmp
     monkeypatch.setenv("WANDB_BASE_URL", REFUSING)
     monkeypatch.setenv("WANDB_API_KEY", "0" * 40)
     monkeypatch.setenv("WANDB_DIR", str(tmp_path))
-    build = rlplug.Session().prepare("ppo-cartpole", "skrl")  # nothing built: a tracker reads the recipe only
+    build = rlplug.pipeline.session.Session().prepare("ppo-cartpole", "skrl")  # nothing built: a tracker reads the recipe only
 
     def too_slow(*_):
         raise AssertionError("still waiting for the tracker after 20 s")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rlplug.errors import HookError, RecipeError
-from rlplug.pipeline import Session
+from rlplug.pipeline.session import Session
 
 sys.path.insert(0, str(Path(__file__).parent / "plugins"))
 

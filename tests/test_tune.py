@@ -11,9 +11,11 @@ import tomllib
 import pytest
 from conftest import run_cli
 
-from rlplug import Param, RecipeError, RlplugError, Search, Session, UnknownNameError
+from rlplug import Param, RlplugError, Search
+from rlplug.errors import RecipeError, UnknownNameError
+from rlplug.pipeline.session import Session
 from rlplug.cli import main
-from rlplug.space import pinned_by, recipe_space
+from rlplug.recipes.search_space import pinned_by, recipe_space
 
 FIRST_PARTY = ("ppo", "sac", "td3", "ddpg", "dqn", "mappo", "iql", "cql")
 TINY = ["--steps", "512", "--seeds", "1", "--set", "hidden_sizes=[8]", "--eval-seeds", "1", "--no-progress"]
@@ -217,7 +219,7 @@ def test_tune_writes_a_recipe_that_show_accepts_and_a_rerun_continues(tmp_path, 
     assert f"recipe ppo-cartpole-tuned@1 written to {out.name}" in result.stdout
     assert (tmp_path / "report.md").read_text().startswith("# Tuning ppo-cartpole@1 on skrl")
     assert (tmp_path / "report-history.png").stat().st_size > 1000
-    from rlplug.outputs import PICTURE, TUNE_REPORT, TUNED_RECIPE, check_output  # a rerun may replace all three
+    from rlplug.util.outputs import PICTURE, TUNE_REPORT, TUNED_RECIPE, check_output  # a rerun may replace all three
 
     assert check_output(out, TUNED_RECIPE, "tune --out") and check_output(tmp_path / "report.md", TUNE_REPORT, "tune --report")
     assert check_output(tmp_path / "report-history.png", PICTURE, "tune --report")

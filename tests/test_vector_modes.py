@@ -39,5 +39,5 @@ def test_async_envs_train_and_resume_with_new_episodes(backend, tmp_path):
 def test_vector_mode_is_a_recipe_field_sync_by_default():
     assert rlplug.resolve("ppo-cartpole").vector_mode == "sync"
     assert rlplug.resolve("ppo-cartpole", ["vector_mode=async"]).vector_mode == "async"
-    with pytest.raises(rlplug.RecipeError, match="vector_mode"):
+    with pytest.raises(rlplug.errors.RecipeError, match="vector_mode"):
         rlplug.resolve("ppo-cartpole", ["vector_mode=threads"])

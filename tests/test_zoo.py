@@ -1,4 +1,4 @@
-"""``zoo:ALGO/ENV`` recipes: RL Baselines3 Zoo's entries translated key by key (rlplug.zoo)."""
+"""``zoo:ALGO/ENV`` recipes: RL Baselines3 Zoo's entries translated key by key (rlplug.interop.zoo)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from rlplug.cli import main
-from rlplug.pipeline import Session, backend_settings
+from rlplug.pipeline.session import Session, backend_settings
 
 pytest.importorskip("yaml")
 if importlib.util.find_spec("rl_zoo3") is None:  # the zoo extra; its files are read as data, never imported
@@ -27,7 +27,7 @@ def hp(session, name):
 
 
 def rows(name):
-    from rlplug.zoo import translation
+    from rlplug.interop.zoo import translation
 
     done = translation(name)
     return {r.key: r for r in done.translated}, {r.key: r for r in done.dropped}
@@ -52,7 +52,7 @@ def test_ppo_entry_translates_sb3_semantics(session):
 def test_policy_kwargs_are_read_as_data_not_evaluated(session):
     h = hp(session, "zoo:ppo/HalfCheetah-v4")  # dict(log_std_init=-2, ortho_init=False, nn.ReLU, pi/vf 256x2)
     assert (h["hidden_sizes"], h["activation"], h["initial_log_std"]) == ([256, 256], "relu", -2.0)
-    from rlplug.zoo.sb3 import read_python_literal
+    from rlplug.interop.zoo.sb3 import read_python_literal
 
     with pytest.raises(ValueError, match="cannot read"):
         read_python_literal("dict(net_arch=__import__('os').getcwd())")
@@ -103,8 +103,8 @@ def test_bad_zoo_names_are_one_line(name, expected, capsys):
 
 
 def test_without_the_extra_a_zoo_name_names_it(monkeypatch, capsys):
-    from rlplug import zoo
-    from rlplug.zoo import files
+    from rlplug.interop import zoo
+    from rlplug.interop.zoo import files
 
     caches = (files.hyperparams_dir, files.load, zoo.translation)
     monkeypatch.setattr(files, "DISTRIBUTION", "rl-zoo3-not-installed")
@@ -124,7 +124,7 @@ def test_without_the_extra_a_zoo_name_names_it(monkeypatch, capsys):
 
 
 def test_recipes_lists_the_zoo_only_with_zoo(monkeypatch, capsys):
-    from rlplug.zoo import files
+    from rlplug.interop.zoo import files
 
     def refuse(*args, **kwargs):
         raise AssertionError("listing recipes must not read the Zoo")
@@ -143,7 +143,7 @@ def test_recipes_lists_the_zoo_only_with_zoo(monkeypatch, capsys):
 
 
 def test_every_pair_that_can_be_made_here_resolves_on_both_backends(session):
-    from rlplug.zoo import pairs
+    from rlplug.interop.zoo import pairs
 
     names = [p.name for p in pairs(session.host.algorithms) if p.env_status == "installed" and not p.env.startswith("ALE/")]
     assert len(names) >= 40 and {"zoo:ddpg/Pendulum-v1", "zoo:ddpg/LunarLanderContinuous-v3"} <= set(names)
@@ -188,7 +188,7 @@ def test_zoo_listing_and_show_import_neither_torch_nor_the_zoo():
 
 def test_a_recorded_pair_is_judged_against_the_zoo_score_and_cites_it(session):
     """verified.toml's Zoo score and random return set the target (normalised score 0.9) and the reference."""
-    from rlplug.zoo import verified, zoo_target
+    from rlplug.interop.zoo import verified, zoo_target
 
     assert zoo_target(-73.506, -500.0) == -116.2
     pair = verified()["ppo/Swimmer-v4"]
@@ -202,7 +202,7 @@ def test_bench_from_runs_judges_a_zoo_pair_by_its_verification_record():
     """A Zoo run trained before its pair's record existed (target: Gymnasium's threshold, or 0) is judged by
     the record as it is now; a first-party run keeps the target it was trained with."""
     from rlplug.cli.bench import judged_by
-    from rlplug.zoo import verified, zoo_target
+    from rlplug.interop.zoo import verified, zoo_target
 
     pair = verified()["sac/Pendulum-v1"]
     runs = [({"seed": s, "eval_return_mean": r, "target": 0.0, "passed": False}, {"target": 0.0}) for s, r in ((0, -120.0), (1, -400.0))]

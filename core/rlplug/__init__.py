@@ -1,75 +1,44 @@
 """rlplug: a plugin-based registry of reinforcement-learning algorithms for PyTorch.
 
 Importing ``rlplug`` is cheap: torch, skrl and torchrl are imported only when a backend is built.
+``__all__`` is what a plugin declares itself with and what a user's script calls; everything else lives in
+the core's packages (``rlplug.errors`` holds every error class).
 """
 
 from __future__ import annotations
 
 from .api import build, load, register, resolve, save, session, train
-from .errors import (
-    BackendMissingError,
-    ExportUnsupportedError,
-    LossRegistrationError,
-    NoReplayMemoryError,
-    PluginError,
-    RecipeError,
-    RlplugError,
-    RunDirError,
-    SpaceError,
-    UnknownNameError,
-    VideoUnsupportedError,
-)
-from .encoders import EncoderEntry, EncoderRegistrationError, EncoderRegistry
-from .hookspecs import API_VERSION, Build, CountsGradientSteps, ExportsPolicy, ExportsReplay, Trainer, hookimpl
-from .losses import LossEntry, LossRegistry
-from .pipeline import Session
-from .plugin import AlgorithmPlugin
-from .recipes import Recipe
-from .schema import AlgorithmSpec, AutoOrFloat, BackendSpec, Interval, LossSpec, Param, Rule, Search, both_backends
+from .contract.hookspecs import API_VERSION, Build, Trainer, hookimpl
+from .contract.plugin import AlgorithmPlugin
+from .errors import RlplugError
+from .schema import AlgorithmSpec, AutoOrFloat, BackendSpec, LossSpec, Param, Rule, Search, both_backends
 
 __version__ = "0.1.0"
 
 __all__ = [
+    # declaring a plugin
     "API_VERSION",
     "AlgorithmPlugin",
     "AlgorithmSpec",
     "AutoOrFloat",
-    "BackendMissingError",
     "BackendSpec",
-    "Build",
-    "CountsGradientSteps",
-    "EncoderEntry",
-    "EncoderRegistrationError",
-    "EncoderRegistry",
-    "ExportUnsupportedError",
-    "ExportsPolicy",
-    "ExportsReplay",
-    "Interval",
-    "LossEntry",
-    "LossRegistrationError",
-    "LossRegistry",
     "LossSpec",
-    "NoReplayMemoryError",
     "Param",
-    "PluginError",
-    "RecipeError",
-    "RlplugError",
     "Rule",
-    "RunDirError",
-    "SpaceError",
-    "Trainer",
-    "UnknownNameError",
-    "VideoUnsupportedError",
-    "Recipe",
     "Search",
-    "Session",
     "both_backends",
-    "build",
     "hookimpl",
+    # the contract a cell's stages see and fill
+    "Build",
+    "Trainer",
+    # the Python API
+    "build",
     "load",
     "register",
     "resolve",
     "save",
     "session",
     "train",
+    # the base of every error rlplug raises
+    "RlplugError",
 ]

@@ -14,9 +14,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .hookspecs import Build
-from .pipeline import Session
-from .recipes import Recipe
+from .contract.hookspecs import Build
+from .pipeline.session import Session
+from .recipes.fields import Recipe
 
 _USER_OBJECTS: list[Any] = []
 _SESSION: Session | None = None
@@ -70,7 +70,7 @@ def train(recipe: Recipe | str, backend: str | None = None, overrides: Iterable[
 
 def save(build: Build, path: str | Path) -> None:
     """Save the trainer's complete state (atomic write)."""
-    from .checkpoint import save_checkpoint
+    from .runs.checkpoint_io import save_checkpoint
     from .runs import checkpoint_header
 
     save_checkpoint(Path(path), {"rlplug": checkpoint_header(build), "trainer": build.trainer.state_dict()})
@@ -78,7 +78,7 @@ def save(build: Build, path: str | Path) -> None:
 
 def load(build: Build, path: str | Path) -> Build:
     """Load a state saved by ``save`` into an already built ``Build`` of the same cell."""
-    from .checkpoint import load_checkpoint
+    from .runs.checkpoint_io import load_checkpoint
     from .runs import check_header, load_trainer_state
 
     payload = load_checkpoint(Path(path))

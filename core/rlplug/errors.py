@@ -31,7 +31,7 @@ class SpaceError(RlplugError):
 
 class EnvContractError(SpaceError):
     """An environment breaks the Gymnasium API at its first reset or step (``(obs, info)``, five step values, an
-    observation of its declared space), or returns a NaN or infinite observation or reward (``rlplug.envcheck``)."""
+    observation of its declared space), or returns a NaN or infinite observation or reward (``rlplug.envs.check``)."""
 
 
 class EnvStepError(RlplugError):
@@ -111,7 +111,7 @@ class RunDirBusyError(RunDirError):
 
 class OutputError(RlplugError):
     """An output path holds something rlplug did not write, is one of the command's own inputs, or another
-    process is writing it (``rlplug.outputs``)."""
+    process is writing it (``rlplug.util.outputs``)."""
 
 
 class RunInterrupted(KeyboardInterrupt):

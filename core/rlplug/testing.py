@@ -13,7 +13,7 @@ then checks, in order:
 1. declarations: the algorithm targets this core's API version, the recipe's loss is registered
    for the cell with at least one optimised term;
 2. construction: each of the five hooks returns an object, the trainer one with every member the
-   ``Trainer`` contract declares (``rlplug.contract``: present, callable with the declared
+   ``Trainer`` contract declares (``rlplug.contract.protocol``: present, callable with the declared
    parameters, counters of the declared types);
 3. a short train of ``steps`` reports optimised loss terms (a loss declaring the terms of several
    action spaces produces those of the env's), all finite, and counts its progress;
@@ -35,9 +35,9 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .contract import contract_problems
-from .hookspecs import API_VERSION, Build
-from .pipeline import Session
+from .contract.protocol import contract_problems
+from .contract.hookspecs import API_VERSION, Build
+from .pipeline.session import Session
 
 
 class ConformanceError(AssertionError):
@@ -147,7 +147,7 @@ def construct_checked(session: Session, build: Build) -> None:
 
 def check_trainer_contract(trainer: Any) -> None:
     """Every member ``rlplug.Trainer`` declares is there, methods callable with the declared
-    parameters, counters of the declared types (``rlplug.contract``)."""
+    parameters, counters of the declared types (``rlplug.contract.protocol``)."""
     problems = contract_problems(trainer)
     if problems:
         _fail("construction", f"the trainer {type(trainer).__name__} breaks the rlplug.Trainer contract: {'; '.join(problems)}")
@@ -207,7 +207,7 @@ def check_same_actions(build: Build, fresh: Build, state: dict[str, Any]) -> Non
     fresh.trainer.load_state_dict(state)
     space = build.observation_space
     space.seed(build.seed)
-    from .encoders import stack_observations
+    from .contract.encoders import stack_observations
 
     observations = stack_observations([space.sample() for _ in range(16)])  # a Dict space: a dict of batches
     multiagent = build.extras.get("multiagent")

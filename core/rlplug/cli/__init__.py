@@ -3,7 +3,8 @@
 One module per command group, all cheap to import (each command imports what it needs when it runs):
 ``catalog`` (list, recipes, show, losses, doctor), ``training`` (train, eval, resume), ``bench``,
 ``dataset``, ``export`` (export, eval --exported), ``compare``; ``parser`` wires them to their options,
-``common`` holds what they share.
+``common`` holds what they share; ``tables`` (aligned tables, a small TOML writer), ``extras`` (the optional
+extras ``doctor`` lists) and ``guide`` (the plugin guide ``rlplug guide`` prints) support them.
 
 The last line of defence is ``main``: an unexpected exception (a bug, in rlplug or a plugin) is one line
 naming it and the file its full traceback was written to, exit code 1 (``--debug`` prints the traceback
@@ -18,7 +19,7 @@ import traceback
 from datetime import datetime
 from pathlib import Path
 
-from ..distributed import finish_worker, world
+from ..pipeline.distributed import finish_worker, world
 from ..errors import RlplugError
 from .parser import build_parser
 

@@ -4,7 +4,7 @@ Markdown report.
 A row is a (recipe, backend); a unit is a row on one seed. ``--jobs 1`` (the default) trains the units one
 after the other in this process; ``--jobs N`` runs them in N ``rlplug train --json`` processes at once (each
 with one torch thread), under one progress bar over the units. A row's verdict and figures come from
-``rlplug.seeded``.
+``rlplug.results.seeded``.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RecipeError, RlplugError, RunDirError, UnknownNameError
-from ..recipes import file_stem
-from ..seeded import aggregate, check_jobs, ci_text, parse_seeds, reference_text, result_text, seeds_text, target_text, wall_text
-from ..suggest import did_you_mean
-from ..tables import format_table
+from ..recipes.fields import file_stem
+from ..results.seeded import aggregate, check_jobs, ci_text, parse_seeds, reference_text, result_text, seeds_text, target_text, wall_text
+from ..util.suggest import did_you_mean
+from .tables import format_table
 from .common import note, open_session, print_json
 from .dataset import ensure_dataset
 from .training import option_override
@@ -72,7 +72,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     rows = plan_rows(session, args, overrides, seeds)
     report = Path(args.report) if args.report else (Path("BENCHMARKS.md") if args.all else None)
     if report is not None:
-        from ..report import check_report_paths
+        from ..results.report import check_report_paths
 
         check_report_paths(report)
     finished: dict[int, dict[str, Any]] = {}
@@ -99,7 +99,7 @@ def print_rows(args: argparse.Namespace, data: list[dict[str, Any]]) -> int:
 
 
 def write_bench_report(report: Path, data: list[dict[str, Any]], jobs: int) -> None:
-    from ..report import write_report
+    from ..results.report import write_report
 
     write_report(report, data, "rlplug " + " ".join(sys.argv[1:]), jobs)
 
@@ -113,7 +113,7 @@ def bench_from_runs(args: argparse.Namespace) -> int:
     """The seeded table from run directories trained anywhere (a Hydra sweep, a cluster): every finished run
     (``summary.json``) under the folders given is one seed of its (recipe, backend) row; a run without a
     summary (still training, or killed) is left out with a note."""
-    from ..jsonfiles import read_json_object
+    from ..util.jsonfiles import read_json_object
     from ..runs.rundir import RECIPE_FILE, SUMMARY_FILE
 
     given = [o for o in TRAINING_OPTIONS if getattr(args, o) not in (None, False, [], ())]
@@ -150,7 +150,7 @@ def bench_from_runs(args: argparse.Namespace) -> int:
             data.append(aggregate(summaries, recipe=ref + label, backend=backend, seeds=seeds,
                                   tier=variant[0][1].get("tier"), reference=reference, target=target))
     if args.report:
-        from ..report import check_report_paths
+        from ..results.report import check_report_paths
 
         check_report_paths(Path(args.report))
         write_bench_report(Path(args.report), data, 1)
@@ -162,14 +162,14 @@ def judged_by(ref: str, runs: list[tuple[dict[str, Any], dict[str, Any]]]) -> tu
     for a ``zoo:`` pair, whose target and Zoo reference come from its verification record
     (``rlplug/zoo/verified.toml``) as it is now (they judge the training, they are not part of it): each
     seed's return is then judged against that target."""
-    from ..recipes import is_zoo_name
-    from ..seeded import _value
+    from ..recipes.fields import is_zoo_name
+    from ..results.seeded import _value
 
     summaries, recipe = [summary for summary, _ in runs], runs[0][1]
     name = ref.partition("@")[0]
     if not is_zoo_name(name):
         return summaries, recipe.get("target"), recipe.get("reference")
-    from ..zoo import recipe_table
+    from ..interop.zoo import recipe_table
 
     table, _ = recipe_table(name)
     target = table.get("target")

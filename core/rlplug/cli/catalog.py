@@ -7,8 +7,8 @@ import argparse
 import importlib.util
 from typing import Any
 
-from ..tables import format_table, to_toml
-from ..torchrl_hydra import ExportError
+from .tables import format_table, to_toml
+from ..interop.torchrl_hydra import ExportError
 from .common import note, open_session, print_json
 
 
@@ -60,8 +60,8 @@ def cmd_recipes(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from ..pipeline import backend_settings, check_backend
-    from ..recipes import field_domains
+    from ..pipeline.session import backend_settings, check_backend
+    from ..recipes.fields import field_domains
 
     if getattr(args, "space", False):  # `rlplug show NAME --space`: the search space `rlplug tune` searches
         from .tune import cmd_show_space
@@ -104,7 +104,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def zoo_recipes(args: argparse.Namespace, session: Any) -> int:
     """``rlplug recipes --zoo``: the Zoo's pairs; those of algorithms not installed are listed as such."""
-    from ..zoo import pairs
+    from ..interop.zoo import pairs
 
     installed = session.host.algorithms
     rows, data = [], []
@@ -127,20 +127,20 @@ def zoo_recipes(args: argparse.Namespace, session: Any) -> int:
 
 def zoo_translation(name: str) -> Any:
     """The key-by-key translation behind a ``zoo:`` recipe, or ``None`` for any other recipe."""
-    from ..recipes import is_zoo_name
+    from ..recipes.fields import is_zoo_name
 
     if not is_zoo_name(name):
         return None
-    from ..zoo import translation
+    from ..interop.zoo import translation
 
     return translation(name)
 
 
 def show_torchrl_hydra(recipe: Any, backend: str, settings: dict[str, Any], out: str | None) -> int:
-    """``show --format hydra``: the recipe as TorchRL's own trainer config (rlplug.torchrl_hydra), printed or written."""
+    """``show --format hydra``: the recipe as TorchRL's own trainer config (rlplug.interop.torchrl_hydra), printed or written."""
     from pathlib import Path
 
-    from ..torchrl_hydra import check_exportable, export_config
+    from ..interop.torchrl_hydra import check_exportable, export_config
 
     check_exportable(recipe.algorithm, backend, recipe.name)
     path = Path(out) if out else None
@@ -148,7 +148,7 @@ def show_torchrl_hydra(recipe: Any, backend: str, settings: dict[str, Any], out:
         raise ExportError(f"--out {out}: Hydra composes FILE.yaml (or .yml) files")
     if path is not None:  # an earlier export of this file (and the dataset beside it) is replaced, nothing else
         from ..errors import OutputError
-        from ..outputs import TORCHRL_CONFIG, check_output, describe
+        from ..util.outputs import TORCHRL_CONFIG, check_output, describe
 
         sources = [(Path(recipe.source), f"the file recipe {recipe.ref} comes from")] if recipe.source else []
         ours = check_output(path, TORCHRL_CONFIG, "show --out", sources)
@@ -160,7 +160,7 @@ def show_torchrl_hydra(recipe: Any, backend: str, settings: dict[str, Any], out:
     if path is None:
         print(text, end="")
         return 0
-    from ..outputs import replace_atomically
+    from ..util.outputs import replace_atomically
 
     replace_atomically(path, lambda partial: partial.write_text(text))
     note(f"wrote {path} (TorchRL trainer config: config_name={path.stem!r}, config_dir={str(path.parent.resolve())!r})")
@@ -194,7 +194,7 @@ def cmd_losses(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from ..extras import extra_lines
+    from .extras import extra_lines
     from ..runs.versions import versions
 
     session = open_session(args)
@@ -221,7 +221,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def suite_lines() -> list[str]:
     """One line per optional environment suite: installed or the extra that installs it (nothing imported)."""
-    from ..envs import ATARI_PREPROCESSING_NEEDS, SUITES, suite_available
+    from ..envs.suites import ATARI_PREPROCESSING_NEEDS, SUITES, suite_available
 
     lines = []
     for suite in SUITES.values():
@@ -234,7 +234,7 @@ def suite_lines() -> list[str]:
 
 
 def cmd_guide(args: argparse.Namespace) -> int:
-    from ..guide import examples_path, guide_path, guide_text
+    from .guide import examples_path, guide_path, guide_text
 
     if args.examples:
         print(examples_path())

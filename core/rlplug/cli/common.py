@@ -10,7 +10,7 @@ from typing import Any
 
 def open_session(args: argparse.Namespace):
     """The plugins and recipes ``--plugin`` and ``--recipes`` add to the installed ones."""
-    from ..pipeline import Session
+    from ..pipeline.session import Session
 
     return Session(plugins=args.plugin or (), recipe_files=args.recipes or ())
 

@@ -1,4 +1,4 @@
-"""``compare``: several runs' learning curves on one PNG and a table of their summaries (``rlplug.compare``)."""
+"""``compare``: several runs' learning curves on one PNG and a table of their summaries (``rlplug.results.compare``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CompareError
-from ..recipes import file_stem
+from ..recipes.fields import file_stem
 from .common import note, print_json
 
 
@@ -24,7 +24,7 @@ def add_compare_command(sub: argparse._SubParsersAction, common: argparse.Argume
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from ..compare import draw, find_runs, group_rows, group_runs, read_runs, summary_rows
+    from ..results.compare import draw, find_runs, group_rows, group_runs, read_runs, summary_rows
 
     if bool(args.run_dirs) == bool(args.recipe):
         raise CompareError("give run directories or --recipe NAME (one of the two)")
@@ -36,7 +36,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         skipped, run_dirs = [], find_runs(args.recipe, args.runs_dir)
     else:
         run_dirs = args.run_dirs
-    from ..outputs import PICTURE, check_output
+    from ..util.outputs import PICTURE, check_output
 
     check_output(out, PICTURE, "compare --out")
     groups = group_runs(read_runs(run_dirs, skipped))
@@ -58,7 +58,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def compare_table(rows: list[dict[str, Any]], unit: str) -> str:
-    from ..tables import format_table
+    from .tables import format_table
 
     def number(value: Any, digits: int = 1) -> str:
         return "-" if value is None else f"{value:.{digits}f}"

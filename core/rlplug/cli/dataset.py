@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RlplugError
-from ..recipes import check_option
-from ..tables import format_table
+from ..recipes.overrides import check_option
+from .tables import format_table
 from .common import open_session, print_json
 
 
 def cmd_dataset_collect(args: argparse.Namespace) -> int:
-    from ..collect import collect
+    from ..data.collect import collect
 
     if bool(args.policy) == bool(args.random):
         raise RlplugError("dataset collect: give exactly one of --policy RUN_DIR or --random")
@@ -28,7 +28,7 @@ def cmd_dataset_collect(args: argparse.Namespace) -> int:
 
 
 def cmd_dataset_from_run(args: argparse.Namespace) -> int:
-    from ..collect import from_run
+    from ..data.collect import from_run
 
     seed = check_option("seed", args.seed, "--seed")
     name = args.name or f"{Path(args.run_dir).resolve().name}-replay"
@@ -37,7 +37,7 @@ def cmd_dataset_from_run(args: argparse.Namespace) -> int:
 
 
 def cmd_dataset_build(args: argparse.Namespace) -> int:
-    from ..collect import build_declared
+    from ..data.collect import build_declared
 
     log = (lambda line: print(line, file=sys.stderr)) if not args.json else (lambda line: None)
     info = build_declared(open_session(args), args.name, progress=not (args.json or args.no_progress), overwrite=args.overwrite, log=log)
@@ -45,7 +45,7 @@ def cmd_dataset_build(args: argparse.Namespace) -> int:
 
 
 def cmd_dataset_info(args: argparse.Namespace) -> int:
-    from ..datasets import load_data, read_info, space_text
+    from ..data.datasets import load_data, read_info, space_text
 
     info = read_info(args.name)
     if args.verify:
@@ -73,7 +73,7 @@ def cmd_dataset_info(args: argparse.Namespace) -> int:
 
 
 def cmd_dataset_list(args: argparse.Namespace) -> int:
-    from ..datasets import data_root, dataset_path, list_datasets
+    from ..data.datasets import data_root, dataset_path, list_datasets
 
     session = open_session(args)
     rows, data = [], []
@@ -99,8 +99,8 @@ def cmd_dataset_list(args: argparse.Namespace) -> int:
 def ensure_dataset(session: Any, recipe: Any, quiet: bool) -> None:
     """Build a declared dataset a recipe needs when it is missing (``rlplug dataset build`` does the same;
     ``train`` and ``bench`` call this, so a first-party offline recipe runs on a fresh machine)."""
-    from ..collect import build_declared
-    from ..datasets import dataset_path
+    from ..data.collect import build_declared
+    from ..data.datasets import dataset_path
 
     spec = session.host.algorithms.get(recipe.algorithm)
     if spec is None or spec.kind != "offline":

@@ -1,17 +1,17 @@
 """``export`` (a run's deterministic policy as one TorchScript or ONNX file) and ``eval --exported`` (the
-file itself, evaluated on the run's environment). The work is in ``rlplug.export``."""
+file itself, evaluated on the run's environment). The work is in ``rlplug.results.export``."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from ..recipes import task_label
+from ..recipes.fields import task_label
 from .common import note, open_session, print_json
 
 
 def add_export_command(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    from ..export import FORMATS
+    from ..results.export import FORMATS
 
     export = sub.add_parser(
         "export", parents=[common],
@@ -25,8 +25,8 @@ def add_export_command(sub: argparse._SubParsersAction, common: argparse.Argumen
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from ..export import check_format, default_path, describe_inputs, describe_tensor, export_policy
-    from ..outputs import EXPORTED_POLICY, check_output
+    from ..results.export import check_format, default_path, describe_inputs, describe_tensor, export_policy
+    from ..util.outputs import EXPORTED_POLICY, check_output
     from ..runs import open_run
 
     check_format(args.format)  # before the run is opened: a missing onnx is one line, at once
@@ -56,7 +56,7 @@ def cmd_eval_exported(args: argparse.Namespace, episodes: int | None, video_dir:
     with the seeds ``rlplug eval`` uses (the run's checkpoint is not loaded: the file is the policy)."""
     import numpy as np
 
-    from ..export import evaluate_exported, load_exported
+    from ..results.export import evaluate_exported, load_exported
     from ..runs import saved_run, session_for_run
     from ..runs.evaluations import episode_bar
 

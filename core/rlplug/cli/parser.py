@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import NoReturn
 
 from ..errors import RlplugError
-from ..recipes import parse_value
+from ..recipes.overrides import parse_value
 
 
 class Parser(argparse.ArgumentParser):
@@ -20,7 +20,7 @@ class Parser(argparse.ArgumentParser):
         message = " ".join(str(message).split())
         choice = re.fullmatch(r"argument (\S+): invalid choice: '([^']*)' \(choose from (.*)\)", message)
         if choice:
-            from ..suggest import did_you_mean
+            from ..util.suggest import did_you_mean
 
             options = re.findall(r"'([^']*)'", choice.group(3))
             message = f"argument {choice.group(1)}: invalid choice '{choice.group(2)}'" + did_you_mean(choice.group(2), options)
@@ -38,7 +38,7 @@ class Parser(argparse.ArgumentParser):
             hint = ""
             flag = next((e.split("=", 1)[0] for e in extras if e.startswith("--")), None)
             if flag:
-                from ..suggest import did_you_mean
+                from ..util.suggest import did_you_mean
 
                 close = did_you_mean(flag, getattr(parsed, "command_options", ()))
                 hint = close if "did you mean" in close else ""
@@ -48,7 +48,7 @@ class Parser(argparse.ArgumentParser):
 
 def option_value(text: str) -> object:
     """A number option (``--steps 1e6``, ``--seed 7``) read as ``--set`` reads values, so that any text reaches
-    the option's domain check (``rlplug.recipes.check_option``) and is refused there in its words."""
+    the option's domain check (``rlplug.recipes.overrides.check_option``) and is refused there in its words."""
     try:
         return parse_value(text)
     except RlplugError as err:  # nested past the limit: the parser's own one-line refusal

@@ -1,4 +1,4 @@
-"""``rlplug recipe from-skrl FILE.yaml --env ID``: a recipe from a skrl Runner file (``rlplug.skrl_runner``)."""
+"""``rlplug recipe from-skrl FILE.yaml --env ID``: a recipe from a skrl Runner file (``rlplug.interop.skrl_runner``)."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ def add_recipe_parser(sub: argparse._SubParsersAction, common: argparse.Argument
 
 
 def cmd_from_skrl(args: argparse.Namespace) -> int:
-    from ..recipes import check_option
-    from ..skrl_runner import read_runner_file, recipe_text, translate_runner
+    from ..recipes.overrides import check_option
+    from ..interop.skrl_runner import read_runner_file, recipe_text, translate_runner
 
     num_envs = check_option("num_envs", args.num_envs, "--num-envs")
     name = args.name or re.sub(r"[^\w.+-]", "-", Path(args.file).stem).strip("-_") or "skrl-runner"

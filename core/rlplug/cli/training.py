@@ -9,16 +9,17 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RlplugError
-from ..recipes import check_option, task_label
+from ..recipes.fields import task_label
+from ..recipes.overrides import check_option
 from ..runs.evaluations import check_eval_every, episode_bar
 from ..runs.trackers import parse_loggers
-from ..tables import toml_value
+from .tables import toml_value
 from .common import note, open_session, print_json
 from .dataset import ensure_dataset
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from ..distributed import world
+    from ..pipeline.distributed import world
     from ..runs import abandon, budget_note, check_new_run_dir, claim_new_run_dir, default_run_dir, join_ranks, train
 
     overrides = list(args.set or ())
@@ -45,7 +46,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         ensure_dataset(session, recipe, quiet=args.json)
     build = session.prepare(recipe, args.backend, device=device)
     if args.nproc is not None:  # the launcher: everything above is checked once, before any process starts
-        from ..distributed import launch, worker_argv
+        from ..pipeline.distributed import launch, worker_argv
         from ..runs import check_distributed
 
         check_distributed(build.algorithm, build.backend, session.host.algorithms.values())
@@ -128,7 +129,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     """Continue a run from its checkpoint (``previous.pt`` when ``latest.pt`` is missing or corrupt; step 0
     with its recorded recipe when it stopped before its first one). The directory's lock is taken after
     the run is read and checked, so a refused resume leaves the directory exactly as it was."""
-    from ..distributed import world
+    from ..pipeline.distributed import world
     from ..runs import (budget_note, check_unchanged, check_writable, lock_run_dir, open_run, resume_note, saved_run,
                         session_for_run, train)
 
@@ -137,7 +138,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     every = optional("checkpoint_every", args.checkpoint_every, "--checkpoint-every")
     eval_every = optional("eval_every", args.eval_every, "--eval-every")
     if launching(args):  # checked once, before any process starts
-        from ..distributed import launch, worker_argv
+        from ..pipeline.distributed import launch, worker_argv
         from ..runs import check_distributed
 
         saved = saved_run(run_dir, need_checkpoint=False)
@@ -165,7 +166,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
                 note(f"run {run_dir} stopped before its first checkpoint; training it from step 0 with its recorded recipe")
             note(resume_note(build.extras.get("saved_world_size", 1), here.size))
             if saved.payload is not None and "multiagent" not in build.extras:
-                from ..envs import resume_restart_note
+                from ..envs.suites import resume_restart_note
 
                 note(resume_restart_note(build.env_id))
             note(budget_note(build, steps))
@@ -179,7 +180,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 # ---- shared by train and resume ---------------------------------------------------------------------
 def optional(name: str, value: Any, flag: str) -> Any:
-    """A command-line value in its domain (``rlplug.recipes.check_option``), or ``None`` when not given."""
+    """A command-line value in its domain (``rlplug.recipes.overrides.check_option``), or ``None`` when not given."""
     return None if value is None else check_option(name, value, flag)
 
 
@@ -221,7 +222,7 @@ def launching(args: argparse.Namespace) -> bool:
 
 def worker_device(args: argparse.Namespace) -> str:
     """This process's device: joins the process group first when torchrun started it (a worker)."""
-    from ..distributed import init_worker, rank_device, world
+    from ..pipeline.distributed import init_worker, rank_device, world
 
     device = args.device or "cpu"
     return init_worker(device) if world().distributed else rank_device(device, 0)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RecipeError
-from ..recipes import file_stem
+from ..recipes.fields import file_stem
 from .common import open_session, print_json
 
 DEFAULT_EVALUATIONS = 5
@@ -60,8 +60,8 @@ def add_tune_command(sub: argparse._SubParsersAction, common: argparse.ArgumentP
 
 
 def cmd_show_space(args: argparse.Namespace) -> int:
-    from ..space import nothing_to_search, pinned_by, recipe_space, space_rows
-    from ..tables import format_table
+    from ..recipes.search_space import nothing_to_search, pinned_by, recipe_space, space_rows
+    from .tables import format_table
 
     session = open_session(args)
     recipe = session.resolve(args.name, args.set or ())
@@ -142,7 +142,7 @@ def _signals_stop_trials() -> Iterator[None]:
 
 
 def _check_options(args: argparse.Namespace) -> None:
-    from ..recipes import check_option
+    from ..recipes.overrides import check_option
 
     if args.trials is None and not args.export:
         raise RecipeError("rlplug tune needs --trials N, the number of trials the study should hold (or --export "
@@ -166,8 +166,8 @@ class _Context:
     the study's storage, name and configuration, and the plan every trial trains."""
 
     def __init__(self, args: argparse.Namespace, session: Any) -> None:
-        from ..pipeline import check_backend, require_backend_libraries
-        from ..space import nothing_to_search, pinned_by, recipe_space
+        from ..pipeline.session import check_backend, require_backend_libraries
+        from ..recipes.search_space import nothing_to_search, pinned_by, recipe_space
         from ..tuning.storage import DEFAULT_STORAGE, open_storage
 
         self.session = session
@@ -323,7 +323,7 @@ def _export(context: _Context, study: Any, args: argparse.Namespace, quiet: bool
     write_recipe(out, recipe_text(name, version, original.ref, description, fields, hp, tables, comments),
                  _inputs(context.session, original))  # fmt: skip
     # the file is read back as `rlplug show NAME --recipes FILE` reads it: what was written is a valid recipe
-    from ..pipeline import Session
+    from ..pipeline.session import Session
 
     Session(plugins=context.session.plugins, recipe_files=(*context.session.recipe_files, str(out))).resolve(f"{name}@{version}")
     written = [out]
@@ -372,7 +372,7 @@ def _inputs(session: Any, recipe: Any) -> list[tuple[Path, str]]:
 
 
 def _check_outputs(session: Any, args: argparse.Namespace) -> None:
-    from ..outputs import TUNED_RECIPE, check_output
+    from ..util.outputs import TUNED_RECIPE, check_output
 
     recipe = session.resolve(args.name)
     inputs = _inputs(session, recipe)

@@ -16,7 +16,6 @@ from .offpolicy import (
     REPLAY_RULES,
     TARGET_PARAMS,
     LinearSchedule,
-    gradient_steps_due,
     replay_settings,
     skrl_estimator_check,
     target_settings,
@@ -31,11 +30,10 @@ from .onpolicy import (
     SCHEDULE_PARAMS,
     adjusted,
     clipped_family,
-    network_settings,
     skrl_onpolicy_settings,
     torchrl_onpolicy_settings,
 )
-from .optim import OPTIMIZER_IMPLS, OPTIMIZER_PARAMS, adam_flags, optimizer_settings
+from .optim import OPTIMIZER_PARAMS, optimizer_settings
 
 __all__ = [
     # on-policy
@@ -47,22 +45,18 @@ __all__ = [
     "SCHEDULE_PARAMS",
     "adjusted",
     "clipped_family",
-    "network_settings",
     "skrl_onpolicy_settings",
     "torchrl_onpolicy_settings",
     # off-policy, offline, optimiser
     "ESTIMATOR_PARAMS",
     "ESTIMATOR_RULES",
     "OFFLINE_PARAMS",
-    "OPTIMIZER_IMPLS",
     "OPTIMIZER_PARAMS",
     "REPLAY_PARAMS",
     "REPLAY_RULES",
     "TARGET_PARAMS",
     "target_settings",
     "LinearSchedule",
-    "adam_flags",
-    "gradient_steps_due",
     "offline_settings",
     "optimizer_settings",
     "replay_settings",

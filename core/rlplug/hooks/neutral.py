@@ -136,7 +136,7 @@ class LogScalar:
 
     def __init__(self, key: Any = ("next", "reward"), name: str = "", reduction: str = "mean") -> None:
         if reduction not in self.REDUCTIONS:
-            from ..suggest import did_you_mean
+            from ..util.suggest import did_you_mean
 
             raise HookError(f"log_scalar: unknown reduction {reduction!r}" + did_you_mean(str(reduction), self.REDUCTIONS))
         self.key, self.reduction = _key(key), reduction

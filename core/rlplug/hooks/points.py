@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import BackendMissingError, HookError
-from ..suggest import did_you_mean
+from ..util.suggest import did_you_mean
 
 DESTS = (
     "batch_process", "pre_optim_steps", "process_optim_batch", "post_loss", "process_loss", "optimizer",

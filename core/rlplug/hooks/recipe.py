@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..errors import HookError, PluginError, RecipeError, RlplugError
-from ..suggest import did_you_mean
+from ..util.suggest import did_you_mean
 from .neutral import NAMED_HOOKS
 from .points import COMPILED_LOSS, LOSS_DESTS, check_dest, family_loop
 

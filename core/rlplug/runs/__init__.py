@@ -4,12 +4,15 @@ A run directory holds ``recipe.json`` (the resolved recipe, its backend and the 
 ``command.txt``, ``versions.json``, ``metrics.csv``, TensorBoard events under ``tb/``,
 ``checkpoints/latest.pt``, ``curve.png`` and ``summary.json``. One module per job:
 
-* ``rundir``       the layout and the files that describe a run; claiming a new one; reading them back
+* ``rundir``       the layout and the files that describe a run (written atomically, read back)
+* ``claim``        a new run: checking, making and locking its directory, writing what describes it
+* ``saved``        an existing run read back: its recipe and the checkpoint to continue from
 * ``lock``         one writer per run directory (an OS lock on ``RUN_DIR/.lock``)
 * ``versions``     the library versions a run records
 * ``metrics``      ``metrics.csv`` and TensorBoard
 * ``curve``        ``curve.png``
 * ``checkpoints``  the checkpoint header, its checks, loading a state into a trainer
+* ``checkpoint_io`` checkpoint files: atomic writes that keep the previous one, safe loads
 * ``divergence``   stopping on NaN or infinite losses and parameters
 * ``writer``       ``RunWriter``: all of the above for one training run
 * ``training``     the train / resume loop and its checkpoint cadence
@@ -29,20 +32,9 @@ from .plugins import session_for_run
 from .ranks import check_distributed, join_ranks, resume_note
 from .lock import hand_to_workers, held_run_dirs, lock_run_dir
 from .reopen import open_run
-from .rundir import (
-    CHECKPOINT,
-    SavedRun,
-    abandon,
-    check_new_run_dir,
-    check_unchanged,
-    check_writable,
-    claim_new_run_dir,
-    default_run_dir,
-    read_run,
-    recorded_checkpoint_every,
-    recorded_plugins,
-    saved_run,
-)
+from .claim import abandon, check_new_run_dir, claim_new_run_dir
+from .rundir import CHECKPOINT, default_run_dir, recorded_checkpoint_every, recorded_plugins
+from .saved import SavedRun, check_unchanged, check_writable, read_run, saved_run
 from .summary import passed, summarise
 from .training import budget_note, train
 from .versions import LIBRARIES, versions

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CheckpointMismatchError
-from ..hookspecs import Build
+from ..contract.hookspecs import Build
 from .evaluations import BEST_EVAL
 
 

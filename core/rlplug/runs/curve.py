@@ -5,8 +5,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from ..hookspecs import Build
-from ..recipes import task_label
+from ..contract.hookspecs import Build
+from ..recipes.fields import task_label
 
 
 def curve_lines(build: Build) -> tuple[float | None, float | None]:

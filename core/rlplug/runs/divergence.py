@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..checkpoint import non_finite_tensors
+from .checkpoint_io import non_finite_tensors
 from ..errors import TrainingDivergedError
-from ..hookspecs import Trainer
+from ..contract.hookspecs import Trainer
 
 
 def check_losses(metrics: dict[str, float], progress: int, unit: str) -> None:

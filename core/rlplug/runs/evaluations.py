@@ -71,7 +71,7 @@ class Evaluations:
 def best_so_far(run_dir: Path | None, payload: dict[str, Any] | None) -> dict[str, Any] | None:
     """On resume: the better of the checkpoint header's best and ``best.pt``'s own (a kill after ``best.pt``
     was written and before the next checkpoint leaves ``best.pt`` ahead of the header)."""
-    from ..checkpoint import load_checkpoint
+    from .checkpoint_io import load_checkpoint
     from ..errors import RlplugError
     from .rundir import BEST_CHECKPOINT
 
@@ -90,7 +90,7 @@ def best_so_far(run_dir: Path | None, payload: dict[str, Any] | None) -> dict[st
 @contextmanager
 def episode_bar(episodes: int, show: bool, label: str) -> Iterator[None]:
     """A bar over the evaluation episodes played inside the block (the core's evaluation loops report each
-    one, ``rlplug.evaluation.episode_progress``), on stderr; ``show`` is false when quiet or ``--json``. It
+    one, ``rlplug.envs.evaluation.episode_progress``), on stderr; ``show`` is false when quiet or ``--json``. It
     appears when the first episode ends, so a refusal before any episode (an environment that cannot be made,
     an exported file for another env) stays the one line it is."""
     bar = None
@@ -103,7 +103,7 @@ def episode_bar(episodes: int, show: bool, label: str) -> Iterator[None]:
             bar = tqdm(total=episodes, desc=label, unit="episode", dynamic_ncols=True, leave=False, file=sys.stderr)
         bar.update(count)
 
-    from ..evaluation import episode_progress
+    from ..envs.evaluation import episode_progress
 
     try:
         with episode_progress(done if show else lambda count: None):

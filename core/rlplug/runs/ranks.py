@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..distributed import rank_seed, world
+from ..pipeline.distributed import rank_seed, world
 from ..errors import RlplugError
-from ..hookspecs import Build
+from ..contract.hookspecs import Build
 
 
 def join_ranks(build: Build, session: Any) -> None:

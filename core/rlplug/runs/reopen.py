@@ -6,13 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..distributed import world
+from ..pipeline.distributed import world
 from ..errors import RunDirError
-from ..hookspecs import Build
+from ..contract.hookspecs import Build
 from .checkpoints import check_header, load_trainer_state
 from .plugins import session_for_run
 from .ranks import join_ranks
-from .rundir import saved_run
+from .saved import saved_run
 
 
 def open_run(session: Any, run_dir: Path, device: str = "cpu", need_checkpoint: bool = True, checkpoint: str = "latest") -> Build:
@@ -46,7 +46,7 @@ def open_run(session: Any, run_dir: Path, device: str = "cpu", need_checkpoint: 
         state = saved_ranks[rank - 1] if 0 < rank <= len(saved_ranks) else payload["trainer"]
         load_trainer_state(build, state, saved.checkpoint)
         if rank > len(saved_ranks):
-            from ..rng import seed_all
+            from ..util.rng import seed_all
 
             seed_all(build.seed)  # else this rank would replay rank 0's actions step for step
     except BaseException:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..distributed import World
-from ..hookspecs import Build, Trainer
-from ..recipes import Recipe
+from ..pipeline.distributed import World
+from ..contract.hookspecs import Build, Trainer
+from ..recipes.fields import Recipe
 
 
 def summarise(

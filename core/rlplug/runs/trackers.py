@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RecipeError, RlplugError, RunDirError, TrackerError, TrackerMissingError
-from ..hookspecs import Build
-from ..jsonfiles import read_json_object
-from ..limits import TRACKER_CONNECT_TIMEOUT_S, WANDB_INIT_TIMEOUT_S
-from ..suggest import did_you_mean
+from ..contract.hookspecs import Build
+from ..util.jsonfiles import read_json_object
+from ..recipes.limits import TRACKER_CONNECT_TIMEOUT_S, WANDB_INIT_TIMEOUT_S
+from ..util.suggest import did_you_mean
 
 LOGGERS = ("tensorboard", "csv", "mlflow", "wandb")
 DEFAULT_LOGGERS = ("tensorboard", "csv")

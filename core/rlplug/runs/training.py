@@ -7,9 +7,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..distributed import world
+from ..pipeline.distributed import world
 from ..errors import EnvContractError, EnvStepError, RunInterrupted
-from ..hookspecs import Build, Trainer
+from ..contract.hookspecs import Build, Trainer
 from .divergence import check_losses, diverged_parameters
 from .evaluations import Evaluations, best_so_far, check_eval_every, episode_bar
 from .rundir import BEST_CHECKPOINT, CHECKPOINT, recorded_checkpoint_every, recorded_eval_every

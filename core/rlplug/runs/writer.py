@@ -5,26 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..checkpoint import save_checkpoint
-from ..hookspecs import Build
+from .checkpoint_io import save_checkpoint
+from ..contract.hookspecs import Build
 from .checkpoints import checkpoint_payload
 from .curve import curve_lines, curve_title, plot_learning_curve
 from .divergence import check_finite_state
 from .metrics import MetricsLog
 from .lock import check_still_held, lock_run_dir, unlock_run_dir
 from .trackers import DEFAULT_LOGGERS, Trackers, check_installed
-from .rundir import (
-    BEST_CHECKPOINT,
-    CHECKPOINT,
-    SUMMARY_FILE,
-    clear_interrupted_writes,
-    create_run_dir,
-    file_errors,
-    record_period,
-    recorded_loggers,
-    set_aside_unusable_latest,
-    write_json,
-)
+from .claim import create_run_dir
+from .rundir import BEST_CHECKPOINT, CHECKPOINT, SUMMARY_FILE, file_errors, record_period, recorded_loggers, write_json
+from .saved import clear_interrupted_writes, set_aside_unusable_latest
 
 
 class RunWriter:

@@ -89,7 +89,7 @@ class Param:
             for i, item in enumerate(value):
                 _check_number(item, self.item_bounds, f"{where}[{i}]", gist)
         if self.choices is not None and value not in self.choices:
-            from ..suggest import did_you_mean
+            from ..util.suggest import did_you_mean
 
             hint = did_you_mean(str(value), map(str, self.choices))
             raise ValueError(

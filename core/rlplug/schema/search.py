@@ -41,7 +41,7 @@ class Search:
         if isinstance(value, Mapping):
             unknown = sorted(set(value) - {"low", "high", "log"})
             if unknown:
-                from ..suggest import did_you_mean
+                from ..util.suggest import did_you_mean
 
                 hint = did_you_mean(unknown[0], ["low", "high", "log"])
                 raise ValueError(f"{where} has key {unknown[0]!r}{hint}; a range is {{low = ..., high = ..., log = true|false}}")

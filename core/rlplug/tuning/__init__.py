@@ -1,6 +1,6 @@
 """``rlplug tune``: a hyperparameter search on Optuna whose result is a recipe.
 
-A study searches a recipe's search space (``rlplug.space``: the ``search`` its algorithm's ``Param``s
+A study searches a recipe's search space (``rlplug.recipes.search_space``: the ``search`` its algorithm's ``Param``s
 declare, narrowed or fixed by the recipe's ``[recipes.X.search]`` table) with a seeded TPE sampler and a
 median pruner. Each trial trains the recipe with the trial's values in this process, on each of S seeds
 in turn, and scores it by the mean final evaluation return over the seeds (the normalised score for an

@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..outputs import TUNED_RECIPE, write_file
-from ..recipes import RECIPE_NAME, Recipe, file_stem, split_ref
+from ..util.outputs import TUNED_RECIPE, write_file
+from ..recipes.fields import RECIPE_NAME, Recipe, file_stem
+from ..recipes.files import split_ref
 from ..schema import AlgorithmSpec
-from ..space import SearchSpace
+from ..recipes.search_space import SearchSpace
 from . import StudyError
 from .objective import Cost, TrialPlan, decoded, seed_scores
 
@@ -55,7 +56,7 @@ class Reevaluation:
         bootstrap 95 % interval of the paired differences (same fresh seed, tuned minus as written)."""
         if not self.original:
             return None
-        from ..seeded import bootstrap_ci
+        from ..results.seeded import bootstrap_ci
 
         differences = [t - o for t, o in zip(self.tuned, self.original)]
         gain = statistics.fmean(differences)

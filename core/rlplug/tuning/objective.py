@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import RecipeError, RlplugError, TrainingDivergedError
-from ..recipes import Recipe
+from ..recipes.fields import Recipe
 from ..schema import SEARCH_VALUE_TYPES, Param, Search, choice_text
-from ..space import SearchSpace
+from ..recipes.search_space import SearchSpace
 
 INTERMEDIATE_EPISODES = 5
 """Episodes of each evaluation along the way (the final one uses the recipe's ``eval_episodes``)."""

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..outputs import PICTURE, TUNE_REPORT, check_output, png_metadata, write_file
+from ..util.outputs import PICTURE, TUNE_REPORT, check_output, png_metadata, write_file
 from ..schema import choice_text
-from ..space import SearchSpace
+from ..recipes.search_space import SearchSpace
 from .export import Reevaluation, best_values
 
 PLOTS = (

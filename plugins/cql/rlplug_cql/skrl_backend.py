@@ -1,4 +1,5 @@
-"""CQL on skrl: models, the dataset memory, the staged CQL loss, target updates, the agents, the trainer.
+"""CQL on skrl: models, the dataset memory, the staged CQL loss, target updates, the Box agent, the trainer
+(the agents' shared base is ``skrl_base``, the Discrete-action agent ``skrl_discrete``).
 
 skrl has no CQL and no offline path (reference §11), so the agents are written on skrl's ``Agent``
 base the way skrl writes SAC and DQN (roles, ``checkpoint_modules``, one Adam per role, skrl's
@@ -22,7 +23,6 @@ same neutral hyperparameters, so both backends train the same algorithm:
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import math
 from typing import Any
@@ -31,13 +31,11 @@ import gymnasium as gym
 import numpy as np
 import torch
 import torch.nn.functional as F
-from packaging import version
 from rlplug import Build
 from rlplug.backends.skrl import (
     EncodedModel,
     ModuleTargetUpdate,
     SkrlOfflineTrainer,
-    StagedLossAgent,
     UpdateStage,
     configure_threads,
     dataset_memory,
@@ -50,9 +48,12 @@ from rlplug.backends.skrl import (
     seed_skrl,
     tanh_log_det,
 )
-from skrl.agents.torch import Agent, AgentCfg
+from skrl.agents.torch import Agent
 from skrl.memories.torch import RandomMemory
 from skrl.models.torch import Model
+
+from .skrl_base import OfflineStagedAgent, cql_cfg
+from .skrl_discrete import DiscreteCQL
 
 
 def is_discrete(build: Build) -> bool:
@@ -251,52 +252,7 @@ def build_target_updater(build: Build) -> ModuleTargetUpdate:
     return module_target_update(build, [(m["target_critic_1"], m["critic_1"]), (m["target_critic_2"], m["critic_2"])])
 
 
-# ---- agents -------------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(kw_only=True)
-class CQL_CFG(AgentCfg):
-    """The agents' configuration (the loss keeps its own hyperparameters); skrl's SAC_CFG names."""
-
-    batch_size: int = 256
-    learning_rate: tuple[float, float, float] = (1e-4, 3e-4, 3e-4)  # policy, critics (Q network), entropy
-    grad_norm_clip: float = 0.0
-    learn_entropy: bool = True
-    initial_entropy_value: float = 1.0
-    target_entropy: float | None = None
-    mixed_precision: bool = False
-
-
-class OfflineStagedAgent(StagedLossAgent, Agent):
-    """What both CQL agents share on skrl's ``Agent`` base: skrl's mixed-precision scaler, identity
-    preprocessors (the dataset is used as recorded), batches sampled by name from the dataset memory
-    (``StagedLossAgent.sample_batch``), and a deterministic ``act`` for skrl's own evaluation."""
-
-    def __init__(self, *, cfg: CQL_CFG, **kwargs: Any) -> None:
-        super().__init__(cfg=cfg, **kwargs)
-        self._device_type = torch.device(self.device).type
-        if version.parse(torch.__version__) >= version.parse("2.4"):
-            self.scaler = torch.amp.GradScaler(device=self._device_type, enabled=self.cfg.mixed_precision)
-        else:  # pragma: no cover - older torch
-            self.scaler = torch.cuda.amp.GradScaler(enabled=self.cfg.mixed_precision)
-        self._observation_preprocessor = self._empty_preprocessor
-        self._state_preprocessor = self._empty_preprocessor
-
-    def init(self, *, trainer_cfg: Any = None) -> None:
-        """The dataset memory already holds its tensors; name the ones a batch is sampled from."""
-        super().init(trainer_cfg=trainer_cfg)
-        self._tensors_names = ["observations", "states", "actions", "rewards", "next_observations", "next_states", "terminated"]
-
-    # skrl's interaction hooks, for driving the agent with skrl's own loop (reference §11);
-    # rlplug's offline trainer calls gradient_step directly
-
-    def pre_interaction(self, *, timestep: int, timesteps: int) -> None:
-        pass
-
-    def post_interaction(self, *, timestep: int, timesteps: int) -> None:
-        if self.training:
-            self.update(timestep=timestep, timesteps=timesteps)
-        super().post_interaction(timestep=timestep, timesteps=timesteps)
+# ---- agents (shared base: skrl_base; Discrete actions: skrl_discrete) ------------------------------
 
 
 class CQL(OfflineStagedAgent):
@@ -342,39 +298,6 @@ class CQL(OfflineStagedAgent):
     def after_stage(self, stage: str) -> None:
         if stage == "entropy":
             self._entropy_coefficient = self.log_entropy_coefficient.detach().exp()
-
-
-class DiscreteCQL(OfflineStagedAgent):
-    """Q-learning + the CQL penalty on skrl's ``Agent`` base (DQN's roles, one Adam, one stage: "critic")."""
-
-    update_stages = (UpdateStage("critic", optimizer="optimizer"),)
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.q_network, self.target_q_network = self.models["q_network"], self.models["target_q_network"]
-        hard_copy(self.target_q_network, self.q_network)
-        self.optimizer = torch.optim.Adam(self.q_network.parameters(), lr=self.cfg.learning_rate[1])
-        self.checkpoint_modules["q_network"] = self.q_network
-        self.checkpoint_modules["target_q_network"] = self.target_q_network
-        self.checkpoint_modules["optimizer"] = self.optimizer
-
-    def act(self, observations: torch.Tensor, states: torch.Tensor | None, *, timestep: int, timesteps: int) -> tuple[torch.Tensor, dict[str, Any]]:
-        """The argmax of Q (``[B, 1]`` int64, what the memory stores)."""
-        q_values, _ = self.q_network.compute({"observations": observations}, role="q_network")
-        return q_values.argmax(dim=-1, keepdim=True), {}
-
-
-def cql_cfg(build: Build) -> CQL_CFG:
-    s = build.settings
-    return CQL_CFG(
-        batch_size=s["batch_size"],
-        learning_rate=tuple(s["learning_rate"]),
-        grad_norm_clip=s["grad_norm_clip"],
-        learn_entropy=s["learn_entropy"],
-        initial_entropy_value=s["initial_entropy_value"],
-        target_entropy=s["target_entropy"],
-        experiment={"write_interval": 0, "checkpoint_interval": 0},
-    )
 
 
 # ---- trainer ------------------------------------------------------------------------------------

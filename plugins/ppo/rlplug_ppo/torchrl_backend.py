@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from rlplug import Build, UnknownNameError
+from rlplug import Build, RlplugError
 from rlplug.backends.torchrl import TorchRLRolloutTrainer, actor_critic_modules, describe_loss, rollout_buffer
 from torchrl.data import ReplayBuffer
 from torchrl.objectives import ClipPPOLoss
@@ -48,7 +48,7 @@ KL_ESTIMATORS = ("k3", "k1")
 
 def _choice(name: str, value: str, choices: tuple[str, ...]) -> str:
     if value not in choices:
-        raise UnknownNameError(f"unknown {name} '{value}' (torchrl setting of ppo): expected one of {', '.join(choices)}")
+        raise RlplugError(f"unknown {name} '{value}' (torchrl setting of ppo): expected one of {', '.join(choices)}")
     return value
 
 

@@ -2,7 +2,7 @@
 
 The dicts returned here are what ``rlplug show NAME --backend B`` prints, and a recipe's raw
 ``[recipes.X.skrl]`` / ``[recipes.X.torchrl]`` tables may override any of their keys. Both carry the
-shared replay / cadence / target-update settings of ``rlplug.offpolicy.replay_settings``.
+shared replay / cadence / target-update settings of ``rlplug.families.replay_settings``.
 """
 
 from __future__ import annotations

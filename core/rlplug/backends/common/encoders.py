@@ -7,7 +7,7 @@ rollout memories store uint8 images as uint8); an encoder converts to float32 an
 by 1/255 itself, so memories hold 1 byte per pixel. The scale follows the observation *space*'s dtype,
 so a float32 copy of uint8 pixels (an evaluation batch, an offline dataset) is scaled the same way.
 
-The declarations (names, ``accepts``, priorities) are torch-free, in ``rlplug.encoders``.
+The declarations (names, ``accepts``, priorities) are torch-free, in ``rlplug.contract.encoders``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ...encoders import MINATAR_CNN, NATURE_CNN, image_size, is_channels_last
+from ...contract.encoders import MINATAR_CNN, NATURE_CNN, image_size, is_channels_last
 from ...errors import RecipeError, SpaceError
 
 

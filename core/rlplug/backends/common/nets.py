@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from torch import nn
 
 from ...errors import UnknownNameError
-from ...suggest import did_you_mean
+from ...util.suggest import did_you_mean
 
 ACTIVATIONS: dict[str, type[nn.Module]] = {"tanh": nn.Tanh, "relu": nn.ReLU, "elu": nn.ELU}
 

@@ -14,10 +14,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from ...datasets import DatasetError, DatasetInfo, load_data, read_info
-from ...hookspecs import Build
-from ...rng import capture_rng_state, restore_rng_state
-from ...trainer import TrainerBase
+from ...data.datasets import DatasetError, DatasetInfo, load_data, read_info
+from ...contract.hookspecs import Build
+from ...util.rng import capture_rng_state, restore_rng_state
+from ...contract.trainer import TrainerBase
 from .terms import TermMeans
 
 

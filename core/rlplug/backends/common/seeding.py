@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ...rng import seed_all
+from ...util.rng import seed_all
 
 
 def configure_threads(threads: int = 1) -> None:

@@ -12,7 +12,8 @@ import torch
 from skrl.envs.wrappers.torch import Wrapper, wrap_env
 from skrl.utils import set_seed
 
-from ...envs import EnvSpec, env_errors, make_gym_vector_env
+from ...envs.factory import env_errors, make_gym_vector_env
+from ...envs.spec import EnvSpec
 
 # ---- seeding ------------------------------------------------------------------------------------
 
@@ -36,8 +37,8 @@ def seed_skrl(seed: int) -> None:
 def make_vector_env(env: str | EnvSpec, env_kwargs: Mapping[str, Any] | None, num_envs: int, seed: int, device: str) -> Wrapper:
     """A sync gymnasium vector env wrapped by skrl, seeded with ``seed`` (sub-env ``i`` gets ``seed + i``).
 
-    ``env``: an id or the build's ``build.env_spec`` (the recipe's wrappers, ``rlplug.envs``); each sub-env is
-    ``rlplug.envs.make_gym_env``'s chain, the same one the TorchRL backend and the evaluation make.
+    ``env``: an id or the build's ``build.env_spec`` (the recipe's wrappers, ``rlplug.envs.factory``); each sub-env is
+    ``rlplug.envs.factory.make_gym_env``'s chain, the same one the TorchRL backend and the evaluation make.
 
     Autoreset: gymnasium's default NEXT_STEP mode makes the step after an episode's end a no-op
     reset that skrl stores as a real transition (an ignored action, reward 0, not done): one junk
@@ -62,16 +63,16 @@ def make_vector_env(env: str | EnvSpec, env_kwargs: Mapping[str, Any] | None, nu
 
 def env_state(env: Wrapper) -> dict[str, Any]:
     """The vector env's state (sub-envs mid-episode, their RNGs, MuJoCo physics) and skrl's wrapper's, for checkpoints."""
-    from ...envstate import snapshot, vector_env_state
+    from ...envs.state import snapshot, vector_env_state
 
     return {"vector": vector_env_state(env._env), "wrapper": snapshot(env)}
 
 
 def load_env_state(env: Wrapper, state: dict[str, Any]) -> torch.Tensor | None:
     """Restore ``env_state``. Returns ``None`` when the sub-envs resume mid-episode, or the observations of
-    freshly reset episodes when their state could not be captured (Box2D, ALE: ``rlplug.envstate``); the
+    freshly reset episodes when their state could not be captured (Box2D, ALE: ``rlplug.envs.state``); the
     trainer steps on from those instead of the checkpoint's."""
-    from ...envstate import load_vector_env_state, restore
+    from ...envs.state import load_vector_env_state, restore
 
     restarted = load_vector_env_state(env._env, state["vector"])
     restore(env, state["wrapper"])

@@ -9,7 +9,7 @@ from typing import Any
 import torch
 from skrl.memories.torch import RandomMemory
 
-from ...hookspecs import Build
+from ...contract.hookspecs import Build
 from ..common.encoders import compact_dtype
 
 # skrl's memory tensor names for the dataset's keys, as its own off-policy agents name them

@@ -29,14 +29,15 @@ from skrl.envs.wrappers.torch.pettingzoo_envs import PettingZooWrapper
 from skrl.envs.wrappers.torch.base import MultiAgentEnvWrapper
 from skrl.models.torch import DeterministicMixin, Model
 
-from ...envs import env_errors
-from ...envstate import deep_restore, deep_snapshot
-from ...multiagent import MultiAgentSpaces, gymnasium_space, make_mpe_env, make_vmas_env, parse_env_id
-from ...multiagent_training import MultiAgentTrainerBase
+from ...envs.factory import env_errors
+from ...envs.state import deep_restore, deep_snapshot
+from ...envs.multiagent import MultiAgentSpaces, gymnasium_space, make_mpe_env, make_vmas_env, parse_env_id
+from ...contract.multiagent_trainer import MultiAgentTrainerBase
 from ..common.nets import mlp
 from .export import skrl_joint_policy_export
 from .models import policy_mean_or_argmax, stochastic_policy
-from .onpolicy import SkrlRolloutTrainer, rollout_config
+from .onpolicy import SkrlRolloutTrainer
+from .rollout_agent import rollout_config
 
 # ---- environments -------------------------------------------------------------------------------
 

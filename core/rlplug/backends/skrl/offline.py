@@ -14,8 +14,8 @@ from typing import Any
 import torch
 from skrl.memories.torch import RandomMemory
 
+from ...contract.hookspecs import Build
 from ...hooks import LOOPS
-from ...hookspecs import Build
 from ..common.offline import OfflineTrainerBase, dataset_transitions
 from ..common.seeding import configure_threads
 from .env import seed_skrl

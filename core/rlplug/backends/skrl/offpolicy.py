@@ -17,10 +17,10 @@ import torch
 from torch import nn
 
 from ...families.offpolicy import gradient_steps_due
+from ...contract.hookspecs import Build
+from ...contract.trainer import TrainerBase
 from ...hooks import LOOPS
-from ...hookspecs import Build
-from ...rng import capture_rng_state, restore_rng_state
-from ...trainer import TrainerBase
+from ...util.rng import capture_rng_state, restore_rng_state
 from ..common.seeding import configure_threads
 from ..common.terms import TermMeans
 from .env import env_state, load_env_state, make_vector_env, seed_skrl, true_next_observations
@@ -229,7 +229,7 @@ class SkrlOffPolicyTrainer(StagedAgentTrainer, TrainerBase):
         (``rlplug dataset from-run``); continuous actions clipped to the bounds the env applied."""
         import numpy as np
 
-        from ...datasets import env_contiguous
+        from ...data.datasets import env_contiguous
 
         memory = self.agent.memory
         rows = memory.memory_size if memory.filled else memory.memory_index

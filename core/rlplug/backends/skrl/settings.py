@@ -11,7 +11,7 @@ from skrl.resources.preprocessors.torch import RunningStandardScaler
 from skrl.resources.schedulers.torch import KLAdaptiveLR
 
 from ...errors import UnknownNameError
-from ...suggest import did_you_mean
+from ...util.suggest import did_you_mean
 from ..common.parallel import active, pooled_moments
 
 # ---- names in settings -> skrl classes ---------------------------------------------------------

@@ -16,8 +16,8 @@ from typing import Any
 import torch
 from skrl.agents.torch import Agent
 
+from ...contract.hookspecs import Build
 from ...hooks import UNHOOKED
-from ...hookspecs import Build
 from ..common.optim import use_adam_impl
 from ..common.parallel import sync_gradients
 from ..common.stages import (

@@ -14,7 +14,8 @@ from torch import nn
 from torchrl.collectors import Collector
 from torchrl.envs import DoubleToFloat, EnvBase, GymWrapper, Transform, TransformedEnv
 
-from ...envs import EnvSpec, env_errors, make_gym_vector_env
+from ...envs.factory import env_errors, make_gym_vector_env
+from ...envs.spec import EnvSpec
 
 # ---- environments -------------------------------------------------------------------------------
 
@@ -50,8 +51,8 @@ def quiet_torchrl_info() -> Iterator[None]:
 def make_env(env: str | EnvSpec, env_kwargs: Mapping[str, Any] | None, num_envs: int, seed: int, device: str = "cpu") -> EnvBase:
     """``num_envs`` copies of a gymnasium env stepped in this process, batch size ``[num_envs]``, seeded.
 
-    ``env``: an id or the build's ``build.env_spec`` (the recipe's wrappers, ``rlplug.envs``); each copy is
-    ``rlplug.envs.make_gym_env``'s chain, the same one the skrl backend and the evaluation make.
+    ``env``: an id or the build's ``build.env_spec`` (the recipe's wrappers, ``rlplug.envs.factory``); each copy is
+    ``rlplug.envs.factory.make_gym_env``'s chain, the same one the skrl backend and the evaluation make.
 
     A gymnasium ``SyncVectorEnv`` wrapped once by TorchRL: TorchRL's per-step overhead is then paid
     once per vector step instead of once per sub-env. Measured on the 2-core box (CartPole, 8 envs,
@@ -104,7 +105,7 @@ def collector_state(collector: Collector, raw_envs: Sequence[Any] | None = None)
     ``raw_envs``: the library envs under a multi-agent TorchRL env (PettingZoo, VMAS), saved with
     ``deep_snapshot`` instead of the gymnasium vector env.
     """
-    from ...envstate import deep_snapshot, vector_env_state
+    from ...envs.state import deep_snapshot, vector_env_state
 
     state = {
         "vector": vector_env_state(collector.env.base_env._env) if raw_envs is None else None,
@@ -120,8 +121,8 @@ def collector_state(collector: Collector, raw_envs: Sequence[Any] | None = None)
 
 def load_collector_state(collector: Collector, state: dict[str, Any], raw_envs: Sequence[Any] | None = None) -> None:
     """Restore ``collector_state``. Sub-envs whose state a checkpoint cannot capture (Box2D, ALE:
-    ``rlplug.envstate``) start new episodes instead, and the carrier steps on from their reset."""
-    from ...envstate import deep_restore, load_vector_env_state
+    ``rlplug.envs.state``) start new episodes instead, and the carrier steps on from their reset."""
+    from ...envs.state import deep_restore, load_vector_env_state
 
     restarted = False
     if raw_envs is None:

@@ -33,9 +33,9 @@ from torchrl.envs.libs.pettingzoo import PettingZooWrapper
 from torchrl.envs.libs.vmas import VmasWrapper
 from torchrl.modules import IndependentNormal, MultiAgentMLP, ProbabilisticActor
 
-from ...envs import env_errors
-from ...multiagent import MultiAgentSpaces, make_mpe_env, make_vmas_env, parse_env_id
-from ...multiagent_training import MultiAgentTrainerBase
+from ...envs.factory import env_errors
+from ...envs.multiagent import MultiAgentSpaces, make_mpe_env, make_vmas_env, parse_env_id
+from ...contract.multiagent_trainer import MultiAgentTrainerBase
 from ..common.nets import ACTIVATIONS
 from .onpolicy import TorchRLRolloutTrainer
 

@@ -12,8 +12,8 @@ import torch
 from tensordict import TensorDict
 from torchrl.data import LazyTensorStorage, RandomSampler, TensorDictReplayBuffer
 
+from ...contract.hookspecs import Build
 from ...hooks import LOOPS
-from ...hookspecs import Build
 from ..common.offline import OfflineTrainerBase, dataset_transitions
 from ..common.seeding import configure_threads, seed_everything
 from .buffers import extend_quietly

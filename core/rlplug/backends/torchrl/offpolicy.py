@@ -21,10 +21,10 @@ from torchrl.modules import OrnsteinUhlenbeckProcessModule
 from torchrl.objectives import HardUpdate, LossModule, SoftUpdate
 
 from ...families.offpolicy import gradient_steps_due
+from ...contract.hookspecs import Build
+from ...contract.trainer import TrainerBase
 from ...hooks import LOOPS
-from ...hookspecs import Build
-from ...rng import capture_rng_state, restore_rng_state
-from ...trainer import TrainerBase
+from ...util.rng import capture_rng_state, restore_rng_state
 from ..common.seeding import configure_threads, seed_everything
 from ..common.terms import TermMeans
 from .buffers import extend_quietly
@@ -300,7 +300,7 @@ class TorchRLOffPolicyTrainer(TorchRLStagedUpdates, TrainerBase):
         """
         import numpy as np
 
-        from ...datasets import env_contiguous
+        from ...data.datasets import env_contiguous
 
         count = len(self.memory)
         cursor = int(self.memory._writer._cursor) % self.memory._storage.max_size

@@ -23,11 +23,11 @@ from torchrl.data import LazyTensorStorage, ReplayBuffer, SamplerWithoutReplacem
 from torchrl.envs import EnvBase, ExplorationType, set_exploration_type
 
 from ...errors import UnknownNameError
+from ...contract.hookspecs import Build
+from ...contract.trainer import TrainerBase
 from ...hooks import LOOPS
-from ...hookspecs import Build
-from ...rng import capture_rng_state, restore_rng_state
-from ...suggest import did_you_mean
-from ...trainer import TrainerBase
+from ...util.rng import capture_rng_state, restore_rng_state
+from ...util.suggest import did_you_mean
 from ..common.encoders import standardised_observations
 from ..common.parallel import mean_over_ranks, sync_gradients
 from ..common.seeding import configure_threads, seed_everything

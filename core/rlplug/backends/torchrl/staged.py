@@ -17,7 +17,7 @@ import torch
 from tensordict import TensorDict
 from torch import nn
 
-from ...hookspecs import Build
+from ...contract.hookspecs import Build
 from ..common.parallel import sync_gradients
 from ..common.stages import (
     UpdateSchedule,

@@ -1,0 +1,252 @@
+"""``OnPolicyAgent``: skrl's on-policy update with each minibatch's loss asked of the registered loss.
+
+Mixed into skrl's agent class; GAE, epochs of minibatches, KL early stop and the scheduler are upstream's.
+``rollout_config`` and ``rollout_agent_arguments`` are what such an agent is made with.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import torch
+from skrl.agents.torch import Agent
+from skrl.agents.torch.ppo.ppo import compute_gae
+from skrl.memories.torch import Memory
+from skrl.models.torch import Model
+from skrl.resources.schedulers.torch import KLAdaptiveLR
+
+from ...contract.hookspecs import Build
+from ...hooks import UNHOOKED
+from ...hooks.views import write_back
+from ..common.encoders import standardised_observations
+from ..common.parallel import mean_over_ranks
+from .settings import preprocessor, resolve_class
+from .staged import optimise
+
+
+@dataclasses.dataclass
+class RolloutLearner:
+    """What one on-policy update reads of a skrl agent, or of one agent of a multi-agent one.
+
+    The models, memory, optimiser, scheduler, preprocessors and config values upstream's ``update()``
+    reads, for a single-agent agent or indexed by ``uid`` for a multi-agent one.
+    """
+
+    policy: Model
+    value: Model
+    memory: Memory
+    optimizer: torch.optim.Optimizer
+    scheduler: Any
+    observation_preprocessor: Callable[..., torch.Tensor]
+    state_preprocessor: Callable[..., torch.Tensor]
+    value_preprocessor: Callable[..., torch.Tensor]
+    learning_epochs: int
+    mini_batches: int
+    kl_threshold: float
+    grad_norm_clip: float
+    discount_factor: float
+    gae_lambda: float
+    time_limit_bootstrap: bool
+
+
+def rollout_learner(agent: Any, uid: str | None = None) -> RolloutLearner:
+    """The ``RolloutLearner`` of a single-agent skrl agent, or (``uid``) of one agent of a multi-agent one.
+
+    A config without ``learning_epochs`` / ``kl_threshold`` (skrl's A2C) makes one pass, unstopped.
+    """
+    if uid is None:
+        own: Callable[[Any], Any] = lambda value: value  # noqa: E731
+        models = (agent.policy, agent.value, agent.memory, agent.optimizer, agent.scheduler)
+    else:
+        own = lambda value: value[uid]  # noqa: E731
+        models = (agent.policies[uid], agent.values[uid], agent.memories[uid], agent.optimizers[uid], agent.schedulers[uid])
+    cfg = agent.cfg
+    return RolloutLearner(
+        *models,
+        own(agent._observation_preprocessor),
+        own(agent._state_preprocessor),
+        own(agent._value_preprocessor),
+        own(cfg.learning_epochs) if hasattr(cfg, "learning_epochs") else 1,
+        own(cfg.mini_batches),
+        own(cfg.kl_threshold) if hasattr(cfg, "kl_threshold") else 0.0,
+        own(cfg.grad_norm_clip),
+        own(cfg.discount_factor),
+        own(cfg.gae_lambda),
+        own(cfg.time_limit_bootstrap),
+    )
+
+
+def compute_returns_and_advantages(agent: Agent, learner: RolloutLearner, next_observations: Any, next_states: Any) -> None:
+    """Upstream: GAE from the rollout and the value of the last next observation; values preprocessed."""
+    value, memory = learner.value, learner.memory
+    with torch.no_grad(), torch.autocast(device_type=agent._device_type, enabled=agent.cfg.mixed_precision):
+        inputs = {
+            "observations": learner.observation_preprocessor(next_observations),
+            "states": learner.state_preprocessor(next_states),
+        }
+        value.enable_training_mode(False)
+        last_values, _ = value.act(inputs, role="value")
+        value.enable_training_mode(True)
+        last_values = learner.value_preprocessor(last_values, inverse=True)
+
+    values = memory.get_tensor_by_name("values")
+    returns, advantages = compute_gae(
+        rewards=memory.get_tensor_by_name("rewards"),
+        terminated=memory.get_tensor_by_name("terminated"),
+        truncated=memory.get_tensor_by_name("truncated"),
+        values=values,
+        last_values=last_values,
+        discount_factor=learner.discount_factor,
+        lambda_coefficient=learner.gae_lambda,
+        time_limit_bootstrap=learner.time_limit_bootstrap,
+    )
+    memory.set_tensor_by_name("values", learner.value_preprocessor(values, train=True))
+    memory.set_tensor_by_name("returns", learner.value_preprocessor(returns, train=True))
+    memory.set_tensor_by_name("advantages", advantages)
+
+
+def optimisation_step(agent: Agent, learner: RolloutLearner, loss: torch.Tensor) -> None:
+    """Upstream's optimiser step: backward, gradient reduction, gradient-norm clip, Adam step, scaler update.
+
+    The distributed reduction is one all-reduce over everything the optimiser steps (upstream's
+    ``reduce_parameters`` runs one per model: twice the collectives for the same mean gradient).
+    """
+    optimise(agent, loss, learner.optimizer, learner.grad_norm_clip)  # skrl's one group: policy (and value) parameters
+    agent.scaler.update()
+
+
+def step_scheduler(agent: Agent, learner: RolloutLearner, kl_divergences: list[torch.Tensor]) -> None:
+    """Upstream: once per epoch; ``KLAdaptiveLR`` gets the epoch's mean approximate KL."""
+    scheduler = learner.scheduler
+    if not scheduler:
+        return
+    if isinstance(scheduler, KLAdaptiveLR):
+        kl = torch.tensor(kl_divergences, device=agent.device).mean()
+        scheduler.step(mean_over_ranks(kl).item())  # distributed: the same KL on every rank
+    else:
+        scheduler.step()
+
+
+def rollout_epochs(
+    agent: Any,
+    learner: RolloutLearner,
+    loss: Callable[[dict[str, torch.Tensor], int], Mapping[str, torch.Tensor]],
+    memories: Sequence[Memory] = (),
+) -> dict[str, float]:
+    """Upstream's epochs of minibatches, each minibatch's loss terms asked of ``loss(batch, epoch)``; the means.
+
+    The observation and state preprocessors are trained in epoch 0 only; an epoch stops early once the
+    approximate KL passes ``kl_threshold``; the scheduler steps once per epoch. ``memories`` (default:
+    the learner's) are sampled alike and each minibatch concatenates theirs (MAPPO's joint update of
+    shared models). The agent's ``loss_terms`` are summed and optimised; returns the means of its
+    ``logged_terms`` over the optimised minibatches.
+    """
+    memories = list(memories) or [learner.memory]
+    names = agent._tensors_names
+    hooks = agent.trainer_hooks
+    sums: dict[str, float] = defaultdict(float)
+    optimised = 0
+    for epoch in range(learner.learning_epochs):
+        write_back(learner.memory.tensors, hooks.pre_epoch(learner.memory.tensors))
+        kl_divergences = []
+        samplers = [
+            memory.sample(names=names, batch_size=len(learner.memory), mini_batches=learner.mini_batches) for memory in memories
+        ]
+        for per_memory in zip(*samplers):
+            sampled = per_memory[0] if len(per_memory) == 1 else [torch.cat(parts) for parts in zip(*per_memory)]
+            batch = dict(zip(names, sampled))
+            with torch.autocast(device_type=agent._device_type, enabled=agent.cfg.mixed_precision):
+                batch["observations"] = learner.observation_preprocessor(batch["observations"], train=not epoch)
+                batch["states"] = learner.state_preprocessor(batch["states"], train=not epoch)
+                batch = hooks.process_optim_batch(batch)
+                terms = hooks.process_loss(batch, loss(batch, epoch))
+                kl_divergence = terms.get("approx_kl")
+                if kl_divergence is not None:
+                    kl_divergences.append(kl_divergence.detach())
+                # distributed: ranks stop on their mean KL, all together (upstream compares each rank's own)
+                if learner.kl_threshold and mean_over_ranks(kl_divergence) > learner.kl_threshold:
+                    break
+                total = sum(terms[name] for name in agent.loss_terms)
+
+            optimisation_step(agent, learner, total)
+            hooks.post_optim()
+            for name in agent.logged_terms:
+                sums[name] += terms[name].item()
+            optimised += 1
+
+        step_scheduler(agent, learner, kl_divergences)
+        hooks.post_epoch(learner.memory.tensors)
+    return {name: sums[name] / max(optimised, 1) for name in agent.logged_terms}
+
+
+class OnPolicyAgent:
+    """Mixin for skrl's on-policy agents whose ``update()`` delegates each minibatch's loss to the registered loss.
+
+    Mixed in before skrl's agent class: ``class LossDelegatingPPO(OnPolicyAgent, PPO)``, ``A2C`` alike,
+    ``MAPPO`` with its own ``update`` over ``rollout_epochs``.
+    ``update()`` is upstream's single-agent update (GAE, value preprocessing, epochs and minibatches,
+    KL early stopping, gradient clipping, the per-epoch scheduler step) with each minibatch's loss
+    terms asked of the registered loss, called as ``loss(agent, batch, epoch)``. ``terms`` are summed
+    and optimised; ``terms`` and ``reported`` are tracked as ``"Loss / <term>"``, averaged over the
+    optimised minibatches.
+    """
+
+    trainer_hooks = UNHOOKED
+    """The hook points of the rlplug trainer driving this agent (``rlplug.hooks``); it sets them."""
+
+    def __init__(self, *, loss: Any, terms: Sequence[str], reported: Sequence[str] = (), **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.loss = loss
+        self.loss_terms = tuple(terms)
+        self.logged_terms = tuple(terms) + tuple(t for t in reported if t not in terms)
+        uids = getattr(self, "possible_agents", None) or [None]
+        needs_kl = any(l.kl_threshold or isinstance(l.scheduler, KLAdaptiveLR) for l in (rollout_learner(self, uid) for uid in uids))
+        if needs_kl and "approx_kl" not in self.logged_terms:
+            raise ValueError("KL early stopping and KLAdaptiveLR need a loss that reports an 'approx_kl' term")
+
+    def update(self, *, timestep: int, timesteps: int) -> None:
+        own = rollout_learner(self)
+        compute_returns_and_advantages(self, own, self._current_next_observations, self._current_next_states)
+        means = rollout_epochs(self, own, lambda batch, epoch: self.loss(self, batch, epoch))
+        for name, value in means.items():
+            self.track_data(f"Loss / {name}", value)
+        self.track_data("Policy / Standard deviation", self.policy.distribution(role="policy").stddev.mean().item())
+        self.track_data("Learning / Learning rate", self.optimizer.param_groups[0]["lr"])
+
+
+def rollout_agent_arguments(build: Build) -> dict[str, Any]:
+    """The keyword arguments every single-agent ``OnPolicyAgent`` takes from the build (its config aside)."""
+    return {
+        "models": build.models,
+        "memory": build.memory,
+        "observation_space": build.observation_space,
+        "action_space": build.action_space,
+        "device": build.device,
+        "loss": build.loss,
+        "terms": build.loss_entry.terms,
+        "reported": build.loss_entry.reported,
+    }
+
+
+def rollout_config(build: Build, cfg_class: type, **overrides: Any) -> Any:
+    """An skrl agent config (``PPO_CFG``, ``A2C_CFG``, ``MAPPO_CFG``) filled from the settings named like its fields.
+
+    Scheduler and preprocessor names are resolved through the explicit tables, then ``overrides``
+    apply. skrl's own writers stay off: rlplug's run layer writes metrics and checkpoints.
+    """
+    s = build.settings
+    fields = {f.name for f in dataclasses.fields(cfg_class)}
+    kwargs = {name: s[name] for name in fields if name in s}
+    if "learning_rate_scheduler" in kwargs:
+        kwargs["learning_rate_scheduler"] = resolve_class("scheduler", s["learning_rate_scheduler"])
+        kwargs["learning_rate_scheduler_kwargs"] = dict(s["learning_rate_scheduler_kwargs"])
+    if not standardised_observations(build):  # an image or Dict encoder scales its own input
+        kwargs.pop("observation_preprocessor", None)
+    for name, size in (("observation", build.observation_space), ("value", 1)):
+        if f"{name}_preprocessor" in kwargs:
+            kwargs[f"{name}_preprocessor"], kwargs[f"{name}_preprocessor_kwargs"] = preprocessor(s[f"{name}_preprocessor"], size, build.device)
+    kwargs["experiment"] = {"write_interval": 0, "checkpoint_interval": 0}
+    return cfg_class(**{**kwargs, **overrides})

@@ -1,0 +1,162 @@
+"""``TrainerBase``: the part of the ``Trainer`` contract every cell shares (the train loop, evaluation)
+and the "not capable" defaults of its optional capabilities (``rlplug.contract.protocol``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+from ..envs.evaluation import evaluate_policy
+from ..errors import ExportUnsupportedError, NoReplayMemoryError
+from ..hooks import Loop, TorchRLTrainerAPI, TrainerHooks, own_loop
+from .hookspecs import Build
+
+
+class EpisodeTracker:
+    """Sums rewards per vectorised environment and reports returns of episodes that ended."""
+
+    def __init__(self, num_envs: int) -> None:
+        self.running = np.zeros(num_envs, dtype=np.float64)
+        self.finished: list[float] = []
+        self.episodes = 0
+
+    def update(self, rewards: Any, dones: Any) -> None:
+        rewards = np.asarray(rewards, dtype=np.float64).reshape(-1)
+        dones = np.asarray(dones, dtype=bool).reshape(-1)
+        self.running += rewards
+        if dones.any():
+            self.finished.extend(self.running[dones].tolist())
+            self.episodes += int(dones.sum())
+            self.running[dones] = 0.0
+
+    def pop_mean(self) -> float | None:
+        """Mean return of the episodes finished since the last call, or ``None`` if none finished."""
+        if not self.finished:
+            return None
+        mean = float(np.mean(self.finished))
+        self.finished.clear()
+        return mean
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"running": self.running.tolist(), "episodes": self.episodes}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.running = np.asarray(state["running"], dtype=np.float64)
+        self.episodes = int(state["episodes"])
+
+
+class TrainerBase(TorchRLTrainerAPI):
+    """Subclass and implement ``step``, ``act_deterministic``, ``state_dict`` and ``load_state_dict``.
+
+    Off-policy trainers also set ``gradient_steps`` to a count and implement ``replay_transitions``.
+    Training hooks (``register_op``, ``rlplug.hooks``) live in ``self.hooks``; a family base names the
+    loop whose hook points it calls in ``hook_loop``, and puts ``self.hooks.state_dict()`` in its checkpoint.
+    """
+
+    hook_loop: Loop | None = None
+    """The hook points ``step`` calls (``rlplug.hooks.LOOPS``); ``None``: only those ``train`` calls around it."""
+
+    def __init__(self, build: Build) -> None:
+        self.build = build
+        self.env_steps = 0
+        self.iterations = 0
+        self.episodes = EpisodeTracker(build.num_envs)
+        self.budget: int | None = None  # the step target of the running ``train`` call
+        compiled = bool(getattr(build, "settings", None) and build.settings.get("compile"))  # a hand-made build may have none
+        self.hooks = TrainerHooks(self.hook_loop or own_loop(type(self).__name__), compiled=compiled)
+
+    def step(self) -> dict[str, float]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def act_deterministic(self, observations: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+        """Greedy / mean action for a batch of raw (unnormalised) observations."""
+        raise NotImplementedError
+
+    steps_per_iteration: int | None = None
+    """Set by trainers whose iterations collect a fixed number of transitions (a PPO rollout)."""
+
+    progress_unit = "env_steps"
+    """The counter a step budget is measured in: ``env_steps``, or ``updates`` for offline trainers."""
+
+    gradient_steps: int | None = None
+    """Not counted apart from ``progress`` unless a subclass keeps a count (off-policy trainers do)."""
+
+    def compiled(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """``fn`` (a gradient step: loss, backward, optimiser step) through ``torch.compile`` when the
+        cell's settings say ``compile`` (``rlplug.backends.common.compile``), else ``fn`` itself."""
+        from ..backends.common.compile import compiled_step
+
+        step = compiled_step(fn, self.build.settings, self.build.device)
+        if step is not fn:
+            self.__dict__.setdefault("_compiled_steps", []).append(step)
+        return step
+
+    @property
+    def compile_seconds(self) -> float | None:
+        """Wall seconds the compiled gradient steps spent compiling so far (``None``: not compiled)."""
+        from ..backends.common.compile import compile_seconds
+
+        return compile_seconds(*self.__dict__.get("_compiled_steps", ()))
+
+    @property
+    def progress(self) -> int:
+        return int(getattr(self, self.progress_unit))
+
+    def planned_progress(self, steps: int) -> int:
+        """Where ``train(steps)`` stops: the whole iterations of ``steps_per_iteration`` that fit in the
+        budget, or one on a trainer that has not iterated yet (the loop below, in closed form)."""
+        chunk, start = self.steps_per_iteration or 1, self.progress
+        whole = max(0, steps - start) // chunk
+        if whole == 0 and start < steps and self.iterations == 0:
+            whole = 1
+        return start + whole * chunk
+
+    def train(self, steps: int, callbacks: Iterable[Callable[[Any, dict[str, float]], Any]] = ()) -> None:
+        """Iterate while the step budget allows; fixed-size iterations never overshoot it.
+
+        A budget smaller than one fixed-size iteration still runs one, so a short smoke run trains.
+        ``planned_progress(steps)`` says beforehand where this stops, unless a callback returns ``False``
+        or a hook asks to stop (``request_stop``). The generic hook points run here: ``setup`` and
+        ``shutdown`` around the loop, ``post_optim_complete_log``, ``post_steps`` and ``post_steps_log``
+        after each ``step()``, whose metrics take in what hooks logged.
+        """
+        callbacks = list(callbacks)
+        self.budget = steps
+        chunk = self.steps_per_iteration or 1
+        self.hooks.setup()
+        while self.progress + chunk <= steps or (self.progress < steps and self.iterations == 0):
+            metrics = self.step()
+            self.hooks.post_optim_complete_log(metrics)
+            self.hooks.post_steps()
+            metrics = self.hooks.post_steps_log(metrics)
+            if any(callback(self, metrics) is False for callback in callbacks) or self.hooks.stop_requested:
+                break
+        self.hooks.shutdown()
+
+    def evaluate(self, episodes: int, video_dir: str | None = None) -> list[float]:
+        return evaluate_policy(
+            self.build.env_spec, None, self.act_deterministic, episodes, self.build.seed, video_dir=video_dir
+        )
+
+    def replay_transitions(self) -> dict[str, Any]:
+        """A trainer without a replay memory has nothing to export; off-policy trainers override this."""
+        raise NoReplayMemoryError(f"{type(self).__name__} keeps no replay memory")
+
+    def export_policy(self) -> Any:
+        """A trainer that does not say how its policy exports cannot export it; the family bases and cells override this."""
+        algorithm = getattr(getattr(self.build, "algorithm", None), "name", None)
+        cell = f"{algorithm}/{getattr(self.build, 'backend', '?')}" if algorithm else type(self).__name__
+        raise ExportUnsupportedError(f"{cell} cannot export its policy: {type(self).__name__} implements no export_policy")
+
+    def counters(self) -> dict[str, Any]:
+        return {"env_steps": self.env_steps, "iterations": self.iterations, "episodes": self.episodes.state_dict()}
+
+    def load_counters(self, state: dict[str, Any]) -> None:
+        self.env_steps = int(state["env_steps"])
+        self.iterations = int(state["iterations"])
+        self.episodes.load_state_dict(state["episodes"])
+
+    def close(self) -> None:
+        pass

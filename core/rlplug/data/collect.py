@@ -1,0 +1,330 @@
+"""Making offline datasets: rolling out a trained run's policy (or a random one), exporting a run's
+replay memory, and building the datasets ``registry.toml`` declares, deterministically from seeds.
+
+Every dataset records the random-policy and expert-policy returns of its env, measured here, so
+offline results are reported as D4RL-style normalised scores.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .datasets import DatasetError, DatasetInfo, check_target, data_root, episode_returns, write, writing_dataset
+from ..envs.factory import env_errors, make_checked, probe_spaces
+from ..errors import NoReplayMemoryError
+from ..envs.evaluation import EVAL_SEED_OFFSET
+from ..contract.hookspecs import Build
+from ..util.jsonfiles import read_json_object
+
+REFERENCE_EPISODES = 20
+"""Episodes behind each reference return (random policy, expert policy)."""
+DECLARED_FIELDS = {
+    "description": (str, ""),
+    "env": (str, None),
+    "policy": (str, None),
+    "policy_backend": (str, "skrl"),
+    "policy_steps": (int, 0),
+    "expert": (str, ""),
+    "expert_steps": (int, 0),
+    "noise": (float, 0.0),
+    "steps": (int, None),
+    "seed": (int, 0),
+    "source": (str, ""),
+}
+
+
+# ---- policies -----------------------------------------------------------------------------------
+
+
+def random_return(env_id: str, env_kwargs: dict[str, Any], episodes: int, seed: int) -> float:
+    """Mean return of a uniformly random policy over ``episodes`` episodes (seeded)."""
+    with env_errors(env_id, env_kwargs, "random-policy reference"):
+        env = make_checked(env_id, env_id, **env_kwargs)
+    env.action_space.seed(seed)
+    totals = []
+    try:
+        for episode in range(episodes):
+            env.reset(seed=seed + EVAL_SEED_OFFSET + episode)
+            total, done = 0.0, False
+            while not done:
+                _, reward, terminated, truncated, _ = env.step(env.action_space.sample())
+                total += float(reward)
+                done = terminated or truncated
+            totals.append(total)
+    finally:
+        env.close()
+    return float(np.mean(totals))
+
+
+def behaviour_action(act: Any, space: Any, observation: np.ndarray, noise: float, rng: np.random.Generator) -> Any:
+    """The policy's deterministic action with exploration: epsilon-greedy (discrete, epsilon = noise) or
+    Gaussian noise of ``noise`` x half the action range, clipped to the bounds (continuous)."""
+    import gymnasium as gym
+
+    if isinstance(space, gym.spaces.Discrete):
+        if noise and rng.random() < noise:
+            return int(rng.integers(space.n))
+        return int(np.asarray(act(observation[None])).reshape(-1)[0])
+    action = np.asarray(act(observation[None]), dtype=np.float64).reshape(space.shape)
+    if noise:
+        action = action + rng.normal(0.0, noise * (space.high - space.low) / 2.0, size=space.shape)
+    return np.clip(action, space.low, space.high).astype(space.dtype)
+
+
+def rollout(env_id: str, env_kwargs: dict[str, Any], act: Any, steps: int, noise: float, seed: int, progress: bool) -> dict[str, np.ndarray]:
+    """``steps`` transitions of ``act`` (``None``: uniform random) in one env, episodes contiguous.
+
+    The last transition is marked truncated when its episode is still running, so every stored
+    episode ends with a flag.
+    """
+    from tqdm import tqdm
+
+    with env_errors(env_id, env_kwargs, "dataset collection"):
+        env = make_checked(env_id, env_id, **env_kwargs)
+    space = env.action_space
+    space.seed(seed)
+    rng = np.random.default_rng(seed)
+    columns: dict[str, list[Any]] = {k: [] for k in ("observation", "action", "reward", "next_observation", "terminated", "truncated")}
+    observation, _ = env.reset(seed=seed)
+    try:
+        for _ in tqdm(range(steps), unit="step", desc="collecting", disable=not progress, leave=False):
+            observation = np.asarray(observation, dtype=np.float32)
+            action = space.sample() if act is None else behaviour_action(act, space, observation, noise, rng)
+            next_observation, reward, terminated, truncated, _ = env.step(action)
+            for key, value in zip(columns, (observation, action, reward, next_observation, terminated, truncated)):
+                columns[key].append(value)
+            observation = next_observation
+            if terminated or truncated:
+                observation, _ = env.reset()
+    finally:
+        env.close()
+    arrays = {k: np.asarray(v) for k, v in columns.items()}
+    arrays["partial"] = np.zeros(steps, bool)
+    if not (arrays["terminated"][-1] or arrays["truncated"][-1]):
+        arrays["truncated"][-1] = arrays["partial"][-1] = True  # the last episode was cut by the budget
+    return arrays
+
+
+# ---- commands -----------------------------------------------------------------------------------
+
+
+def open_policy_run(session: Any, run_dir: str | Path, env_id: str | None = None) -> Build:
+    from ..runs import open_run
+
+    build = open_run(session, Path(run_dir))
+    note = build.extras["saved_run"].note
+    if note:  # previous.pt stood in for a missing or corrupt latest.pt
+        import sys
+
+        print(f"rlplug: note: {note}", file=sys.stderr)
+    if env_id is not None and build.env_id != env_id:
+        build.trainer.close()
+        raise DatasetError(f"run {run_dir} was trained on {build.env_id}, not {env_id}")
+    return build
+
+
+def reference_returns(env_id: str, env_kwargs: dict[str, Any], expert: Build | None, seed: int, how: str) -> dict[str, Any]:
+    reference: dict[str, Any] = {"random_return": random_return(env_id, env_kwargs, REFERENCE_EPISODES, seed), "episodes": REFERENCE_EPISODES}
+    if expert is not None:
+        reference["expert_return"] = float(np.mean(expert.trainer.evaluate(REFERENCE_EPISODES)))
+        reference["expert"] = how
+    return reference
+
+
+def run_source(build: Build, run_dir: str | Path) -> dict[str, Any]:
+    return {"run": str(run_dir), "recipe": build.recipe.ref, "algorithm": build.algorithm.name,
+            "backend": build.backend, "trained_steps": build.trainer.progress}
+
+
+def collect(
+    session: Any,
+    name: str,
+    env_id: str,
+    *,
+    policy_run: str | Path | None = None,
+    expert_run: str | Path | None = None,
+    noise: float = 0.0,
+    steps: int = 100_000,
+    seed: int = 0,
+    overwrite: bool = False,
+    progress: bool = True,
+    extra_source: dict[str, Any] | None = None,
+) -> DatasetInfo:
+    """Roll out ``policy_run``'s policy (``None``: a uniformly random policy) for ``steps`` transitions.
+
+    The expert reference is ``expert_run``'s deterministic return, or ``policy_run``'s when no expert
+    is named (say so with ``--expert`` for a medium dataset); a random dataset without an expert has
+    no normalised score.
+    """
+    if steps < 1:
+        raise DatasetError(f"--steps must be at least 1, got {steps}")
+    if not 0.0 <= noise <= 1.0:
+        raise DatasetError(f"--noise must be in [0, 1], got {noise}")
+    with writing_dataset(name):  # held until it is written: a second collect of this name is refused, not raced
+        check_target(name, overwrite)
+        return _collect(session, name, env_id, policy_run, expert_run, noise, steps, seed, overwrite, progress, extra_source)
+
+
+def _collect(session: Any, name: str, env_id: str, policy_run: str | Path | None, expert_run: str | Path | None, noise: float,
+             steps: int, seed: int, overwrite: bool, progress: bool, extra_source: dict[str, Any] | None) -> DatasetInfo:  # fmt: skip
+    env_kwargs: dict[str, Any] = {}
+    with env_errors(env_id, env_kwargs, "dataset collect --env"):
+        observation_space, action_space = probe_spaces(env_id, env_kwargs)
+    opened: list[Build] = []
+    try:
+        policy = open_policy_run(session, policy_run, env_id) if policy_run else None
+        if policy is not None:
+            opened.append(policy)
+        expert = open_policy_run(session, expert_run, env_id) if expert_run else None
+        if expert is not None:
+            opened.append(expert)
+        act = policy.trainer.act_deterministic if policy is not None else None
+        arrays = rollout(env_id, env_kwargs, act, steps, noise, seed, progress)
+        source: dict[str, Any] = {"kind": "policy" if policy is not None else "random", "noise": noise, "seed": seed, "steps": steps}
+        if policy is not None:
+            source.update(run_source(policy, policy_run))
+        source.update(extra_source or {})
+        how = f"run {expert_run}" if expert is not None else f"the behaviour policy's run {policy_run} (no --expert given)"
+        reference = reference_returns(env_id, env_kwargs, expert or policy, seed, how)
+        if expert is not None:
+            reference["expert_source"] = run_source(expert, expert_run)
+    finally:
+        for build in opened:
+            build.trainer.close()
+    return write(name, arrays, env_id=env_id, env_kwargs=env_kwargs, observation_space=observation_space,
+                 action_space=action_space, source=source, reference=reference, overwrite=overwrite)
+
+
+def from_run(session: Any, run_dir: str | Path, name: str, *, expert_run: str | Path | None = None, seed: int = 0, overwrite: bool = False) -> DatasetInfo:
+    """A training run's replay memory as a dataset (D4RL's medium-replay kind of data)."""
+    with writing_dataset(name):
+        check_target(name, overwrite)
+        return _from_run(session, run_dir, name, expert_run, seed, overwrite)
+
+
+def _from_run(session: Any, run_dir: str | Path, name: str, expert_run: str | Path | None, seed: int, overwrite: bool) -> DatasetInfo:
+    opened: list[Build] = []
+    try:
+        build = open_policy_run(session, run_dir)
+        opened.append(build)
+        try:
+            arrays = build.trainer.replay_transitions()
+        except NoReplayMemoryError:
+            raise DatasetError(
+                f"run {run_dir} ({build.algorithm.name}/{build.backend}) keeps no replay memory; "
+                "from-run needs an off-policy run (sac, td3 or dqn)"
+            ) from None
+        expert = open_policy_run(session, expert_run, build.env_id) if expert_run else None
+        if expert is not None:
+            opened.append(expert)
+        how = f"run {expert_run}" if expert is not None else f"the run's own final policy ({run_dir}; no --expert given)"
+        reference = reference_returns(build.env_id, build.env_kwargs, expert or build, seed, how)
+        source = {"kind": "replay", **run_source(build, run_dir)}
+        returns = episode_returns(arrays["reward"], arrays["terminated"], arrays["truncated"], arrays.get("partial"))
+        if not returns:
+            raise DatasetError(f"run {run_dir}'s replay memory holds no complete episode")
+        return write(name, arrays, env_id=build.env_id, env_kwargs=build.env_kwargs, observation_space=build.observation_space,
+                     action_space=build.action_space, source=source, reference=reference, overwrite=overwrite)
+    finally:
+        for opened_build in opened:
+            opened_build.trainer.close()
+
+
+# ---- declared datasets ----------------------------------------------------------------------------
+
+
+def declared(session: Any, name: str) -> dict[str, Any]:
+    """A ``[datasets.NAME]`` table, checked and with defaults filled in."""
+    from ..schema import check_type
+    from ..util.suggest import did_you_mean
+
+    tables = session.book.datasets
+    if name not in tables:
+        raise DatasetError(f"no dataset '{name}' is declared" + did_you_mean(name, tables) + "; declared: " + (", ".join(sorted(tables)) or "none"))
+    table = dict(tables[name])
+    where = f"dataset '{name}' in {table.get('source', '?')}"
+    out = {}
+    for key, value in table.items():
+        if key not in DECLARED_FIELDS:
+            raise DatasetError(f"{where}: unknown field '{key}'" + did_you_mean(key, DECLARED_FIELDS))
+        try:
+            out[key] = check_type(value, DECLARED_FIELDS[key][0], f"'{key}'")
+        except TypeError as err:
+            raise DatasetError(f"{where}: {err}") from None
+    for key, (_, default) in DECLARED_FIELDS.items():
+        if key not in out:
+            if default is None:
+                raise DatasetError(f"{where}: missing required field '{key}'")
+            out[key] = default
+    return out
+
+
+def _trained_run(session: Any, recipe: str, backend: str, steps: int, seed: int, run_dir: Path, progress: bool) -> Path:
+    """Train ``recipe`` into ``run_dir`` unless a finished run of the same resolved recipe is already there."""
+    from ..runs import train
+
+    overrides = [f"seed={seed}"] + ([f"steps={steps}"] if steps else [])
+    prepared = session.prepare(recipe, backend, overrides)  # resolved and checked, nothing constructed yet
+    if (run_dir / "summary.json").is_file() and _trained_from(run_dir) == _recorded_form(prepared):
+        return run_dir
+    if run_dir.exists():
+        from ..errors import RunDirBusyError
+        from ..runs.lock import busy_message, holder
+
+        pid = holder(run_dir)
+        if pid is not None:  # another `dataset build` is training it right now
+            raise RunDirBusyError(busy_message(run_dir, pid))
+        shutil.rmtree(run_dir)  # an interrupted earlier build, or one from another declaration (steps, seed, recipe)
+    build = session.construct(prepared)
+    try:
+        train(build, run_dir=run_dir, progress=progress)
+    finally:
+        build.trainer.close()
+    return run_dir
+
+
+_DESCRIBING_FIELDS = ("description", "target", "target_metric", "beat_dataset", "eval_episodes", "tier", "reference")
+"""Recipe fields that do not change what trains: editing them keeps a finished run."""
+
+
+def _training_form(backend: Any, table: Any) -> tuple[Any, Any]:
+    if not isinstance(table, dict):
+        return backend, table
+    return backend, {k: v for k, v in table.items() if k not in _DESCRIBING_FIELDS}
+
+
+def _recorded_form(build: Build) -> tuple[Any, Any]:
+    """The backend and resolved recipe as a run's recipe.json records them (JSON types: lists, not tuples)."""
+    return _training_form(build.backend, json.loads(json.dumps(build.recipe.to_table(), default=str)))
+
+
+def _trained_from(run_dir: Path) -> tuple[Any, Any] | None:
+    try:
+        recorded = read_json_object(run_dir / "recipe.json", DatasetError)
+    except DatasetError:
+        return None  # unreadable: train it again
+    return _training_form(recorded.get("backend"), recorded.get("recipe"))
+
+
+def build_declared(session: Any, name: str, *, progress: bool = True, overwrite: bool = False, log: Any = print) -> DatasetInfo:
+    """Train the declared behaviour policy and expert (reusing finished runs), then collect.
+
+    Runs go to ``<data root>/_runs/NAME-policy`` and ``NAME-expert``; the same declaration and seed
+    give the same dataset on the same machine and library versions.
+    """
+    spec = declared(session, name)
+    runs = data_root() / "_runs"
+    log(f"dataset {name}: training the behaviour policy ({spec['policy']}, {spec['policy_steps'] or 'recipe'} steps)")
+    policy_dir = _trained_run(session, spec["policy"], spec["policy_backend"], spec["policy_steps"], spec["seed"], runs / f"{name}-policy", progress)
+    expert_recipe = spec["expert"] or spec["policy"]
+    log(f"dataset {name}: training the expert reference ({expert_recipe}, {spec['expert_steps'] or 'recipe'} steps)")
+    expert_dir = _trained_run(session, expert_recipe, spec["policy_backend"], spec["expert_steps"], spec["seed"], runs / f"{name}-expert", progress)
+    log(f"dataset {name}: collecting {spec['steps']} transitions")
+    return collect(session, name, spec["env"], policy_run=policy_dir, expert_run=expert_dir, noise=spec["noise"],
+                   steps=spec["steps"], seed=spec["seed"], overwrite=overwrite, progress=progress,
+                   extra_source={"declared": spec.get("source", ""), "description": spec["description"]})

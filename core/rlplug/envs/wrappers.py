@@ -1,0 +1,83 @@
+"""The wrappers recipe fields ask for, around every single Gymnasium environment rlplug makes.
+
+``make_gym_env`` (``rlplug.envs.factory``) is the one place a single environment is made: the skrl vector env,
+the TorchRL env, the evaluation env and the spaces probe all call it, so both backends step the same chain
+of Gymnasium's own wrappers, innermost first:
+
+* ``gym.make(id, **env_kwargs)``: a ``module:`` prefix or the recipe's ``env_module`` is imported first (its
+  ``gymnasium.register`` calls add ids); ALE and MinAtar ids are registered when one is used; ``time_limit``
+  is gym.make's ``max_episode_steps`` (the registered ``TimeLimit`` replaced); ALE under ``atari`` with
+  ``frameskip=1`` (``AtariPreprocessing`` skips frames itself); rlplug's ``EnvContractChecker`` takes the
+  place of gymnasium's ``PassiveEnvChecker`` around the base env (``rlplug.envs.check``);
+* ``AtariPreprocessing`` (``atari``): up to 30 no-op actions after a reset, frame skip 4 (max over the
+  last two frames), 84x84 grey uint8, and with ``terminal_on_life_loss`` a lost life ends a training
+  episode; then ``TimeLimit`` counting agent steps when ``time_limit`` is given;
+* ``ClipReward(-1, 1)`` (``atari``, training only);
+* ``FrameStackObservation`` (``frame_stack`` > 1): the last k observations on a new leading axis;
+* ``NormalizeReward`` (``normalize_reward``, training only, with the algorithm's ``gamma``);
+* ``TransformAction(np.clip)`` (``clip_actions``, Box actions): actions clipped to the space's bounds on
+  their way in while the space itself stays bounded (gymnasium's ``ClipAction`` would widen it to
+  ±inf, and the models scale their outputs to those bounds). The agents keep the unclipped sample.
+
+Evaluation (``training=False``) never clips or normalises rewards and never ends an episode at a lost
+life: its return is the game's score.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import RecipeError
+from .spec import EnvSpec
+
+
+def make_options(spec: EnvSpec) -> dict[str, Any]:
+    """What ``gym.make`` is asked for the wrapper fields: ``frameskip=1`` under ``atari``, else ``time_limit``
+    as ``max_episode_steps``."""
+    if spec.atari:
+        return {"frameskip": 1}
+    if spec.time_limit:
+        return {"max_episode_steps": spec.time_limit}
+    return {}
+
+
+def wrap(made: Any, spec: EnvSpec, training: bool) -> Any:
+    """The chain above ``gym.make`` (see the module doc) around ``made``."""
+    import gymnasium as gym
+    import numpy as np
+
+    if spec.atari:
+        made = gym.wrappers.AtariPreprocessing(
+            made, noop_max=30, frame_skip=4, screen_size=84, grayscale_obs=True, scale_obs=False,
+            terminal_on_life_loss=spec.terminal_on_life_loss and training,
+        )
+        if spec.time_limit:
+            made = gym.wrappers.TimeLimit(made, spec.time_limit)
+        if training:
+            made = gym.wrappers.ClipReward(made, -1.0, 1.0)
+    if spec.frame_stack > 1:
+        made = gym.wrappers.FrameStackObservation(made, spec.frame_stack)
+    if spec.normalize_reward and training:
+        made = gym.wrappers.NormalizeReward(made, gamma=spec.gamma)
+    space = made.action_space
+    if spec.clip_actions and isinstance(space, gym.spaces.Box):
+        low, high = space.low, space.high
+        made = gym.wrappers.TransformAction(made, lambda action: np.clip(action, low, high), space)
+    return made
+
+
+WRAPPER_FIELDS = ("frame_stack", "atari", "terminal_on_life_loss", "normalize_reward", "time_limit")
+"""Recipe fields that wrap a Gymnasium environment (``clip_actions`` too, but its default is on)."""
+
+
+def check_wrapper_fields(recipe: Any, multiagent: bool) -> None:
+    """Wrapper fields need a single-agent Gymnasium env; ``terminal_on_life_loss`` needs ``atari``."""
+    where = f"recipe '{recipe.name}'"
+    if getattr(recipe, "terminal_on_life_loss", False) and not getattr(recipe, "atari", False):
+        raise RecipeError(f"{where}: terminal_on_life_loss is an option of atari preprocessing; set atari = true too")
+    if multiagent:
+        given = [name for name in WRAPPER_FIELDS if getattr(recipe, name, 0)]
+        if not getattr(recipe, "clip_actions", True):
+            given.append("clip_actions")
+        if given:
+            raise RecipeError(f"{where}: {given[0]} wraps single-agent Gymnasium environments, not '{recipe.env}'")

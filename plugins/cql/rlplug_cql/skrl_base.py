@@ -1,0 +1,70 @@
+"""What CQL's two skrl agents share: their configuration and ``OfflineStagedAgent``."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import torch
+from packaging import version
+from rlplug import Build
+from rlplug.backends.skrl import StagedLossAgent
+from skrl.agents.torch import Agent, AgentCfg
+
+
+@dataclasses.dataclass(kw_only=True)
+class CQL_CFG(AgentCfg):
+    """The agents' configuration (the loss keeps its own hyperparameters); skrl's SAC_CFG names."""
+
+    batch_size: int = 256
+    learning_rate: tuple[float, float, float] = (1e-4, 3e-4, 3e-4)  # policy, critics (Q network), entropy
+    grad_norm_clip: float = 0.0
+    learn_entropy: bool = True
+    initial_entropy_value: float = 1.0
+    target_entropy: float | None = None
+    mixed_precision: bool = False
+
+
+class OfflineStagedAgent(StagedLossAgent, Agent):
+    """What both CQL agents share on skrl's ``Agent`` base: skrl's mixed-precision scaler, identity
+    preprocessors (the dataset is used as recorded), batches sampled by name from the dataset memory
+    (``StagedLossAgent.sample_batch``), and a deterministic ``act`` for skrl's own evaluation."""
+
+    def __init__(self, *, cfg: CQL_CFG, **kwargs: Any) -> None:
+        super().__init__(cfg=cfg, **kwargs)
+        self._device_type = torch.device(self.device).type
+        if version.parse(torch.__version__) >= version.parse("2.4"):
+            self.scaler = torch.amp.GradScaler(device=self._device_type, enabled=self.cfg.mixed_precision)
+        else:  # pragma: no cover - older torch
+            self.scaler = torch.cuda.amp.GradScaler(enabled=self.cfg.mixed_precision)
+        self._observation_preprocessor = self._empty_preprocessor
+        self._state_preprocessor = self._empty_preprocessor
+
+    def init(self, *, trainer_cfg: Any = None) -> None:
+        """The dataset memory already holds its tensors; name the ones a batch is sampled from."""
+        super().init(trainer_cfg=trainer_cfg)
+        self._tensors_names = ["observations", "states", "actions", "rewards", "next_observations", "next_states", "terminated"]
+
+    # skrl's interaction hooks, for driving the agent with skrl's own loop (reference §11);
+    # rlplug's offline trainer calls gradient_step directly
+
+    def pre_interaction(self, *, timestep: int, timesteps: int) -> None:
+        pass
+
+    def post_interaction(self, *, timestep: int, timesteps: int) -> None:
+        if self.training:
+            self.update(timestep=timestep, timesteps=timesteps)
+        super().post_interaction(timestep=timestep, timesteps=timesteps)
+
+
+def cql_cfg(build: Build) -> CQL_CFG:
+    s = build.settings
+    return CQL_CFG(
+        batch_size=s["batch_size"],
+        learning_rate=tuple(s["learning_rate"]),
+        grad_norm_clip=s["grad_norm_clip"],
+        learn_entropy=s["learn_entropy"],
+        initial_entropy_value=s["initial_entropy_value"],
+        target_entropy=s["target_entropy"],
+        experiment={"write_interval": 0, "checkpoint_interval": 0},
+    )
