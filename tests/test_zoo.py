@@ -135,7 +135,11 @@ def test_recipes_lists_the_zoo_only_with_zoo(monkeypatch, capsys):
     monkeypatch.undo()
     assert main(["recipes", "--zoo", "--json"]) == 0
     listed = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
-    assert listed["zoo:ppo/Acrobot-v1"]["env_status"] == "installed" and listed["zoo:ppo/Acrobot-v1"]["verified"] == "not yet"
+    assert listed["zoo:ppo/BipedalWalker-v3"]["env_status"] == "installed" and listed["zoo:ppo/BipedalWalker-v3"]["verified"] == "not yet"
+    from rlplug.interop.zoo import verified
+
+    recorded = {pair for pair, entry in verified().items() if "result" in entry}
+    assert recorded and all(listed[f"zoo:{pair}"]["verified"] == verified()[pair]["result"] for pair in recorded)
     assert listed["zoo:dqn/ALE/*"]["algorithm"] == "dqn"
     assert listed["zoo:ddpg/Pendulum-v1"]["algorithm_installed"] is True
     assert listed["zoo:sac/HalfCheetahBulletEnv-v0"]["env_status"].startswith("not registered")
