@@ -102,7 +102,7 @@ def _tree(path: Path) -> set[str]:
 BEHAVIOUR = r"""
 import json, math, sys, tempfile
 import numpy as np, rlplug, torch
-from rlplug.backends.skrl import capture_rng_state, restore_rng_state
+from rlplug.util.rng import capture_rng_state, restore_rng_state
 from rlplug.testing import check_cell
 
 backend, overrides = sys.argv[1], ["num_envs=4", "hidden_sizes=[32, 32]"]
