@@ -44,6 +44,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 RESULTS = HERE / "results"
 RANDOM_RETURNS = RESULTS / "random_returns.json"  # random_returns.py; not a section: it changes only with the envs
+ZOO_RANDOM_RETURNS = RESULTS / "random_returns_zoo.json"  # random_returns.py --zoo: the verified Zoo pairs' envs
 sys.path.insert(0, str(HERE))
 
 from curves import CURVES, existing_curves, write_curves  # noqa: E402
@@ -162,6 +163,9 @@ def write_page(command: str, draw_curves: bool = False) -> None:
         written = write_curves([{"rows": rows}], CURVES)
         print(f"drew {len(written)} curve(s) in {CURVES.relative_to(ROOT)}", file=sys.stderr)
     random_returns = json.loads(RANDOM_RETURNS.read_text()) if RANDOM_RETURNS.exists() else None
+    if random_returns is not None and ZOO_RANDOM_RETURNS.exists():  # first-party measurements win where both have an env
+        zoo = json.loads(ZOO_RANDOM_RETURNS.read_text())["data"]
+        random_returns["data"] = {**zoo, **random_returns["data"]}
     references = registry_references()
     page = render(results, _row, COLUMNS, command, curves=existing_curves(rows), random_returns=random_returns, references=references)
     (ROOT / "BENCHMARKS.md").write_text(page)

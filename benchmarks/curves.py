@@ -25,6 +25,13 @@ ROOT = HERE.parent
 CURVES = ROOT / "docs" / "curves"
 
 
+def file_stem(name: str) -> str:
+    """A recipe name as a file name (``zoo:ppo/Acrobot-v1`` -> ``zoo-ppo-Acrobot-v1``), as rlplug names run folders."""
+    from rlplug.recipes.fields import file_stem as stem
+
+    return stem(name)
+
+
 def recipe_name(ref: str) -> str:
     """``ppo-cartpole@1`` -> ``ppo-cartpole`` (a picture holds every version's rows of one recipe name)."""
     return ref.partition("@")[0]
@@ -65,7 +72,7 @@ def draw_recipe(name: str, run_dirs: Sequence[Path], out_dir: Path) -> tuple[Pat
                                     for g in groups)  # fmt: skip
     out_dir.mkdir(parents=True, exist_ok=True)
     # evaluation as a band: an offline run evaluates every eval_every updates, an online one at its end
-    return draw(groups, out_dir / f"{name}.png", title=title, evaluation_band=True), skipped
+    return draw(groups, out_dir / f"{file_stem(name)}.png", title=title, evaluation_band=True), skipped
 
 
 def write_curves(documents: Iterable[Mapping[str, Any]], out_dir: Path = CURVES,
@@ -91,7 +98,7 @@ def existing_curves(rows: Iterable[Mapping[str, Any]], curves_dir: Path = CURVES
     links = {}
     for row in rows:
         name = recipe_name(row["recipe"])
-        picture = curves_dir / f"{name}.png"
+        picture = curves_dir / f"{file_stem(name)}.png"
         if picture.is_file():
             links[name] = Path(os.path.relpath(picture, page_dir)).as_posix()
     return links

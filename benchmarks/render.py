@@ -176,7 +176,11 @@ AGGREGATE_NOTE = ("A row's normalised score is 100 × (R − R_random) / (R_refe
 BENCH_NOTE = ("Each row trains its recipe once per seed (`rlplug bench --seeds`); rows stored before seeded benches are "
               "one-seed rows. A row passes when the mean over its seeds meets the target and at most one seed misses it. "
               "± is the sample standard deviation over seeds (n − 1), the 95 % confidence interval of the mean a percentile "
-              "bootstrap (10,000 resamples, seeded); a one-seed row shows the spread over its evaluation episodes instead.")
+              "bootstrap (10,000 resamples, seeded); a one-seed row shows the spread over its evaluation episodes instead. "
+              "Rows named `zoo:ALGO/ENV` are RL Baselines3 Zoo recipes, the Zoo's tuned hyperparameters translated key by "
+              "key (docs/zoo.md), trained at the Zoo's own budget; their target is a normalised score of 0.9 between a random "
+              "policy and the Zoo's one trained agent (its score is the reference column), and docs/zoo.md gives why a "
+              "pair misses.")
 
 
 def render_overhead(envelope: dict[str, Any]) -> list[str]:

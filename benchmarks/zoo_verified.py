@@ -5,6 +5,7 @@ DIR --report F.md``, which judges Zoo runs by their current record), one row per
 
 - writes the table between ``<!-- zoo-verified -->`` markers in docs/zoo.md: per pair and backend the seeds,
   rlplug's evaluation return over seeds, the target, the Zoo's score and the random policy's return;
+  a pair's ``why`` in verified.toml (why it misses the Zoo's score) is listed under the table;
 - sets ``result`` in ``core/rlplug/interop/zoo/verified.toml`` for every pair whose default-backend (skrl) row
   covers 3 seeds: "pass"/"FAIL" with the numbers and the reports' command, so ``rlplug recipes --zoo`` shows it.
 
@@ -38,11 +39,12 @@ def returns_text(row: dict[str, Any]) -> str:
     return f"{row['mean']:.1f} ± {row['std']:.1f} ({values})" if len(row["seeds"]) > 1 else f"{row['mean']:.1f}"
 
 
-def table(found: list[dict[str, Any]], random: dict[str, Any]) -> str:
+def table(found: list[dict[str, Any]], random: dict[str, Any], why: dict[str, str]) -> str:
     lines = [
         "| pair | backend | steps | seeds | return (mean ± std over seeds; per seed) | target | Zoo (one agent) | random | result |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
+    notes = []
     for row in found:
         pair = row["recipe"].removeprefix("zoo:").partition("@")[0]
         reference = row.get("reference") or {}
@@ -52,7 +54,9 @@ def table(found: list[dict[str, Any]], random: dict[str, Any]) -> str:
             f"| `zoo:{pair}` | {row['backend']} | {row['steps']:,} | {','.join(map(str, row['seeds']))} | {returns_text(row)} "
             f"| ≥ {row['target']:g} | {zoo} | {'-' if rand is None else f'{rand:.1f}'} | {'pass' if row['passed'] else '**FAIL**'} |"
         )
-    return "\n".join(lines)
+        if pair in why and f"`zoo:{pair}`" not in "".join(notes):
+            notes.append(f"- `zoo:{pair}`: {why[pair]}")
+    return "\n".join(lines + ([""] + notes if notes else []))
 
 
 def write_doc(text: str) -> None:
@@ -98,7 +102,10 @@ def main() -> None:
     found = rows(args.reports)
     random_file = ROOT / "benchmarks" / "results" / "random_returns_zoo.json"
     random = json.loads(random_file.read_text())["data"] if random_file.exists() else {}
-    write_doc(table(found, random))
+    import tomllib
+
+    why = {pair: entry["why"] for pair, entry in tomllib.loads(VERIFIED.read_text())["pairs"].items() if "why" in entry}
+    write_doc(table(found, random, why))
     done = write_results(found)
     print(f"{len(found)} rows into {DOC.relative_to(ROOT)}; results for {len(done)} pairs in {VERIFIED.relative_to(ROOT)}")
 
