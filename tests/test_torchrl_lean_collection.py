@@ -1,0 +1,105 @@
+"""The TorchRL off-policy base's lean collection gives the learner what TorchRL's Collector gives it.
+
+The same recipe on a fixed seed, once per path (``torchrl.collector = true`` / ``false``): the replay
+contents (every key, every slot), the writer's cursor, the logged losses, the network parameters and
+torch's random state after training are bitwise equal. The runs cover the random warm-up (whole
+batches), the exploration policies (SAC's samples with OU noise, TD3's Gaussian noise, DQN's
+epsilon-greedy), partial autoresets (CartPole, several envs), Pendulum's time limit ending every env
+on one step (where TorchRL's wrapper resets the vector env once more), and a replay that wraps around.
+"""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+import torch
+
+pytest.importorskip("torchrl")
+
+import rlplug  # noqa: E402
+from rlplug.backends.torchrl.collection import CollectorCollection, LeanCollection  # noqa: E402
+
+SMALL = ["hidden_sizes=[16, 16]", "batch_size=16", "log_every=100"]
+
+CASES = {
+    # 1 env: the time limit at step 200 ends the only env; OU noise keeps its state in the carrier
+    "sac-ou": ("sac-pendulum", 320, ["learning_starts=150", "exploration_noise=ou", "utd_ratio=0.25"]),
+    # 2 envs x 2 steps a batch, both truncated on one step; warm-up of 101 rounds up to 104 transitions
+    "td3": ("td3-pendulum", 440, ["num_envs=2", "train_every=2", "learning_starts=101", "utd_ratio=0.25"]),
+    # 3 envs ending at different steps; a 256-slot replay that wraps around
+    "dqn": ("dqn-cartpole", 600, ["num_envs=3", "train_every=4", "learning_starts=90", "buffer_size=256", "utd_ratio=0.25"]),
+}
+
+
+def _trained(recipe: str, steps: int, overrides: list[str], collector: bool, hooked: bool = False) -> dict:
+    build = rlplug.build(recipe, backend="torchrl", overrides=[*SMALL, *overrides, f"torchrl.collector={str(collector).lower()}"])
+    try:
+        assert isinstance(build.trainer.collection, CollectorCollection if collector else LeanCollection)
+        if hooked:  # batch_process replaces the batch's rewards (``set``), LogScalar reads them
+            from rlplug.hooks import LogScalar, RewardScaling
+
+            RewardScaling().register(build.trainer)
+            LogScalar().register(build.trainer)
+        rows = []
+        build.trainer.train(steps, [lambda trainer, metrics: rows.append(metrics)])
+        storage = build.memory._storage
+        return {
+            "rows": rows,
+            "replay": storage._storage[: len(storage)].clone(),
+            "cursor": build.memory._writer._cursor,
+            "write_count": build.memory._writer._write_count,
+            "parameters": [p.detach().clone() for p in build.loss.parameters()],
+            "rng": torch.get_rng_state(),
+            "env_steps": build.trainer.env_steps,
+        }
+    finally:
+        build.trainer.close()
+
+
+@pytest.mark.parametrize("case", [*CASES, "td3-hooked"])
+def test_lean_collection_stores_and_learns_what_the_collector_does(case):
+    recipe, steps, overrides = CASES[case.removesuffix("-hooked")]
+    hooked = case.endswith("-hooked")
+    collector, lean = (_trained(recipe, steps, overrides, collector=flag, hooked=hooked) for flag in (True, False))
+    assert lean["env_steps"] == collector["env_steps"] >= steps
+    keys = set(collector["replay"].keys(True, True))
+    assert keys == set(lean["replay"].keys(True, True)) and ("next", "truncated") in keys
+    for key in keys:
+        assert torch.equal(lean["replay"][key], collector["replay"][key]), key
+    assert lean["replay"]["next", "done"].any()  # episodes ended inside the compared stretch
+    assert (lean["cursor"], lean["write_count"]) == (collector["cursor"], collector["write_count"])
+    assert lean["rows"] == collector["rows"] and any("loss/" in key for key in lean["rows"][-1])
+    assert all(torch.equal(a, b) for a, b in zip(lean["parameters"], collector["parameters"]))
+    assert torch.equal(lean["rng"], collector["rng"])
+
+
+def test_a_collector_checkpoint_resumes_on_the_lean_path():
+    """The lean path saves what the collector saves (the vector env, the carrier, the frame count): a run
+    checkpointed on one path and resumed on the other continues as a straight run does."""
+    recipe, overrides = "td3-pendulum", ["learning_starts=50", "utd_ratio=0.25"]
+
+    def build(collector: bool):
+        return rlplug.build(recipe, backend="torchrl", overrides=[*SMALL, *overrides, f"torchrl.collector={str(collector).lower()}"])
+
+    straight = build(False)  # each build seeds torch's global RNG: build, then train, one run after the other
+    straight.trainer.train(260)
+    first = build(True)
+    try:
+        first.trainer.train(130)
+        buffer = io.BytesIO()
+        torch.save(first.trainer.state_dict(), buffer)
+        buffer.seek(0)
+        resumed = build(False)
+        try:
+            resumed.trainer.load_state_dict(torch.load(buffer, weights_only=True))
+            resumed.trainer.train(260)
+            a, b = straight.memory._storage, resumed.memory._storage
+            for key in a._storage.keys(True, True):
+                assert torch.equal(a._storage[key][: len(a)], b._storage[key][: len(b)]), key
+            assert all(torch.equal(x, y) for x, y in zip(straight.loss.parameters(), resumed.loss.parameters()))
+        finally:
+            resumed.trainer.close()
+    finally:
+        straight.trainer.close()
+        first.trainer.close()
