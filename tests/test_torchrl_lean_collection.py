@@ -103,3 +103,32 @@ def test_a_collector_checkpoint_resumes_on_the_lean_path():
     finally:
         straight.trainer.close()
         first.trainer.close()
+
+
+@pytest.mark.parametrize("memmap", [False, True])
+def test_leaf_writes_leave_the_storage_as_upstream_does(memmap):
+    """``TransitionStorage`` (and its memmap twin) against upstream's storage: the same extends, past a
+    wrap-around, give the same content, length, cursor and state."""
+    from tensordict import TensorDict
+    from torchrl.data import LazyMemmapStorage, LazyTensorStorage, RandomSampler, TensorDictReplayBuffer
+    from rlplug.backends.torchrl.buffers import TransitionMemmapStorage, TransitionStorage
+
+    upstream, ours = (LazyMemmapStorage, TransitionMemmapStorage) if memmap else (LazyTensorStorage, TransitionStorage)
+    buffers = [TensorDictReplayBuffer(storage=cls(10), sampler=RandomSampler(), batch_size=4) for cls in (upstream, ours)]
+    generator = torch.Generator().manual_seed(0)
+    for n in (3, 1, 4, 3, 2):
+        batch = TensorDict({"observation": torch.randn(n, 2, generator=generator), "action": torch.randint(0, 3, (n,), generator=generator),
+                            "next": {"reward": torch.randn(n, 1, generator=generator), "done": torch.rand(n, 1, generator=generator) > 0.5}},
+                           [n])  # fmt: skip
+        for buffer in buffers:
+            buffer.extend(batch.clone())
+    reference, lean = buffers
+    assert len(reference) == len(lean) == 10 and reference._writer._cursor == lean._writer._cursor == 3
+    assert reference._storage._last_cursor.tolist() == lean._storage._last_cursor.tolist()
+    for key in reference._storage._storage.keys(True, True):
+        assert torch.equal(reference._storage._storage[key], lean._storage._storage[key]), key
+    reference_state, lean_state = reference.state_dict(), lean.state_dict()
+    assert reference_state["_writer"] == lean_state["_writer"] and reference_state["_sampler"] == lean_state["_sampler"]
+    assert (reference_state["_storage"]["_len"], reference_state["_storage"]["initialized"]) == (lean_state["_storage"]["_len"], True)
+    # and the leaf path was the one taken: a transition shaped as the stored ones qualifies
+    assert lean._storage._leaf_pairs(torch.arange(1), lean._storage._storage[:1].clone()) is not None
