@@ -29,7 +29,8 @@ class LeafWrites:
     value``, the indexed copy that assignment ends in) around upstream's own bookkeeping (last cursor,
     length, mutation revision), so the storage's content and state are upstream's (a test compares them).
     Anything else (the first write, which sizes the storage; a key or dtype the storage does not hold; a
-    lazy stack; an int or slice cursor) goes through upstream's ``set``.
+    lazy stack; an int or slice cursor) goes through upstream's ``set``. A locked storage (memmap) keeps
+    the data's entries under its own keys only, as upstream's ``set`` selects them.
     """
 
     def set(self, cursor: Any, data: Any, *, set_cursor: bool = True) -> None:
@@ -47,11 +48,12 @@ class LeafWrites:
         storage = getattr(self, "_storage", None)
         if not (self.initialized and isinstance(cursor, torch.Tensor) and type(data) is TensorDict and type(storage) is TensorDict):
             return None
-        if self._storage_keys is not None:
-            return None
+        kept = self._storage_keys  # a locked (memmap) storage keeps only its own keys of the data, as upstream's select
         leaves = self._leaves_of(storage)
         pairs = []
         for key, value in data.items(True, True):
+            if kept is not None and not _selected(key, kept):
+                continue
             stored = leaves.get(key)
             if stored is None or stored.dtype != value.dtype or stored.device != value.device:
                 return None
@@ -73,3 +75,10 @@ class TransitionStorage(LeafWrites, LazyTensorStorage):
 
 class TransitionMemmapStorage(LeafWrites, LazyMemmapStorage):
     """``LazyMemmapStorage`` with ``LeafWrites``."""
+
+
+def _selected(key: Any, kept: Any) -> bool:
+    """Whether ``TensorDict.select(*kept)`` keeps the leaf ``key``: it or one of its parents is listed."""
+    if not isinstance(key, tuple):
+        return key in kept
+    return any((key[0] if i == 1 else key[:i]) in kept for i in range(1, len(key) + 1))
