@@ -132,3 +132,13 @@ def test_leaf_writes_leave_the_storage_as_upstream_does(memmap):
     assert (reference_state["_storage"]["_len"], reference_state["_storage"]["initialized"]) == (lean_state["_storage"]["_len"], True)
     # and the leaf path was the one taken: a transition shaped as the stored ones qualifies
     assert lean._storage._leaf_pairs(torch.arange(1), lean._storage._storage[:1].clone()) is not None
+    # sampling (the leaf path's get): the same batch as upstream's, from the same draws
+    samples = []
+    for buffer in buffers:
+        torch.manual_seed(3)
+        samples.append(buffer.sample())
+    assert samples[0].batch_size == samples[1].batch_size and samples[0].device == samples[1].device
+    assert set(samples[0].keys(True, True)) == set(samples[1].keys(True, True))
+    for key in samples[0].keys(True, True):
+        assert torch.equal(samples[0][key], samples[1][key]), key
+    assert not samples[1].is_locked

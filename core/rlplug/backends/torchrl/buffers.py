@@ -20,8 +20,8 @@ def extend_quietly(memory: Any, transitions: TensorDict) -> None:
             memory.extend(transitions)
 
 
-class LeafWrites:
-    """Mixed into a TorchRL tensor storage: ``set`` writes a plain ``TensorDict`` leaf by leaf.
+class LeafAccess:
+    """Mixed into a TorchRL tensor storage: ``set`` and ``get`` go leaf by leaf on plain tensordicts.
 
     Upstream's ``set`` assigns ``self._storage[cursor] = data``, a tensordict ``__setitem__`` that checks and
     casts every entry: about 0.5 ms for one transition on the 2-core box, as long as the env step it stores.
@@ -31,7 +31,17 @@ class LeafWrites:
     Anything else (the first write, which sizes the storage; a key or dtype the storage does not hold; a
     lazy stack; an int or slice cursor) goes through upstream's ``set``. A locked storage (memmap) keeps
     the data's entries under its own keys only, as upstream's ``set`` selects them.
+
+    ``get`` of a sampler's 1-D index: upstream's ``self._storage[:len][index]`` (two tensordict indexings)
+    as one ``leaf[index]`` per tensor, into a tensordict of the same structure; other indices go upstream.
     """
+
+    def get(self, index: Any) -> Any:
+        storage = getattr(self, "_storage", None)
+        if not (self.initialized and type(storage) is TensorDict and type(index) is torch.Tensor and index.ndim == 1
+                and index.dtype == torch.long):
+            return super().get(index)
+        return _gathered(storage, index)
 
     def set(self, cursor: Any, data: Any, *, set_cursor: bool = True) -> None:
         pairs = self._leaf_pairs(cursor, data)
@@ -69,12 +79,12 @@ class LeafWrites:
         return cached[1]
 
 
-class TransitionStorage(LeafWrites, LazyTensorStorage):
-    """``LazyTensorStorage`` with ``LeafWrites``."""
+class TransitionStorage(LeafAccess, LazyTensorStorage):
+    """``LazyTensorStorage`` with ``LeafAccess``."""
 
 
-class TransitionMemmapStorage(LeafWrites, LazyMemmapStorage):
-    """``LazyMemmapStorage`` with ``LeafWrites``."""
+class TransitionMemmapStorage(LeafAccess, LazyMemmapStorage):
+    """``LazyMemmapStorage`` with ``LeafAccess``."""
 
 
 def _selected(key: Any, kept: Any) -> bool:
@@ -82,3 +92,9 @@ def _selected(key: Any, kept: Any) -> bool:
     if not isinstance(key, tuple):
         return key in kept
     return any((key[0] if i == 1 else key[:i]) in kept for i in range(1, len(key) + 1))
+
+
+def _gathered(data: TensorDict, index: torch.Tensor) -> TensorDict:
+    """``data[index]`` for a 1-D long index: each tensor indexed, nested tensordicts alike."""
+    out = {key: _gathered(value, index) if type(value) is TensorDict else value[index] for key, value in data.items()}
+    return TensorDict._new_unsafe(out, batch_size=index.shape, device=data.device)
