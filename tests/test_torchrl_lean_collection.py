@@ -22,20 +22,29 @@ from rlplug.backends.torchrl.collection import CollectorCollection, LeanCollecti
 
 SMALL = ["hidden_sizes=[16, 16]", "batch_size=16", "log_every=100"]
 
+# name: (recipe, steps, overrides, whether the lean path acts on tensors rather than on the carrier)
 CASES = {
-    # 1 env: the time limit at step 200 ends the only env; OU noise keeps its state in the carrier
-    "sac-ou": ("sac-pendulum", 320, ["learning_starts=150", "exploration_noise=ou", "utd_ratio=0.25"]),
+    # 1 env: the time limit at step 200 ends the only env; TanhNormal samples on tensors
+    "sac": ("sac-pendulum", 320, ["learning_starts=150", "utd_ratio=0.25"], True),
+    # OU noise keeps its state in the carrier: the policy runs on the carrier
+    "sac-ou": ("sac-pendulum", 320, ["learning_starts=150", "exploration_noise=ou", "utd_ratio=0.25"], False),
     # 2 envs x 2 steps a batch, both truncated on one step; warm-up of 101 rounds up to 104 transitions
-    "td3": ("td3-pendulum", 440, ["num_envs=2", "train_every=2", "learning_starts=101", "utd_ratio=0.25"]),
-    # 3 envs ending at different steps; a 256-slot replay that wraps around
-    "dqn": ("dqn-cartpole", 600, ["num_envs=3", "train_every=4", "learning_starts=90", "buffer_size=256", "utd_ratio=0.25"]),
+    "td3": ("td3-pendulum", 440, ["num_envs=2", "train_every=2", "learning_starts=101", "utd_ratio=0.25"], True),
+    # 3 envs ending at different steps; a 256-slot replay that wraps around; epsilon set at every step
+    "dqn": ("dqn-cartpole", 600, ["num_envs=3", "train_every=4", "learning_starts=90", "buffer_size=256", "utd_ratio=0.25"],
+            True),  # fmt: skip
+    # upstream's EGreedyModule, its epsilon set once per batch
+    "dqn-batch-epsilon": ("dqn-cartpole", 300, ["num_envs=2", "train_every=4", "learning_starts=40", "utd_ratio=0.25",
+                                                "torchrl.epsilon_per_step=false"], True),  # fmt: skip
 }
 
 
-def _trained(recipe: str, steps: int, overrides: list[str], collector: bool, hooked: bool = False) -> dict:
+def _trained(recipe: str, steps: int, overrides: list[str], collector: bool, on_tensors: bool, hooked: bool = False) -> dict:
     build = rlplug.build(recipe, backend="torchrl", overrides=[*SMALL, *overrides, f"torchrl.collector={str(collector).lower()}"])
     try:
         assert isinstance(build.trainer.collection, CollectorCollection if collector else LeanCollection)
+        if not collector:
+            assert (build.trainer.collection.tensor_policy is not None) == on_tensors
         if hooked:  # batch_process replaces the batch's rewards (``set``), LogScalar reads them
             from rlplug.hooks import LogScalar, RewardScaling
 
@@ -59,10 +68,10 @@ def _trained(recipe: str, steps: int, overrides: list[str], collector: bool, hoo
 
 @pytest.mark.parametrize("case", [*CASES, "td3-hooked"])
 def test_lean_collection_stores_and_learns_what_the_collector_does(case):
-    recipe, steps, overrides = CASES[case.removesuffix("-hooked")]
+    recipe, steps, overrides, on_tensors = CASES[case.removesuffix("-hooked")]
     hooked = case.endswith("-hooked")
-    collector, lean = (_trained(recipe, steps, overrides, collector=flag, hooked=hooked) for flag in (True, False))
-    assert lean["env_steps"] == collector["env_steps"] >= steps
+    collector, lean = (_trained(recipe, steps, overrides, flag, on_tensors, hooked) for flag in (True, False))
+    assert lean["env_steps"] == collector["env_steps"] > steps - 20
     keys = set(collector["replay"].keys(True, True))
     assert keys == set(lean["replay"].keys(True, True)) and ("next", "truncated") in keys
     for key in keys:

@@ -26,6 +26,7 @@ from ..common.optim import adam
 from ..common.parallel import mean_over_ranks, sync_gradients
 from ..common.seeding import configure_threads, seed_everything
 from ..common.terms import TermMeans
+from .acting import egreedy_step
 from .buffers import extend_quietly
 from .export import torchrl_policy_export
 from .env import ClampAction, collector_state, load_collector_state, make_collector, make_env, quiet_torchrl_info
@@ -157,6 +158,7 @@ __all__ = [
     "OrnsteinUhlenbeckNoise",
     "TorchRLOffPolicyTrainer",
     "action_bounds_spec",
+    "egreedy_step",
     "loss_target_update",
     "ou_noise",
     "replay_buffer",

@@ -7,8 +7,9 @@ the replay contents and the losses of both on a fixed seed). They differ in what
 * ``CollectorCollection`` (``collector = true``): TorchRL's ``Collector`` over ``make_env``'s env. Every step
   goes through TorchRL's ``GymWrapper`` and transforms, ``step_mdp``, and the stack of per-step tensordicts.
 * ``LeanCollection``: steps the gymnasium vector env under that same TorchRL env itself, runs the
-  exploration policy on one reused tensordict (the carrier), and writes each step into a preallocated
-  ``[num_envs, train_every]`` block, which the replay buffer is extended with once per batch.
+  exploration policy on tensors (``acting.tensor_policy``; on one reused tensordict, the carrier, where a
+  module needs one), and writes each step into a preallocated ``[num_envs, train_every]`` block, which
+  the replay buffer is extended with once per batch.
 
 The TorchRL env is built either way (``make_env``): its construction probes and seeds the vector env, its
 specs give the block's layout, and its ``rand_action`` draws the warm-up actions, so the lean path starts
@@ -26,6 +27,7 @@ from tensordict import TensorDict
 from torch import nn
 from torchrl.envs import EnvBase, ExplorationType, set_exploration_type
 
+from .acting import tensor_policy
 from .buffers import extend_quietly
 from .env import collector_state, load_collector_state, make_collector
 
@@ -101,6 +103,8 @@ class LeanCollection:
         self._action_slot = self.block.get("action")
         self._flags = [self.block.get(("next", key)) for key in ("reward", "terminated", "truncated", "done")]
         self._bind_observations()
+        # the policy on tensors where all its modules allow (acting.py), else on the carrier
+        self.tensor_policy = tensor_policy(policy, self.observation_keys, self.carrier.batch_size)
 
     def _bind_observations(self) -> None:
         """The carrier's observations as tensors of its own, updated in place at every step (a reset's may
@@ -110,6 +114,7 @@ class LeanCollection:
             own = self.carrier.get(key).clone()
             self.carrier.set(key, own)
             self._observations.append(own)
+        self._inputs = dict(zip(self.observation_keys, self._observations))
 
     def next_batch(self) -> TensorDict:
         random = self.frames < self.init_random_frames
@@ -122,10 +127,11 @@ class LeanCollection:
     def _step(self, t: int, random: bool) -> None:
         carrier = self.carrier
         if random:
-            self.env.rand_action(carrier)
+            action = self.env.rand_action(carrier).get("action")
+        elif self.tensor_policy is not None and not self.tensor_policy.hooked():
+            action = self.tensor_policy(dict(self._inputs))["action"]
         else:
-            self.policy(carrier)
-        action = carrier.get("action")
+            action = self.policy(carrier).get("action")
         for slot, observation in zip(self._obs_slots, self._observations):
             slot[:, t] = observation
         self._action_slot[:, t] = action
