@@ -73,13 +73,15 @@ class CollectorCollection:
 class LeanCollection:
     """The collector's loop without its per-step tensordicts: the same batches, a fraction of the Python.
 
-    What the ``Collector`` does, step for step: the carrier (the env's reset tensordict) goes through the
-    exploration policy in RANDOM exploration mode (``env.rand_action`` during the warm-up, which counts whole
-    batches); its ``"action"`` steps the gymnasium vector env (SAME_STEP autoreset); ``("next", obs)`` is the
-    step's observation, or the ended episode's last one (``final_obs``) where a sub-env reset, and the carrier
-    goes on from the returned (reset) observation. Keys the policy leaves in the carrier (the OU noise's
-    state, the last action) carry over as they do through ``step_mdp``. Construction makes the one policy
-    call the collector makes to find the policy's output keys, so the random streams stay aligned.
+    What the ``Collector`` does, step for step: the exploration policy acts in RANDOM exploration mode on
+    the current observations (``env.rand_action`` during the warm-up, which counts whole batches), on
+    tensors (``acting.tensor_policy``) or else on the carrier (the env's reset tensordict, where keys the
+    policy leaves, such as the OU noise's state, carry over as through ``step_mdp``); the action steps the
+    gymnasium vector env (SAME_STEP autoreset); ``("next", obs)`` is the step's observation, or the ended
+    episode's last one (``final_obs``) where a sub-env reset, and collection goes on from the returned
+    (reset) observation, or, when every sub-env ended on the step, from one more reset of the whole vector
+    env, as TorchRL's wrapper does. Construction makes the one policy call the collector makes to find the
+    policy's output keys, so the random streams stay aligned.
     """
 
     def __init__(self, env: EnvBase, policy: nn.Module, num_envs: int, steps_per_batch: int, init_random_frames: int,
