@@ -81,10 +81,12 @@ def assert_one_line_error(result: subprocess.CompletedProcess, expected: str) ->
     assert expected in lines[0], lines[0]
 
 
-def make_build(plugin_module, backend, env_id, num_envs=4, steps=2048, seed=0, registry=None, loss=None, dataset=None, **hp_over):
+def make_build(plugin_module, backend, env_id, num_envs=4, steps=2048, seed=0, registry=None, loss=None, dataset=None,
+               settings=None, **hp_over):  # fmt: skip
     """A ``Build`` of the one algorithm ``plugin_module`` declares, wired stage by stage through the plugin's
     hooks, without recipes or discovery. ``plugin_module`` is the entry module's name (``"rlplug_sac"``).
-    Offline algorithms take ``dataset``, a dataset directory (see the ``random_dataset`` fixture)."""
+    Offline algorithms take ``dataset``, a dataset directory (see the ``random_dataset`` fixture);
+    ``settings`` overrides backend settings as a recipe's raw table does (``{"collector": True}``)."""
     import importlib
     from types import SimpleNamespace
 
@@ -102,7 +104,8 @@ def make_build(plugin_module, backend, env_id, num_envs=4, steps=2048, seed=0, r
     env = gym.make(env_id)
     observation_space, action_space = env.observation_space, env.action_space
     env.close()
-    build = Build(recipe=recipe, algorithm=spec, backend=backend, hp=hp, settings=spec.backends[backend].settings(hp, recipe),
+    translated = {**spec.backends[backend].settings(hp, recipe), **(settings or {})}
+    build = Build(recipe=recipe, algorithm=spec, backend=backend, hp=hp, settings=translated,
                   env_id=env_id, env_kwargs={}, num_envs=num_envs, observation_space=observation_space,
                   action_space=action_space, seed=seed, device="cpu",
                   loss_entry=registry.get(spec.name, backend, loss or spec.loss_for(backend)))  # fmt: skip

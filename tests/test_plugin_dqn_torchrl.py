@@ -208,9 +208,9 @@ def test_state_dict_round_trip(builds):
     steps_taken = [b.trainer.optimizer.state_dict()["state"][0]["step"] for b in (build, fresh)]
     assert steps_taken[0] == steps_taken[1]
     assert fresh.trainer.env_steps == 1_200 and fresh.trainer.gradient_steps == 250
-    # the collector's frame count is restored, so it is past the random warm-up as the original is
-    assert fresh.trainer.collector._frames == build.trainer.collector._frames == 1_200
-    assert fresh.trainer.collector.init_random_frames == build.trainer.collector.init_random_frames
+    # the collection's frame count is restored, so it is past the random warm-up as the original is
+    assert fresh.trainer.collection.frames == build.trainer.collection.frames == 1_200
+    assert fresh.trainer.collection.init_random_frames == build.trainer.collection.init_random_frames
     assert fresh.trainer.lr_scheduler.state_dict() == build.trainer.lr_scheduler.state_dict()
 
 

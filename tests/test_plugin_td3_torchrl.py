@@ -136,7 +136,7 @@ def test_checkpoint_round_trip_and_ou_annealing(builds):
     assert fresh.trainer.update_schedule.steps == build.trainer.update_schedule.steps > 0
     assert fresh.target_updater.steps == build.target_updater.steps
     assert float(fresh.trainer.noise.eps) == pytest.approx(0.2)
-    assert fresh.trainer.env_steps == 300 and fresh.trainer.collector._frames == 300  # past the random warm-up
+    assert fresh.trainer.env_steps == 300 and fresh.trainer.collection.frames == 300  # past the random warm-up
     online, targets = _online_and_targets(fresh.loss)
     online_old, targets_old = _online_and_targets(build.loss)
     assert _equal(online, online_old) and _equal(targets, targets_old)

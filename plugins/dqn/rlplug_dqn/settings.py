@@ -81,6 +81,8 @@ def torchrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
         "double_dqn": hp["double_dqn"],
         "loss_function": "l2" if hp["td_loss"] == "l2" else "smooth_l1",
         **torchrl_estimator_settings(hp, recipe),
+        # rlplug: false steps the gymnasium vector env on the lean path; true collects through TorchRL's Collector
+        "collector": False,
         "max_grad_norm": hp["max_grad_norm"],
         "eps_init": hp["epsilon_start"],
         "eps_end": hp["epsilon_end"],

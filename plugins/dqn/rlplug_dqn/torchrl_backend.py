@@ -23,6 +23,7 @@ from rlplug.backends.torchrl import (
     adam,
     configure_threads,
     describe_loss,
+    egreedy_step,
     lean_applies,
     loss_output,
     loss_target_update,
@@ -150,9 +151,16 @@ class PerStepEGreedyModule(EGreedyModule):
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         if exploration_type() in (ExplorationType.RANDOM, None):
-            self.eps.fill_(self.schedule(self.frames))
-            self.frames += max(1, tensordict.batch_size.numel())  # one transition per env
+            self._advance(tensordict.batch_size)
         return super().forward(tensordict)
+
+    def _advance(self, batch_size: torch.Size) -> None:
+        self.eps.fill_(self.schedule(self.frames))
+        self.frames += max(1, batch_size.numel())  # one transition per env
+
+    def tensor_step(self, batch_size: torch.Size) -> Any:
+        """This module on plain tensors (the lean collection's acting): the schedule, then upstream's draws."""
+        return egreedy_step(self, batch_size, before=lambda: self._advance(batch_size))
 
 
 # ---- trainer ------------------------------------------------------------------------------------

@@ -60,6 +60,8 @@ def torchrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
         **optimizer_settings(hp),
         **replay_settings(hp, recipe),
         **torchrl_estimator_settings(hp, recipe),
+        # rlplug: false steps the gymnasium vector env on the lean path; true collects through TorchRL's Collector
+        "collector": False,
         "gamma": hp["gamma"],
         "num_qvalue_nets": 2,
         "loss_function": "l2",

@@ -66,6 +66,8 @@ def torchrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
         **replay_settings(hp, recipe),
         "gamma": hp["gamma"],
         **torchrl_estimator_settings(hp, recipe),
+        # rlplug: false steps the gymnasium vector env on the lean path; true collects through TorchRL's Collector
+        "collector": False,
         "policy_noise": hp["target_policy_noise"],
         "noise_clip": hp["target_noise_clip"],
         "loss_function": "l2",  # skrl's MSE; TD3Loss defaults to smooth_l1

@@ -13,6 +13,7 @@ from ..common.encoders import standardised_observations
 from ..common.optim import adam
 from ..common.parallel import sync_gradients
 from ..common.seeding import configure_threads, seed_everything
+from .acting import egreedy_step
 from .lean import LeanLoss, LeanQNetwork, NetworkCall, chosen_q, lean_applies, loss_output, td0_target
 from .losses import describe_loss
 from .modules import (
@@ -76,6 +77,7 @@ __all__ = [
     "LossTargetUpdate",
     "TorchRLOffPolicyTrainer",
     "action_bounds_spec",
+    "egreedy_step",
     "loss_target_update",
     "ou_noise",
     "replay_buffer",

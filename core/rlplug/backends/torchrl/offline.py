@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import torch
 from tensordict import TensorDict
-from torchrl.data import LazyTensorStorage, RandomSampler, TensorDictReplayBuffer
+from torchrl.data import RandomSampler, TensorDictReplayBuffer
 
 from ...contract.hookspecs import Build
 from ...hooks import LOOPS
 from ..common.offline import OfflineTrainerBase, dataset_transitions
 from ..common.seeding import configure_threads, seed_everything
-from .buffers import extend_quietly
+from .buffers import TransitionStorage, extend_quietly
 from .staged import TorchRLStagedUpdates
 
 
@@ -48,7 +48,7 @@ def dataset_buffer(build: Build) -> TensorDictReplayBuffer:
     """A ``TensorDictReplayBuffer`` holding the whole dataset, sampled uniformly in ``batch_size`` batches."""
     data = dataset_tensordict(build)
     buffer = TensorDictReplayBuffer(
-        storage=LazyTensorStorage(len(data), device=build.device),
+        storage=TransitionStorage(len(data), device=build.device),  # upstream's, sampled leaf by leaf
         sampler=RandomSampler(),
         batch_size=build.settings["batch_size"],
     )

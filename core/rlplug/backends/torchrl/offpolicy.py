@@ -14,7 +14,7 @@ import gymnasium as gym
 import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
-from torchrl.data import Bounded, LazyMemmapStorage, LazyTensorStorage, RandomSampler, SliceSampler, TensorDictReplayBuffer
+from torchrl.data import Bounded, RandomSampler, SliceSampler, TensorDictReplayBuffer
 from torchrl.envs import ExplorationType
 from torchrl.envs.utils import exploration_type
 from torchrl.modules import OrnsteinUhlenbeckProcessModule
@@ -27,8 +27,9 @@ from ...hooks import LOOPS
 from ...util.rng import capture_rng_state, restore_rng_state
 from ..common.seeding import configure_threads, seed_everything
 from ..common.terms import TermMeans
-from .buffers import extend_quietly
-from .env import collector_state, load_collector_state, make_collector, make_env
+from .buffers import TransitionMemmapStorage, TransitionStorage
+from .collection import make_collection
+from .env import make_env
 from .modules import observation_keys
 from .staged import TorchRLStagedUpdates
 
@@ -43,6 +44,10 @@ TRANSITION_KEYS = (
     ("next", "terminated"),
     ("next", "truncated"),
 )
+
+
+# the hook points whose ops are handed the collected batch
+BATCH_HOOK_POINTS = ("batch_process", "pre_steps_log", "post_steps_log")
 
 
 def transition_keys(build: Build) -> tuple[Any, ...]:
@@ -60,13 +65,14 @@ def replay_buffer(build: Build) -> TensorDictReplayBuffer:
     slices of up to ``trajectory_slice`` steps (one environment, so storage order is time order; the
     settings refuse more), cut at episode ends, so the multi-step estimator sees real trajectories.
     ``replay_storage = "memmap"`` keeps it in memory-mapped files (``LazyMemmapStorage`` in a fresh
-    temporary directory, removed with the buffer) for buffers larger than RAM.
+    temporary directory, removed with the buffer) for buffers larger than RAM. Both storages write a
+    transition leaf by leaf (``TransitionStorage``: upstream's storage, without tensordict's indexing).
     """
     s = build.settings
     if s["replay_storage"] == "memmap":
-        storage = LazyMemmapStorage(s["buffer_size"], device=build.device)
+        storage = TransitionMemmapStorage(s["buffer_size"], device=build.device)
     else:
-        storage = LazyTensorStorage(s["buffer_size"], device=build.device)
+        storage = TransitionStorage(s["buffer_size"], device=build.device)
     if s.get("value_estimator", "td0") == "td0":
         sampler = RandomSampler()
     else:
@@ -187,9 +193,11 @@ def ou_noise(build: Build, sigma: float, theta: float) -> OrnsteinUhlenbeckNoise
 class TorchRLOffPolicyTrainer(TorchRLStagedUpdates, TrainerBase):
     """Collects ``train_every`` steps of every env per batch, stores them, then takes the gradient steps owed.
 
-    The collector draws uniformly random actions for the first ``learning_starts`` transitions
-    (``init_random_frames``), then runs the exploration policy in TorchRL's RANDOM exploration mode.
-    One iteration covers about ``log_every`` transitions (whole batches; the last stops at the budget).
+    Collection (``rlplug.backends.torchrl.collection``) draws uniformly random actions for the first
+    ``learning_starts`` transitions (the collector's ``init_random_frames``), then runs the exploration policy
+    in TorchRL's RANDOM exploration mode: the lean path by default, TorchRL's ``Collector`` with the setting
+    ``collector = true``; both give the same batches. One iteration covers about ``log_every`` transitions
+    (whole batches; the last stops at the budget).
 
     Subclasses give ``make_optimizers(build)`` and declare their update stages (``TorchRLStagedUpdates``),
     and may override ``make_exploration_policy(build)`` (called once the loss, optimisers and policy
@@ -214,11 +222,17 @@ class TorchRLOffPolicyTrainer(TorchRLStagedUpdates, TrainerBase):
         self.init_updates(build)
         self.exploration_policy = self.make_exploration_policy(build)
         self.env = make_env(build.env_spec, None, build.num_envs, build.seed, build.device)
-        self.collector = make_collector(self.env, self.exploration_policy, self.frames_per_batch)
-        # the collector's random warm-up counts in batches; round learning_starts up to whole batches
-        self.collector.init_random_frames = self.learning_starts
-        self._batches = iter(self.collector)
+        # the random warm-up counts in batches: learning_starts is rounded up to whole batches
+        self.collection = make_collection(
+            not s.get("collector", False), self.env, self.exploration_policy, build.num_envs, s["train_every"],
+            self.learning_starts, self.transition_keys,
+        )
         self._closed = False
+
+    @property
+    def collector(self) -> Any:
+        """TorchRL's ``Collector`` when the setting ``collector = true`` chose it, else ``None``."""
+        return getattr(self.collection, "collector", None)
 
     def make_exploration_policy(self, build: Build) -> nn.Module:
         """What the collector runs (in RANDOM exploration mode): the policy, by default."""
@@ -234,10 +248,12 @@ class TorchRLOffPolicyTrainer(TorchRLStagedUpdates, TrainerBase):
         terms = TermMeans()  # per term: TD3's actor term exists only on delayed steps
         updates = 0
         while self.env_steps + self.frames_per_batch <= stop:
-            batch = next(self._batches)
+            batch = self.collection.next_batch()
             self._track_episodes(batch)
+            if any(self.hooks.has(point) for point in BATCH_HOOK_POINTS):
+                batch = self.collection.own_batch(batch)  # ops may replace its entries: the lean path's block stays
             batch = self.hooks.batch_process(batch)
-            extend_quietly(self.memory, batch.select(*self.transition_keys).reshape(-1))
+            self.collection.store(self.memory, batch)
             self.hooks.pre_steps_log(batch)
             self.env_steps += self.frames_per_batch
             self.after_batch(self.frames_per_batch)
@@ -274,7 +290,7 @@ class TorchRLOffPolicyTrainer(TorchRLStagedUpdates, TrainerBase):
         return {
             "modules": self.module_state(),  # the loss (networks, targets), optimisers, schedules, target updater
             "memory": self.memory.state_dict(),  # storage, writer cursor, sampler: the replay a resume samples from
-            "collector": collector_state(self.collector),  # mid-episode envs and the next step's carrier
+            "collector": self.collection.state_dict(),  # mid-episode envs and the next step's carrier
             "gradient_steps": self.gradient_steps,
             "counters": self.counters(),
             "hooks": self.hooks.state_dict(),
@@ -284,7 +300,7 @@ class TorchRLOffPolicyTrainer(TorchRLStagedUpdates, TrainerBase):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.load_module_state(state["modules"])
         self.memory.load_state_dict(state["memory"])
-        load_collector_state(self.collector, state["collector"])
+        self.collection.load_state_dict(state["collector"])
         self.gradient_steps = int(state["gradient_steps"])
         self.load_counters(state["counters"])
         self.hooks.load_state_dict(state.get("hooks"))  # None: a checkpoint from before hooks were saved
@@ -325,6 +341,6 @@ class TorchRLOffPolicyTrainer(TorchRLStagedUpdates, TrainerBase):
     def close(self) -> None:
         if not self._closed:
             self._closed = True
-            self.collector.shutdown()
+            self.collection.close()
             if not self.env.is_closed:
                 self.env.close()
