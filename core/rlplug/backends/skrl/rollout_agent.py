@@ -24,7 +24,7 @@ from ...hooks.views import write_back
 from ..common.encoders import standardised_observations
 from ..common.parallel import mean_over_ranks
 from .settings import preprocessor, resolve_class
-from .staged import optimise
+from .staged import agent_arguments, optimise
 
 
 @dataclasses.dataclass
@@ -218,17 +218,11 @@ class OnPolicyAgent:
 
 
 def rollout_agent_arguments(build: Build) -> dict[str, Any]:
-    """The keyword arguments every single-agent ``OnPolicyAgent`` takes from the build (its config aside)."""
-    return {
-        "models": build.models,
-        "memory": build.memory,
-        "observation_space": build.observation_space,
-        "action_space": build.action_space,
-        "device": build.device,
-        "loss": build.loss,
-        "terms": build.loss_entry.terms,
-        "reported": build.loss_entry.reported,
-    }
+    """The keyword arguments every single-agent ``OnPolicyAgent`` takes from the build (its config aside): a staged
+    agent's, less the update stages' optimiser map and the target updater an on-policy agent has not."""
+    arguments = agent_arguments(build)
+    del arguments["optimisers"], arguments["target_updater"]
+    return arguments
 
 
 def rollout_config(build: Build, cfg_class: type, **overrides: Any) -> Any:
