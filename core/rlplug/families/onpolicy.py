@@ -83,6 +83,18 @@ NETWORK_PARAMS = (
 )
 """The policy and value MLPs."""
 
+RECURRENT_PARAMS = (
+    Param("recurrent", "", "recurrent core after the observation encoder, shared by policy and value inputs: 'lstm', "
+          "'gru', or '' (feed-forward)", choices=("", "lstm", "gru")),
+    Param("recurrent_hidden_size", 64, "hidden state width of the recurrent core", bounds="[1, 4096]",
+          search=(32, 64, 128, 256)),
+    Param("recurrent_layers", 1, "stacked recurrent layers", bounds="[1, 8]"),
+    Param("sequence_length", 16, "training sequence length: the update replays each env's rollout in sequences of this "
+          "many steps from the hidden state stored at the sequence's first step (hidden states reset inside a "
+          "sequence where an episode ended)", bounds="[1, 2**16]", search=(8, 16, 32, 64, 128)),
+)
+"""Recurrent policies (PPO): an LSTM or GRU between the encoder and the MLP heads; ignored unless ``recurrent``."""
+
 
 def clipped_family(
     package: str, skrl_settings: Callable[..., dict[str, Any]], torchrl_settings: Callable[..., dict[str, Any]], *,
@@ -131,7 +143,10 @@ def _updates(hp: Mapping[str, Any], recipe: Any) -> int:
 
 def network_settings(hp: Mapping[str, Any]) -> dict[str, Any]:
     """The model settings, named alike on both backends."""
-    return {"hidden_sizes": list(hp["hidden_sizes"]), "activation": hp["activation"], "initial_log_std": hp["initial_log_std"]}
+    settings = {"hidden_sizes": list(hp["hidden_sizes"]), "activation": hp["activation"], "initial_log_std": hp["initial_log_std"]}
+    if hp.get("recurrent"):
+        settings.update({name: hp[name] for name in ("recurrent", "recurrent_hidden_size", "recurrent_layers", "sequence_length")})
+    return settings
 
 
 def skrl_onpolicy_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from rlplug.families import (
     GYMNASIUM_PARAMS,
     NETWORK_PARAMS,
     ONPOLICY_PARAMS,
+    RECURRENT_PARAMS,
     SCHEDULE_PARAMS,
     clipped_family,
 )
@@ -19,7 +20,7 @@ from rlplug.families import (
 from .settings import skrl_settings, torchrl_settings
 
 # the on-policy family's parameters, all of them (rlplug.families)
-PARAMS = (*ONPOLICY_PARAMS, *SCHEDULE_PARAMS, *CLIP_PARAMS, *GYMNASIUM_PARAMS, *NETWORK_PARAMS)
+PARAMS = (*ONPOLICY_PARAMS, *SCHEDULE_PARAMS, *CLIP_PARAMS, *GYMNASIUM_PARAMS, *NETWORK_PARAMS, *RECURRENT_PARAMS)
 
 SKRL_DOC = "clipped surrogate + (clipped) MSE value loss + entropy bonus; skrl's own PPO math"
 TORCHRL_DOC = "torchrl.objectives.ClipPPOLoss with a GAE value estimator"
