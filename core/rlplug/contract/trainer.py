@@ -74,6 +74,16 @@ class TrainerBase(TorchRLTrainerAPI):
         """Greedy / mean action for a batch of raw (unnormalised) observations."""
         raise NotImplementedError
 
+    def reset_acting_state(self) -> None:
+        """Start new episodes for ``act_deterministic``: a recurrent policy carries a hidden state from one call
+        to the next (one row per observation of the batch, reset here and when the batch size changes); a
+        feed-forward policy has nothing to reset. Evaluation calls it before every episode."""
+
+    recurrent_state_shape: tuple[int, int] | None = None
+    """``(layers, width)`` of a recurrent policy's hidden state as its exported file takes it (``hidden``:
+    float32 ``[B, layers, width]``; an LSTM's ``h`` then ``c``, so ``width = 2 x hidden size``; zeros start an
+    episode); ``None`` for a feed-forward policy."""
+
     steps_per_iteration: int | None = None
     """Set by trainers whose iterations collect a fixed number of transitions (a PPO rollout)."""
 
@@ -137,7 +147,8 @@ class TrainerBase(TorchRLTrainerAPI):
 
     def evaluate(self, episodes: int, video_dir: str | None = None) -> list[float]:
         return evaluate_policy(
-            self.build.env_spec, None, self.act_deterministic, episodes, self.build.seed, video_dir=video_dir
+            self.build.env_spec, None, self.act_deterministic, episodes, self.build.seed, video_dir=video_dir,
+            reset=self.reset_acting_state,
         )
 
     def replay_transitions(self) -> dict[str, Any]:

@@ -46,6 +46,7 @@ def evaluate_policy(
     seed: int,
     max_steps: int = 100_000,
     video_dir: str | None = None,
+    reset: Callable[[], None] | None = None,
 ) -> list[float]:
     """Run ``episodes`` episodes with ``act(observation[None]) -> action[None]`` and return their returns.
 
@@ -55,7 +56,8 @@ def evaluate_policy(
     observations as float32, images and other integer observations in their own dtype, a ``Dict`` as a
     mapping of batches) and must return a batch of one action chosen deterministically (argmax /
     distribution mean); no exploration noise. ``video_dir`` records every episode there with gymnasium's
-    ``RecordVideo`` (which needs ``moviepy``).
+    ``RecordVideo`` (which needs ``moviepy``). ``reset`` is called before each episode (a recurrent policy
+    clears its hidden state there).
     """
     import gymnasium as gym
 
@@ -76,6 +78,8 @@ def evaluate_policy(
         for episode in range(episodes):
             obs, _ = made.reset(seed=seed + EVAL_SEED_OFFSET + episode)
             total, done, steps = 0.0, False, 0
+            if reset is not None:
+                reset()
             while not done and steps < max_steps:
                 action = act(batch_of_one(obs))[0]
                 if isinstance(made.action_space, gym.spaces.Discrete):
