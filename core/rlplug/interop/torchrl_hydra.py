@@ -265,6 +265,7 @@ def _ppo(x: Export) -> None:
            False)  # fmt: skip
     x.drop("normalize_values", s["normalize_values"], "PPOTrainer's GAE has no value normalisation", False)
     x.drop("kl_early_stop", s["kl_early_stop"], "PPOTrainer has no KL early stop", 0.0)
+    x.drop("recurrent", s.get("recurrent", ""), "the exported networks are feed-forward MLPs (no LSTM / GRU core)", "")
     x.drop("kl_estimator", s.get("kl_estimator", "k1"), "ClipPPOLoss logs kl_approx as mean(-log r)", "k1")
     if s["normalize_advantage"] and s.get("advantage_norm_scope") == "rollout":
         x.approximated.append("advantage_norm_scope = 'rollout': ClipPPOLoss standardises each minibatch's advantages, "

@@ -22,7 +22,8 @@ from torchrl.objectives import ClipPPOLoss
 
 
 def build_models(build: Build) -> dict[str, Any]:
-    """Separate actor (Categorical or Gaussian) and critic MLPs, initialised from ``build.seed``.
+    """Separate actor (Categorical or Gaussian) and critic MLPs, initialised from ``build.seed``; with
+    ``recurrent`` an LSTM or GRU core between each one's encoder and its MLP head.
 
     With ``normalize_observations`` both networks start with the same ``RunningNormalizer``, so the
     collector's policy, the loss and ``act_deterministic`` all standardise observations identically

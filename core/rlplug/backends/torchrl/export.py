@@ -107,19 +107,25 @@ def deterministic_head(actor: nn.Module) -> tuple[nn.Module, nn.Module]:
         return actor.module[0].module, Argmax()
     if isinstance(actor, ProbabilisticActor):
         params, sampler = actor.module[0], actor.module[-1]
-        kind, kwargs = sampler.distribution_class, dict(sampler.distribution_kwargs or {})
         if not isinstance(params, TensorDictModule):
             raise ExportUnsupportedError(f"the actor's parameter module is a {type(params).__name__}, not one TensorDictModule")
-        if kind is Categorical:
-            return params.module, Argmax()
-        if kind is IndependentNormal and not kwargs.get("tanh_loc", False):
-            return params.module, Loc()
-        if kind is TanhNormal and not kwargs.get("tanh_loc", False) and {"low", "high"} <= set(kwargs):
-            return params.module, TanhNormalMode(kwargs["low"], kwargs["high"])
-        raise ExportUnsupportedError(f"the deterministic action of a {kind.__name__} actor with {sorted(kwargs)} cannot be exported")
+        return params.module, distribution_mode(sampler)
     if isinstance(actor, TensorDictModule) and len(actor.out_keys) == 1:
         return actor.module, nn.Identity()
     raise ExportUnsupportedError(f"a {type(actor).__name__} actor cannot be exported")
+
+
+def distribution_mode(sampler: Any) -> nn.Module:
+    """What DETERMINISTIC exploration makes of a ``ProbabilisticActor``'s distribution parameters: the argmax
+    of a ``Categorical``'s logits, an ``IndependentNormal``'s loc, a ``TanhNormal``'s squashed loc."""
+    kind, kwargs = sampler.distribution_class, dict(sampler.distribution_kwargs or {})
+    if kind is Categorical:
+        return Argmax()
+    if kind is IndependentNormal and not kwargs.get("tanh_loc", False):
+        return Loc()
+    if kind is TanhNormal and not kwargs.get("tanh_loc", False) and {"low", "high"} <= set(kwargs):
+        return TanhNormalMode(kwargs["low"], kwargs["high"])
+    raise ExportUnsupportedError(f"the deterministic action of a {kind.__name__} actor with {sorted(kwargs)} cannot be exported")
 
 
 def torchrl_policy_export(build: Any, actor: nn.Module, clamp: bool = False) -> ExportedPolicy:
@@ -139,3 +145,50 @@ def torchrl_policy_export(build: Any, actor: nn.Module, clamp: bool = False) -> 
     else:
         bounds = None
     return ExportedPolicy(TorchRLDeterministicPolicy(net, then, bounds), signature)
+
+
+# ---- recurrent actors (recurrent.py) --------------------------------------------------------------
+
+
+class RecurrentDeterministicPolicy(nn.Module):
+    """``(*observations, hidden) -> (action, hidden)`` of a ``features -> LSTM / GRU -> head`` actor, one step.
+
+    ``hidden`` is float32 ``[B, layers, width]``: a GRU's h, or an LSTM's h then c on the last axis
+    (``width = 2 x hidden size``); zeros start an episode. The torch RNN is the one inside TorchRL's
+    ``LSTMModule`` / ``GRUModule`` (batch first), run on a sequence of one step."""
+
+    def __init__(self, features: nn.Module, rnn: nn.Module, head: nn.Module, then: nn.Module, bounds: nn.Module | None) -> None:
+        super().__init__()
+        self.features, self.rnn, self.head, self.then = features, rnn, head, then
+        self.bounds = bounds if bounds is not None else nn.Identity()
+        self.lstm = isinstance(rnn, nn.LSTM)
+
+    def forward(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        hidden = inputs[-1].transpose(0, 1)  # the RNN's [layers, B, width]
+        x = self.features(*inputs[:-1]).unsqueeze(1)
+        if self.lstm:
+            h, c = hidden.chunk(2, dim=-1)
+            y, (h, c) = self.rnn(x, (h.contiguous(), c.contiguous()))
+            hidden = torch.cat([h, c], dim=-1)
+        else:
+            y, hidden = self.rnn(x, hidden.contiguous())
+        action = self.bounds(self.then(self.head(y.squeeze(1))))
+        return action, hidden.transpose(0, 1)
+
+
+def recurrent_policy_export(build: Any, actor: ProbabilisticActor, clamp: bool = False) -> ExportedPolicy:
+    """The ``ExportedPolicy`` of a recurrent TorchRL actor (``recurrent.recurrent_actor_critic``): one more
+    input after the observations, ``hidden`` (float32 ``[B, layers, width]``), and the next hidden state
+    returned after the action. The signature names it under ``inputs`` and describes it under
+    ``"recurrent"`` (kind, layers, width, hidden size)."""
+    from .recurrent import actor_parts, state_shape
+
+    features, rnn, params, sampler = actor_parts(actor)
+    signature = policy_signature(build)
+    layers, width = state_shape(actor)
+    signature["inputs"].append({"name": "hidden", "dtype": "float32", "shape": ["B", layers, width]})
+    signature["recurrent"] = {"kind": "lstm" if isinstance(rnn, nn.LSTM) else "gru", "layers": layers, "width": width,
+                              "hidden_size": rnn.hidden_size, "output": "hidden"}  # fmt: skip
+    bounds = ClampToBounds(build.action_space.low, build.action_space.high) if clamp and signature["action"]["kind"] == "box" else None
+    policy = RecurrentDeterministicPolicy(features, rnn, params.module, distribution_mode(sampler), bounds)
+    return ExportedPolicy(policy, signature)

@@ -11,7 +11,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 from tensordict import TensorDict
-from tensordict.nn import AddStateIndependentNormalScale, NormalParamExtractor, TensorDictModule
+from tensordict.nn import AddStateIndependentNormalScale, NormalParamExtractor, TensorDictModule, TensorDictModuleBase, TensorDictSequential
 from torch import nn
 from torch.distributions import Categorical
 from torchrl.data import Categorical as CategoricalSpec
@@ -144,14 +144,22 @@ def find_module(root: nn.Module, module_type: type[nn.Module]) -> nn.Module | No
 # or "state_action_value".
 
 
-def categorical_actor(net: nn.Module, observation_key: Any = "observation") -> ProbabilisticActor:
+def _after(before: Sequence[TensorDictModuleBase], params: TensorDictModule) -> TensorDictModuleBase:
+    """``params`` alone, or run after the modules ``before`` it (a recurrent actor's encoder and core)."""
+    return TensorDictSequential(*before, params) if before else params
+
+
+def categorical_actor(
+    net: nn.Module, observation_key: Any = "observation", before: Sequence[TensorDictModuleBase] = ()
+) -> ProbabilisticActor:
     """A policy over Discrete actions from the logits ``net`` computes; "action" is an index (int64).
 
     Index actions match ``GymWrapper(categorical_action_encoding=True)`` and what the evaluation loop
-    passes to gymnasium. Deterministic mode takes the argmax.
+    passes to gymnasium. Deterministic mode takes the argmax. ``before``: tensordict modules that compute
+    ``observation_key`` first (a recurrent actor's features and core, ``recurrent.py``).
     """
     return ProbabilisticActor(
-        TensorDictModule(net, in_keys=_keys(observation_key), out_keys=["logits"]),
+        _after(before, TensorDictModule(net, in_keys=_keys(observation_key), out_keys=["logits"])),
         in_keys=["logits"],
         out_keys=["action"],
         distribution_class=Categorical,
@@ -160,17 +168,18 @@ def categorical_actor(net: nn.Module, observation_key: Any = "observation") -> P
 
 
 def gaussian_actor(
-    net: nn.Module, action_size: int, initial_log_std: float = 0.0, observation_key: Any = "observation"
+    net: nn.Module, action_size: int, initial_log_std: float = 0.0, observation_key: Any = "observation",
+    before: Sequence[TensorDictModuleBase] = (),
 ) -> ProbabilisticActor:
     """A diagonal Gaussian over Box actions: ``net`` computes the mean, the log std is one learned
     state-independent parameter per action dimension, initialised to ``initial_log_std``.
 
     Samples are unbounded; ``make_env`` clamps them to the action space on the way into the env.
-    Deterministic mode returns the mean.
+    Deterministic mode returns the mean. ``before``: as ``categorical_actor``'s.
     """
     head = _then(net, AddStateIndependentNormalScale(action_size, scale_mapping="exp", init_value=initial_log_std))
     return ProbabilisticActor(
-        TensorDictModule(head, in_keys=_keys(observation_key), out_keys=["loc", "scale"]),
+        _after(before, TensorDictModule(head, in_keys=_keys(observation_key), out_keys=["loc", "scale"])),
         in_keys=["loc", "scale"],
         out_keys=["action"],
         distribution_class=IndependentNormal,
@@ -179,14 +188,15 @@ def gaussian_actor(
 
 
 def stochastic_actor(
-    net_factory: Any, action_space: gym.Space, initial_log_std: float = 0.0, observation_key: Any = "observation"
+    net_factory: Any, action_space: gym.Space, initial_log_std: float = 0.0, observation_key: Any = "observation",
+    before: Sequence[TensorDictModuleBase] = (),
 ) -> ProbabilisticActor:
     """Categorical actor for Discrete, Gaussian actor for Box; ``net_factory(output_size)`` builds the net."""
     if isinstance(action_space, gym.spaces.Discrete):
-        return categorical_actor(net_factory(int(action_space.n)), observation_key)
+        return categorical_actor(net_factory(int(action_space.n)), observation_key, before)
     if isinstance(action_space, gym.spaces.Box):
         size = int(np.prod(action_space.shape))
-        return gaussian_actor(net_factory(size), size, initial_log_std, observation_key)
+        return gaussian_actor(net_factory(size), size, initial_log_std, observation_key, before)
     raise TypeError(f"no default stochastic actor for action space {action_space}")
 
 

@@ -33,7 +33,7 @@ from ..common.parallel import mean_over_ranks, sync_gradients
 from ..common.seeding import configure_threads, seed_everything
 from .buffers import extend_quietly
 from .env import collector_state, load_collector_state, make_collector, make_env
-from .export import torchrl_policy_export
+from .export import recurrent_policy_export, torchrl_policy_export
 from .modules import (
     RunningNormalizer,
     find_module,
@@ -43,6 +43,17 @@ from .modules import (
     stochastic_actor,
     value_operator,
 )
+from .recurrent import (
+    ActingState,
+    carry_hidden_states,
+    cut_sequences,
+    module_hidden_keys,
+    recurrent_actor_critic,
+    rollout_policy,
+    sequence_count,
+    state_shape,
+    value_inputs,
+)
 
 # ---- models and memory --------------------------------------------------------------------------
 
@@ -50,7 +61,8 @@ from .modules import (
 def actor_critic_modules(build: Build) -> dict[str, nn.Module]:
     """Separate actor (Categorical or Gaussian) and critic MLPs, initialised from ``build.seed``.
 
-    Reads the on-policy family's network settings. With ``normalize_observations`` both networks
+    Reads the on-policy family's network settings; with ``recurrent`` each network is ``features -> LSTM /
+    GRU -> MLP head`` (``recurrent.recurrent_actor_critic``). With ``normalize_observations`` both networks
     start with the same ``RunningNormalizer``, so the collector's policy, the loss and
     ``act_deterministic`` all standardise observations identically and the statistics travel inside
     the actor's ``state_dict`` (``TorchRLRolloutTrainer`` updates them after each update).
@@ -63,6 +75,9 @@ def actor_critic_modules(build: Build) -> dict[str, nn.Module]:
     normalizer = RunningNormalizer(int(np.prod(build.observation_space.shape))) if standardise else None
     keys = observation_keys(build)
 
+    if s.get("recurrent"):  # features -> LSTM / GRU -> MLP head (recurrent.py)
+        return {name: module.to(build.device) for name, module in recurrent_actor_critic(build, normalizer).items()}
+
     def net(output_size: int) -> nn.Module:
         body = observation_net(build, output_size, s["hidden_sizes"], s["activation"])
         return body if normalizer is None else nn.Sequential(normalizer, body)
@@ -72,8 +87,16 @@ def actor_critic_modules(build: Build) -> dict[str, nn.Module]:
 
 
 def rollout_buffer(build: Build) -> ReplayBuffer:
-    """One batch of transitions; iterating it yields one epoch of minibatches without replacement."""
+    """One batch of transitions; iterating it yields one epoch of minibatches without replacement. A
+    recurrent cell's holds the batch's sequences (``recurrent.cut_sequences``) and draws whole ones."""
     s = build.settings
+    if s.get("recurrent"):
+        sequences, per_minibatch = sequence_count(s, build.num_envs)
+        return ReplayBuffer(
+            storage=LazyTensorStorage(sequences, device=build.device),
+            sampler=SamplerWithoutReplacement(),
+            batch_size=per_minibatch,
+        )
     return ReplayBuffer(
         storage=LazyTensorStorage(s["frames_per_batch"], device=build.device),
         sampler=SamplerWithoutReplacement(),
@@ -196,7 +219,12 @@ class TorchRLRolloutTrainer(TrainerBase):
     ``total_updates``, ``kl_early_stop``, ``normalize_observations`` and ``bootstrap_truncated``
     (without it a time-limit cut ends the return), and ``advantage_norm_scope`` (with
     ``normalize_advantage``), ``value_norm_update`` and ``observation_norm_update``: absent, the loop
-    behaves as before they existed; PPO sets skrl's semantics (``rlplug_ppo.settings``). The keys
+    behaves as before they existed; PPO sets skrl's semantics (``rlplug_ppo.settings``). With ``recurrent``
+    (``recurrent.py``) the collector steps actor and critic together and stores both hidden states with every
+    step, the critic values each step from the state stored with it, GAE runs over each env's whole rollout
+    as before, and the buffer holds the rollout cut into ``sequence_length`` steps per env: minibatches of
+    whole sequences, which the loss replays in TorchRL's recurrent mode from the stored state at each
+    sequence's start (from zeros where ``is_init`` starts an episode inside one). The keys
     are a single-agent env's; a multi-agent cell sets ``observation_key``, ``value_key``,
     ``action_key``, ``done_key`` and ``terminated_key`` to its group's before ``__init__`` and
     overrides ``make_env``, ``step_rewards``, ``observation_batch`` and ``raw_envs``.
@@ -220,6 +248,13 @@ class TorchRLRolloutTrainer(TrainerBase):
         if s["frames_per_batch"] % build.num_envs:
             raise ValueError(f"frames_per_batch {s['frames_per_batch']} is not a multiple of num_envs {build.num_envs}")
         self.actor, self.critic = build.models["actor"], build.models["critic"]
+        # recurrent (recurrent.py): the update replays sequences of this many steps; 0 for feed-forward
+        self.sequence_length = int(s["sequence_length"]) if s.get("recurrent") else 0
+        self.critic_hidden_keys = module_hidden_keys(self.critic) if self.sequence_length else []
+        self.acting_state = ActingState(self.actor) if self.sequence_length else None
+        if self.sequence_length:
+            sequence_count(s, build.num_envs)  # refuses a length that does not divide each env's rollout
+            self.recurrent_state_shape = state_shape(self.actor)
         self.loss, self.memory = build.loss, build.memory
         self.terms = tuple(build.loss_entry.terms)
         self.logged_terms = self.terms + tuple(t for t in build.loss_entry.reported if t not in self.terms)
@@ -255,7 +290,12 @@ class TorchRLRolloutTrainer(TrainerBase):
             raise ValueError("kl_adaptive and kl_early_stop need a loss that reports a 'kl_approx' term")
 
         self.env = self.make_env(build)
-        self.collector = make_collector(self.env, self.actor, s["frames_per_batch"])
+        policy = self.actor
+        if self.sequence_length:
+            # the critic steps with the actor, so its hidden state is carried and stored with each step too
+            policy = rollout_policy(self.actor, self.critic)
+            carry_hidden_states(self.env, policy)
+        self.collector = make_collector(self.env, policy, s["frames_per_batch"])
         self._batches = iter(self.collector)
         self._closed = False
 
@@ -271,7 +311,7 @@ class TorchRLRolloutTrainer(TrainerBase):
         self.hooks.pre_steps_log(batch)
         with torch.no_grad():
             self._compute_advantages(batch)
-        extend_quietly(self.memory, batch.reshape(-1))
+        extend_quietly(self.memory, self.memory_rows(batch))
         self.hooks.pre_optim_steps()
         metrics = self._update(batch)
         if self.observation_normalizer is not None and self.observation_norm_update == "after_update":
@@ -285,6 +325,11 @@ class TorchRLRolloutTrainer(TrainerBase):
             metrics["train/episode_return"] = episode_return
         return metrics
 
+    def memory_rows(self, batch: TensorDict) -> TensorDict:
+        """What the rollout buffer holds of a ``[num_envs, steps]`` batch: its transitions, or (recurrent) its
+        sequences of ``sequence_length`` consecutive steps of one env."""
+        return cut_sequences(batch, self.sequence_length) if self.sequence_length else batch.reshape(-1)
+
     def step_rewards(self, batch: TensorDict) -> torch.Tensor:
         """``[num_envs, steps]`` rewards the training returns sum (multi-agent: the agents' mean)."""
         return batch["next", "reward"].reshape(batch.shape)
@@ -296,9 +341,14 @@ class TorchRLRolloutTrainer(TrainerBase):
             self.episodes.update(rewards[:, t], dones[:, t])
 
     def _compute_advantages(self, batch: TensorDict) -> None:
-        """Values of every observation and next observation in one critic call, then the loss's estimator."""
-        observations = {key: torch.stack([batch[key], batch["next", key]]) for key in self.observation_keys}
-        values = self.critic(TensorDict(observations, batch_size=[2, *batch.shape]))[self.value_key]
+        """Values of every observation and next observation in one critic call, then the loss's estimator.
+        A recurrent critic reads each step with the hidden states the rollout stored (before and after it)."""
+        if self.sequence_length:
+            inputs = value_inputs(batch, self.observation_keys, self.critic_hidden_keys)
+        else:
+            observations = {key: torch.stack([batch[key], batch["next", key]]) for key in self.observation_keys}
+            inputs = TensorDict(observations, batch_size=[2, *batch.shape])
+        values = self.critic(inputs)[self.value_key]
         if self.value_normalizer is not None:
             if self.value_norm_update == "values_and_returns":
                 # skrl's inverse scaling clips the standardised prediction to the scaler's +-5 first
@@ -332,7 +382,7 @@ class TorchRLRolloutTrainer(TrainerBase):
         for epoch in range(self.num_epochs):
             epoch_batch = self.hooks.pre_epoch(batch)
             if self.hooks.has("pre_epoch"):  # a hook prepared the epoch's data (TorchRL's ValueEstimatorHook)
-                extend_quietly(self.memory, epoch_batch.reshape(-1))
+                extend_quietly(self.memory, self.memory_rows(epoch_batch))
             epoch_kl: list[torch.Tensor] = []
             stop = False
             for minibatch in self.memory:
@@ -377,15 +427,29 @@ class TorchRLRolloutTrainer(TrainerBase):
         return observation_batch(observations, self.build.device)
 
     def act_deterministic(self, observations: np.ndarray) -> np.ndarray:
+        """A recurrent actor acts from the hidden state the previous call left (zeros for a new batch)."""
+        inputs = self.observation_batch(observations)
+        if self.acting_state is not None:
+            inputs = self.acting_state.inputs(inputs)
         with torch.no_grad(), set_exploration_type(ExplorationType.DETERMINISTIC):
-            action = self.actor(self.observation_batch(observations))[self.action_key]
+            output = self.actor(inputs)
+        if self.acting_state is not None:
+            self.acting_state.carry(output)
+        action = output[self.action_key]
         if self.action_bounds is not None:
             action = torch.clamp(action, *self.action_bounds)
         return action.cpu().numpy()
 
+    def reset_acting_state(self) -> None:
+        if self.acting_state is not None:
+            self.acting_state.reset()
+
     def export_policy(self) -> nn.Module:
         """``act_deterministic`` as one module: the actor's network (normaliser and encoder inside), its
-        argmax or Gaussian mean, clamped into the Box bounds (one over ``[B, n_agents, obs]`` multi-agent)."""
+        argmax or Gaussian mean, clamped into the Box bounds (one over ``[B, n_agents, obs]`` multi-agent).
+        A recurrent actor's takes and returns its hidden state too (``recurrent_policy_export``)."""
+        if self.sequence_length:
+            return recurrent_policy_export(self.build, self.actor, clamp=self.action_bounds is not None)
         return torchrl_policy_export(self.build, self.actor, clamp=self.action_bounds is not None)
 
     # -- checkpoints ------------------------------------------------------------------------------
