@@ -96,11 +96,11 @@ RECURRENT_PARAMS = (
 """Recurrent policies (PPO): an LSTM or GRU between the encoder and the MLP heads; ignored unless ``recurrent``."""
 
 RECURRENT_RULES = (
-    Rule(("sequence_length", "rollout_steps"), "rollout_steps is a multiple of sequence_length (with recurrent)",
+    Rule(("sequence_length", "rollout_steps"), "rollout_steps % sequence_length == 0 with recurrent",
          lambda hp, recipe: not hp.get("recurrent") or hp["rollout_steps"] % hp["sequence_length"] == 0,
          "each env's rollout is cut into whole training sequences"),
     Rule(("minibatches", "rollout_steps", "sequence_length", "num_envs"),
-         "minibatches <= rollout_steps / sequence_length x num_envs (with recurrent)",
+         "minibatches <= rollout_steps / sequence_length x num_envs with recurrent",
          lambda hp, recipe: not hp.get("recurrent") or hp["minibatches"] <= hp["rollout_steps"] // hp["sequence_length"] * recipe.num_envs,
          "a recurrent minibatch holds whole sequences, at least one"),
 )
