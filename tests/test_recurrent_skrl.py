@@ -173,6 +173,22 @@ def test_an_exported_recurrent_policy_acts_as_the_trainer_over_whole_episodes(tm
         build.trainer.close()
 
 
+@pytest.mark.parametrize("env_id", ["RlplugTinyImage-v0", "RlplugTinyDict-v0"])
+def test_the_core_reads_the_encoders_features_of_images_and_dicts(tmp_path, env_id):
+    import image_envs  # noqa: F401 - registers the tiny image and Dict environments
+    from rlplug.results.export import export_policy
+
+    cnn = "encoder_kwargs={ channels = [4], kernels = [3], strides = [1], features = 8 }"
+    build = Session().build("ppo-lstm-cartpole-novel", "skrl", [*TINY, "hide_observation=[]", f'env="{env_id}"', cnn, "steps=64"])
+    try:
+        policy = build.trainer.agent.policy
+        assert policy.recurrent.rnn.input_size == policy.encoder.features  # the core reads the encoder's features
+        build.trainer.train(64)
+        assert export_policy(build, tmp_path / "policy.pt")["max_abs_difference"] == 0.0  # checked over 2 episodes
+    finally:
+        build.trainer.close()
+
+
 def test_an_export_whose_state_is_not_carried_is_refused(tmp_path, monkeypatch):
     from rlplug.errors import ExportUnsupportedError
     from rlplug.results.export import ExportedFile, export_policy
