@@ -6,10 +6,11 @@ one input per key of a ``Dict`` space, in sorted key order; ``[B, n_agents, obs_
 cell) and its one output, ``action``, is what ``act_deterministic`` returns (int64 indices for Discrete
 actions, float32 inside the bounds for Box). A recurrent policy's file takes one more input and returns one
 more output, ``hidden`` (float32 ``[B, layers, width]``, zeros at an episode's start; ONNX names the output
-``next_hidden``: the contract in ``rlplug.backends.common.export``); read back, it carries that state from one ``act`` to the next as
-``act_deterministic`` does, and its check runs whole episodes beside the trainer. Both formats carry the same
-JSON metadata: the run's recipe, algorithm, backend, environment and step count, and the input / action
-(/ hidden) signature (``rlplug.backends.common.export.policy_signature``). Torch and numpy are imported only when a function runs (the CLI's parser reads ``FORMATS``).
+``next_hidden``: the contract in ``rlplug.backends.common.export``); read back, it carries that state from
+one ``act`` to the next as ``act_deterministic`` does, and its check runs whole episodes beside the trainer.
+Both formats carry the same JSON metadata: the run's recipe, algorithm, backend, environment and step
+count, and the input / action (/ hidden) signature (``rlplug.backends.common.export.policy_signature``).
+Torch and numpy are imported only when a function runs (the CLI's parser reads ``FORMATS``).
 """
 
 from __future__ import annotations

@@ -9,8 +9,9 @@ the update's episode-end flags:
 
 * evaluation mode (acting, the rollout, the values stored with it), or inputs without ``terminated``:
   ``B`` observations, one step each, from the ``B`` states given;
-* training mode with ``terminated`` (and ``truncated``) in the inputs (the update): ``B = N x L`` observations that are ``N`` sequences of ``L`` consecutive steps,
-  sequence by sequence, with the states stored at every step; each sequence starts from the state stored at
+* training mode with ``terminated`` (and ``truncated``) in the inputs (the update): ``B = N x L``
+  observations that are ``N`` sequences of ``L`` consecutive steps, sequence by sequence, with the states
+  stored at every step; each sequence starts from the state stored at
   its first step and steps through the others, its state reset to zeros after a step whose ``terminated``
   or ``truncated`` flag (``inputs``) is set: an episode that ended inside the sequence.
 """
