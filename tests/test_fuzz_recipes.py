@@ -202,6 +202,9 @@ RULE_BREAKERS = {  # rule text -> overrides that break it (on the algorithm's fi
                                                                  "batch_size=64", "num_envs=1"],
     "num_envs == 1 with td1 / td_lambda": ["value_estimator=\"td_lambda\"", "num_envs=2", "trajectory_slice=8",
                                            "batch_size=64"],
+    "rollout_steps % sequence_length == 0 with recurrent": ["recurrent=\"lstm\"", "rollout_steps=32", "sequence_length=5"],
+    "minibatches <= rollout_steps / sequence_length x num_envs with recurrent": ["recurrent=\"gru\"", "rollout_steps=32",
+                                                                                "sequence_length=16", "num_envs=2", "minibatches=5"],
 }
 
 RULE_CASES = [

@@ -23,7 +23,10 @@ then checks, in order:
 6. resume equivalence: ``steps`` then a save / load into a fresh build then ``steps`` more ends
    with the same state (models, optimisers, schedules, counters, RNG, the state of a training hook
    registered on each build: ``ResumeProbe``) as ``2 * steps`` straight, bit for bit unless
-   ``resume_tolerance`` says otherwise.
+   ``resume_tolerance`` says otherwise. For a recurrent policy (``Trainer.recurrent_state_shape``) the
+   save happens with an episode running in some environment (refused otherwise: choose other ``steps``),
+   so the hidden states carried mid-episode must be in the checkpoint; acting from a loaded checkpoint
+   (check 5) is compared over several calls, the hidden state carried between them.
 
 A failed check raises ``ConformanceError`` naming the check and what was found.
 """
@@ -213,9 +216,13 @@ def check_same_actions(build: Build, fresh: Build, state: dict[str, Any]) -> Non
     multiagent = build.extras.get("multiagent")
     if multiagent is not None:  # multi-agent cells act on [B, n_agents, obs_dim]
         observations = np.stack([observations] * multiagent.n_agents, axis=1)
-    ours, theirs = build.trainer.act_deterministic(observations), fresh.trainer.act_deterministic(observations)
-    if not np.array_equal(np.asarray(ours), np.asarray(theirs)):
-        _fail("checkpoint round-trip", "a fresh build loaded from the checkpoint acts differently")
+    recurrent = getattr(build.trainer, "recurrent_state_shape", None) is not None
+    for trainer in (build.trainer, fresh.trainer):
+        trainer.reset_acting_state()
+    for _ in range(3 if recurrent else 1):  # a recurrent policy's hidden state carries from call to call
+        ours, theirs = build.trainer.act_deterministic(observations), fresh.trainer.act_deterministic(observations)
+        if not np.array_equal(np.asarray(ours), np.asarray(theirs)):
+            _fail("checkpoint round-trip", "a fresh build loaded from the checkpoint acts differently")
 
 
 class ResumeProbe:
@@ -265,6 +272,7 @@ def check_resume_equivalence(session: Session, recipe: Any, backend: str, steps:
     first = _probed(session.build(recipe, backend))
     try:
         first.trainer.train(steps)
+        check_mid_episode(first.trainer, steps)
         state = checkpoint_roundtrip(first)
     finally:
         first.trainer.close()
@@ -278,6 +286,19 @@ def check_resume_equivalence(session: Session, recipe: Any, backend: str, steps:
     difference = first_difference(expected, got, tolerance)
     if difference:
         _fail("resume equivalence", f"{steps} + {steps} steps with a resume between differ from {2 * steps} straight at {difference}")
+
+
+def check_mid_episode(trainer: Any, steps: int) -> None:
+    """A recurrent policy's resume is checked with its hidden states mid-episode: some environment must be
+    inside an episode when the first half stops (the trainer's ``episodes.lengths``)."""
+    import numpy as np
+
+    lengths = getattr(getattr(trainer, "episodes", None), "lengths", None)
+    if getattr(trainer, "recurrent_state_shape", None) is None or lengths is None:
+        return
+    if not np.any(np.asarray(lengths) > 0):
+        _fail("resume equivalence", f"after {steps} steps every environment has just begun an episode, so the resume "
+              "would not carry a recurrent policy's hidden state mid-episode; check with another number of steps")
 
 
 def _filled(storage_state: dict[str, Any]) -> dict[str, Any]:

@@ -45,7 +45,10 @@ def cmd_export(args: argparse.Namespace) -> int:
     meta = result["metadata"]
     unit = "gradient updates" if meta["step_unit"] == "updates" else "steps"
     print(f"{meta['recipe']} on {meta['backend']} after {meta['steps']} {unit}: {result['format']} policy written to {result['path']}")
-    print(f"inputs: {describe_inputs(meta['inputs'])} -> action {describe_tensor(meta['action'])}")
+    hidden = meta.get("hidden")  # a recurrent policy: its state in and out, zeros at an episode's start
+    state = f", hidden {describe_tensor(hidden)}" if hidden else ""
+    next_state = f", {'next_hidden' if result['format'] == 'onnx' else 'hidden'} {describe_tensor(hidden)}" if hidden else ""
+    print(f"inputs: {describe_inputs(meta['inputs'])}{state} -> action {describe_tensor(meta['action'])}{next_state}")
     if result["max_abs_difference"] is not None:
         print(f"checked: its actions match act_deterministic's (largest difference {result['max_abs_difference']:.2g})")
     return 0

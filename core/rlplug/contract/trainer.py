@@ -15,10 +15,12 @@ from .hookspecs import Build
 
 
 class EpisodeTracker:
-    """Sums rewards per vectorised environment and reports returns of episodes that ended."""
+    """Sums rewards per vectorised environment and reports returns of episodes that ended; ``lengths`` counts
+    the steps of each environment's running episode (0: it has just begun)."""
 
     def __init__(self, num_envs: int) -> None:
         self.running = np.zeros(num_envs, dtype=np.float64)
+        self.lengths = np.zeros(num_envs, dtype=np.int64)
         self.finished: list[float] = []
         self.episodes = 0
 
@@ -26,10 +28,12 @@ class EpisodeTracker:
         rewards = np.asarray(rewards, dtype=np.float64).reshape(-1)
         dones = np.asarray(dones, dtype=bool).reshape(-1)
         self.running += rewards
+        self.lengths += 1
         if dones.any():
             self.finished.extend(self.running[dones].tolist())
             self.episodes += int(dones.sum())
             self.running[dones] = 0.0
+            self.lengths[dones] = 0
 
     def pop_mean(self) -> float | None:
         """Mean return of the episodes finished since the last call, or ``None`` if none finished."""
@@ -40,10 +44,12 @@ class EpisodeTracker:
         return mean
 
     def state_dict(self) -> dict[str, Any]:
-        return {"running": self.running.tolist(), "episodes": self.episodes}
+        return {"running": self.running.tolist(), "lengths": self.lengths.tolist(), "episodes": self.episodes}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.running = np.asarray(state["running"], dtype=np.float64)
+        # a checkpoint from before lengths were counted: unknown, counted from here
+        self.lengths = np.asarray(state.get("lengths", np.zeros(len(self.running))), dtype=np.int64)
         self.episodes = int(state["episodes"])
 
 

@@ -23,6 +23,7 @@ class EnvSpec:
     id: str
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     module: str = ""
+    hide_observation: tuple[int, ...] = ()
     frame_stack: int = 0
     atari: bool = False
     terminal_on_life_loss: bool = False
@@ -50,6 +51,7 @@ class EnvSpec:
             id=env_id if env_id is not None else recipe.env,
             kwargs=dict(env_kwargs if env_kwargs is not None else getattr(recipe, "env_kwargs", {})),
             module=getattr(recipe, "env_module", ""),
+            hide_observation=tuple(getattr(recipe, "hide_observation", ())),
             frame_stack=getattr(recipe, "frame_stack", 0),
             atari=getattr(recipe, "atari", False),
             terminal_on_life_loss=getattr(recipe, "terminal_on_life_loss", False),

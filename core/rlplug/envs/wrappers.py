@@ -9,6 +9,9 @@ of Gymnasium's own wrappers, innermost first:
   is gym.make's ``max_episode_steps`` (the registered ``TimeLimit`` replaced); ALE under ``atari`` with
   ``frameskip=1`` (``AtariPreprocessing`` skips frames itself); rlplug's ``EnvContractChecker`` takes the
   place of gymnasium's ``PassiveEnvChecker`` around the base env (``rlplug.envs.check``);
+* ``TransformObservation`` (``hide_observation``): the listed entries of a flat Box observation removed, for
+  partially observable tasks (CartPole without its velocities, as RL Zoo's ``CartPoleNoVel``), in training
+  and evaluation alike;
 * ``AtariPreprocessing`` (``atari``): up to 30 no-op actions after a reset, frame skip 4 (max over the
   last two frames), 84x84 grey uint8, and with ``terminal_on_life_loss`` a lost life ends a training
   episode; then ``TimeLimit`` counting agent steps when ``time_limit`` is given;
@@ -46,6 +49,8 @@ def wrap(made: Any, spec: EnvSpec, training: bool) -> Any:
     import gymnasium as gym
     import numpy as np
 
+    if spec.hide_observation:
+        made = hide_observation(made, spec)
     if spec.atari:
         made = gym.wrappers.AtariPreprocessing(
             made, noop_max=30, frame_skip=4, screen_size=84, grayscale_obs=True, scale_obs=False,
@@ -66,7 +71,28 @@ def wrap(made: Any, spec: EnvSpec, training: bool) -> Any:
     return made
 
 
-WRAPPER_FIELDS = ("frame_stack", "atari", "terminal_on_life_loss", "normalize_reward", "time_limit")
+def hide_observation(made: Any, spec: EnvSpec) -> Any:
+    """``made`` observing its flat Box observation without the entries ``spec.hide_observation`` lists (gymnasium's
+    ``TransformObservation``, the space's bounds kept for the entries left); anything else is one line."""
+    import gymnasium as gym
+    import numpy as np
+
+    space, hidden = made.observation_space, sorted(spec.hide_observation)
+    where = f"hide_observation = {list(spec.hide_observation)}"
+    if not isinstance(space, gym.spaces.Box) or len(space.shape) != 1:
+        raise RecipeError(f"{where} removes entries of a flat Box observation; '{spec.id}' observes {space}")
+    size = space.shape[0]
+    if hidden[-1] >= size:
+        raise RecipeError(f"{where}: index {hidden[-1]} is outside the observation of '{spec.id}', which has {size} "
+                          f"entries (indices 0 to {size - 1})")
+    keep = np.array([i for i in range(size) if i not in hidden], dtype=np.int64)
+    if not keep.size:
+        raise RecipeError(f"{where} hides all {size} entries of the observation of '{spec.id}'; keep at least one")
+    kept = gym.spaces.Box(space.low[keep], space.high[keep], dtype=space.dtype)
+    return gym.wrappers.TransformObservation(made, lambda observation: observation[keep], kept)
+
+
+WRAPPER_FIELDS = ("hide_observation", "frame_stack", "atari", "terminal_on_life_loss", "normalize_reward", "time_limit")
 """Recipe fields that wrap a Gymnasium environment (``clip_actions`` too, but its default is on)."""
 
 

@@ -95,10 +95,21 @@ RECURRENT_PARAMS = (
 )
 """Recurrent policies (PPO): an LSTM or GRU between the encoder and the MLP heads; ignored unless ``recurrent``."""
 
+RECURRENT_RULES = (
+    Rule(("sequence_length", "rollout_steps"), "rollout_steps % sequence_length == 0 with recurrent",
+         lambda hp, recipe: not hp.get("recurrent") or hp["rollout_steps"] % hp["sequence_length"] == 0,
+         "each env's rollout is cut into whole training sequences"),
+    Rule(("minibatches", "rollout_steps", "sequence_length", "num_envs"),
+         "minibatches <= rollout_steps / sequence_length x num_envs with recurrent",
+         lambda hp, recipe: not hp.get("recurrent") or hp["minibatches"] <= hp["rollout_steps"] // hp["sequence_length"] * recipe.num_envs,
+         "a recurrent minibatch holds whole sequences, at least one"),
+)
+"""What a recurrent update needs of its rollout: whole sequences, at least one per minibatch."""
+
 
 def clipped_family(
     package: str, skrl_settings: Callable[..., dict[str, Any]], torchrl_settings: Callable[..., dict[str, Any]], *,
-    loss: str, skrl_doc: str, torchrl_doc: str, describe: str = "",
+    loss: str, skrl_doc: str, torchrl_doc: str, describe: str = "", rules: tuple[Rule, ...] = (),
 ) -> dict[str, Any]:  # fmt: skip
     """The ``AlgorithmSpec`` fields a PPO-family algorithm shares, for ``AlgorithmSpec(..., **clipped_family(...))``.
 
@@ -112,7 +123,7 @@ def clipped_family(
     skrl_terms, torchrl_terms = ("loss_policy", "loss_value", "loss_entropy"), ("loss_objective", "loss_critic", "loss_entropy")
     return {
         "backends": both_backends(package, ("discrete", "continuous"), skrl_settings, torchrl_settings, distributed=True),
-        "rules": ROLLOUT_RULES,
+        "rules": (*ROLLOUT_RULES, *rules),
         "default_loss": loss,
         "losses": (
             LossSpec(loss, "skrl", f"{package}.skrl_backend:make_{loss}_loss", skrl_terms, ("approx_kl",), skrl_doc),

@@ -140,6 +140,7 @@ class Export:
         }  # fmt: skip
         self.drop("env_kwargs", dict(recipe.env_kwargs), "TorchRL's gym env config takes no gym.make keyword arguments", {})
         self.drop("env_module", recipe.env_module, "import the module that registers the environment before composing", "")
+        self.drop("hide_observation", list(getattr(recipe, "hide_observation", [])), "the exported env observes everything", [])
         self.drop("frame_stack", recipe.frame_stack, "no frame stacking in the exported env", 0)
         self.drop("atari", recipe.atari, "no Atari preprocessing in the exported env", False)
         self.drop("normalize_reward", recipe.normalize_reward, "no reward normalisation in the exported env", False)

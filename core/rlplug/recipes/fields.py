@@ -50,6 +50,11 @@ def _module_name(value: str) -> str | None:
     return "is not a module name (dotted Python identifiers, e.g. 'my_envs')"
 
 
+def _distinct(value: list[int]) -> str | None:
+    repeated = sorted({i for i in value if value.count(i) > 1})
+    return f"lists index {repeated[0]} twice" if repeated else None
+
+
 def _reference_problem(value: Any) -> str | None:
     if isinstance(value, str):
         return None if value.strip() else "must name a source"
@@ -113,6 +118,10 @@ FIELD_PARAMS: dict[str, Param] = {p.name: p for p in (
     Param("env_module", "", "a module imported before the environment is made (its gymnasium.register calls add "
           "ids); recorded in the run directory, imported again by eval and resume", check=_module_name,
           domain="a dotted module name, or empty"),
+    Param("hide_observation", [], "indices of a flat Box observation removed before the agent sees it, in training "
+          "and evaluation (gymnasium TransformObservation): a partially observable task, e.g. [1, 3] hides "
+          "CartPole's velocities", item_type=int, item_bounds="[0, 2**31 - 1]", length="[0, 2**16]", check=_distinct,
+          domain="distinct indices"),
     Param("frame_stack", 0, "stack the last N observations on a new leading axis (gymnasium "
           "FrameStackObservation); 0 or 1: off", bounds="[0, 1024]"),
     Param("atari", False, "ALE preprocessing (gymnasium AtariPreprocessing): no-op resets, frame skip 4, 84x84 "
@@ -141,7 +150,7 @@ FIELD_PARAMS: dict[str, Param] = {p.name: p for p in (
           domain="option names"),
     Param("hyperparameters", {}, "backend-neutral hyperparameters"),
     Param("target", None, "what `rlplug bench` requires of the evaluation (see target_metric); a recipe or --set "
-          "that changes the task (TASK_FIELDS: env, env_kwargs, time_limit, dataset, target_metric) without a target "
+          "that changes the task (TASK_FIELDS: env, env_kwargs, hide_observation, time_limit, dataset, target_metric) without a target "
           "of its own has none", type=float),
     Param("target_metric", "return", "what `target` is compared with: 'return' (mean evaluation return) or "
           "'normalised_score' (offline: 100 x (R - R_random) / (R_expert - R_random) of the dataset)",
@@ -169,9 +178,9 @@ ZOO_PREFIX = "zoo:"
 """``zoo:ALGO/ENV`` names RL Baselines3 Zoo's tuned entry, translated by ``rlplug.interop.zoo`` when it is used."""
 BACKEND_TABLES = ("skrl", "torchrl")
 """Known backend names; a table with one of these names holds raw backend settings."""
-TASK_FIELDS = ("env", "env_kwargs", "time_limit", "dataset", "target_metric")
-"""The fields a target is set on: the environment, its options and episode length, the offline dataset and what
-the number measures. A target holds for the task of the recipe that sets it; a recipe that ``extends`` it, or a
+TASK_FIELDS = ("env", "env_kwargs", "hide_observation", "time_limit", "dataset", "target_metric")
+"""The fields a target is set on: the environment, its options, what of its observation is hidden and its episode
+length, the offline dataset and what the number measures. A target holds for the task of the recipe that sets it; a recipe that ``extends`` it, or a
 ``--set``, that changes one of these fields without giving a ``target`` of its own has no target (``None``):
 the number was set on another task."""
 
@@ -192,6 +201,7 @@ class Recipe:
     num_envs: int = 1
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     env_module: str = ""
+    hide_observation: list[int] = field(default_factory=list)
     frame_stack: int = 0
     atari: bool = False
     terminal_on_life_loss: bool = False
@@ -229,6 +239,7 @@ class Recipe:
             "dataset": self.dataset,
             "env_kwargs": dict(self.env_kwargs),
             "env_module": self.env_module,
+            "hide_observation": list(self.hide_observation),
             "frame_stack": self.frame_stack,
             "atari": self.atari,
             "terminal_on_life_loss": self.terminal_on_life_loss,
@@ -248,6 +259,8 @@ class Recipe:
             "tier": self.tier,
             "hyperparameters": copy.deepcopy(self.hyperparameters),
         }
+        if not self.hide_observation:  # only recipes of a partially observable task print it
+            del table["hide_observation"]
         if self.reference:  # only recipes that cite a published result carry one
             table["reference"] = copy.deepcopy(self.reference)
         if self.encoder or self.encoder_kwargs:  # likewise: recipes that name no encoder print as before

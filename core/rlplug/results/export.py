@@ -4,9 +4,13 @@ or ONNX file that runs with plain ``torch`` or ``onnxruntime``, read back, check
 The file's inputs are raw observation batches (``[B, *shape]``: float32 vectors, uint8 images as stored;
 one input per key of a ``Dict`` space, in sorted key order; ``[B, n_agents, obs_dim]`` for a multi-agent
 cell) and its one output, ``action``, is what ``act_deterministic`` returns (int64 indices for Discrete
-actions, float32 inside the bounds for Box). Both formats carry the same JSON metadata: the run's recipe,
-algorithm, backend, environment and step count, and the input / action signature
-(``rlplug.backends.common.export.policy_signature``). Torch and numpy are imported only when a function runs (the CLI's parser reads ``FORMATS``).
+actions, float32 inside the bounds for Box). A recurrent policy's file takes one more input and returns one
+more output, ``hidden`` (float32 ``[B, layers, width]``, zeros at an episode's start; ONNX names the output
+``next_hidden``: the contract in ``rlplug.backends.common.export``); read back, it carries that state from
+one ``act`` to the next as ``act_deterministic`` does, and its check runs whole episodes beside the trainer.
+Both formats carry the same JSON metadata: the run's recipe, algorithm, backend, environment and step
+count, and the input / action (/ hidden) signature (``rlplug.backends.common.export.policy_signature``).
+Torch and numpy are imported only when a function runs (the CLI's parser reads ``FORMATS``).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import warnings
 import zipfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +35,10 @@ METADATA_KEY = "rlplug.json"
 TOLERANCE = 1e-5
 """The largest difference between the exported file's Box actions and ``act_deterministic``'s."""
 CHECK_BATCH = 16
+CHECK_EPISODES = 2
+"""Whole episodes a recurrent policy's file is checked over, beside the trainer's acting."""
+CHECK_CALLS = 3
+"""Consecutive calls on made-up observations a recurrent file is checked over (its state carried)."""
 ONNX_OPSET = 17
 
 
@@ -52,9 +60,10 @@ def export_policy(build: Any, path: str | Path, fmt: str = "torchscript", check:
                   inputs: Sequence[tuple[Path, str]] = ()) -> dict[str, Any]:  # fmt: skip
     """Write ``build.trainer``'s deterministic policy to ``path`` (atomically, and only over nothing or an
     earlier export: ``rlplug.util.outputs``, never over one of ``inputs``) and, with ``check``, read the file back
-    and compare its actions with ``act_deterministic`` on ``CHECK_BATCH`` made-up observations (a file that
-    disagrees is refused and never replaces what was there). Returns what was written: path, format,
-    metadata and the largest action difference seen (``max_abs_difference``)."""
+    and compare its actions with ``act_deterministic`` on ``CHECK_BATCH`` made-up observations, and a recurrent
+    policy's over ``CHECK_EPISODES`` whole episodes as well (a file that disagrees is refused and never replaces
+    what was there). Returns what was written: path, format, metadata and the largest action difference seen
+    (``max_abs_difference``)."""
     import torch
 
     from ..backends.common.export import example_observations, policy_signature
@@ -64,9 +73,9 @@ def export_policy(build: Any, path: str | Path, fmt: str = "torchscript", check:
     module = trainer.export_policy()
     if not isinstance(module, torch.nn.Module):
         raise ExportUnsupportedError(f"{type(trainer).__name__}.export_policy returned a {type(module).__name__}, not a torch.nn.Module")
-    signature = getattr(module, "signature", None) or policy_signature(build)
+    signature = getattr(module, "signature", None) or policy_signature(build, hidden=getattr(trainer, "recurrent_state_shape", None))
     metadata = export_metadata(build, signature)
-    examples = [torch.as_tensor(a) for a in example_observations(signature, 2, seed=build.seed)]
+    examples = [torch.as_tensor(a) for a in example_observations(signature, 2, seed=build.seed, hidden=True)]
     result = {"path": str(path), "format": fmt, "metadata": metadata, "max_abs_difference": None}
 
     def write(partial: Path) -> None:
@@ -78,7 +87,11 @@ def export_policy(build: Any, path: str | Path, fmt: str = "torchscript", check:
             else:
                 _write_onnx(frozen, examples, signature, metadata, partial)
         if check:  # before the rename: a file that disagrees never replaces what was there
-            result["max_abs_difference"] = check_against_trainer(load_exported(partial), trainer, build.seed)
+            exported = load_exported(partial)
+            difference = check_against_trainer(exported, trainer, build.seed)
+            if exported.recurrent:
+                difference = max(difference, check_over_episodes(exported, build))
+            result["max_abs_difference"] = difference
 
     write_file(Path(path), EXPORTED_POLICY, "export --out", write, inputs)
     return result
@@ -107,10 +120,15 @@ def _write_onnx(module: Any, examples: Sequence[Any], signature: dict[str, Any],
     import onnx
     import torch
 
+    from ..backends.common.export import HIDDEN, NEXT_HIDDEN
+
     names = [spec["name"] for spec in signature["inputs"]]
-    axes = {name: {0: "batch"} for name in [*names, "action"]}
+    outputs = ["action"]
+    if HIDDEN in signature:
+        names, outputs = [*names, HIDDEN], [*outputs, NEXT_HIDDEN]
+    axes = {name: {0: "batch"} for name in [*names, *outputs]}
     # the TorchScript-based exporter: the dynamo one needs onnxscript, and these are small static graphs
-    torch.onnx.export(module, tuple(examples), str(path), dynamo=False, input_names=names, output_names=["action"],
+    torch.onnx.export(module, tuple(examples), str(path), dynamo=False, input_names=names, output_names=outputs,
                       dynamic_axes=axes, opset_version=ONNX_OPSET)  # fmt: skip
     model = onnx.load(str(path))
     entry = model.metadata_props.add()
@@ -138,16 +156,28 @@ def export_metadata(build: Any, signature: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class ExportedFile:
-    """An exported policy read back: ``act(observations)`` runs it on a batch (an array, or a Dict's mapping)."""
+    """An exported policy read back: ``act(observations)`` runs it on a batch (an array, or a Dict's mapping).
+
+    A recurrent file (``recurrent``) carries its ``hidden`` state from one ``act`` to the next, one row per
+    observation, zeros after ``reset_state()`` or when the batch size changes, as a trainer's
+    ``act_deterministic`` does; ``step(observations, hidden)`` runs it once with a state of the caller's."""
 
     path: Path
     format: str
     metadata: dict[str, Any]
     runner: Any
+    hidden: Any = field(default=None, repr=False)
 
     @property
     def input_names(self) -> list[str]:
         return [spec["name"] for spec in self.metadata["inputs"]]
+
+    @property
+    def recurrent(self) -> bool:
+        return "hidden" in self.metadata
+
+    def reset_state(self) -> None:
+        self.hidden = None
 
     def inputs(self, observations: Any) -> list[Any]:
         import numpy as np
@@ -160,23 +190,52 @@ class ExportedFile:
 
     def act(self, observations: Any) -> Any:
         """The actions for a batch of observations, as a numpy array; refused unless they are what the
-        metadata declares (dtype, shape, inside Discrete(n) or the Box's bounds)."""
+        metadata declares (dtype, shape, inside Discrete(n) or the Box's bounds). A recurrent file acts from
+        the state its previous call left (zeros to begin with)."""
+        if not self.recurrent:
+            return self.step(observations)[0]
+        import numpy as np
+
+        batch = len(self.inputs(observations)[0])
+        if self.hidden is None or len(self.hidden) != batch:
+            self.hidden = np.zeros([batch, *self.metadata["hidden"]["shape"][1:]], dtype=np.float32)
+        actions, self.hidden = self.step(observations, self.hidden)
+        return actions
+
+    def step(self, observations: Any, hidden: Any = None) -> tuple[Any, Any]:
+        """``(actions, next hidden)`` for a batch of observations (and a recurrent file's ``hidden``, a float32
+        ``[B, layers, width]`` array); ``next hidden`` is ``None`` for a feed-forward file."""
+        import numpy as np
+
         arrays = self.inputs(observations)
+        names = self.input_names
+        if self.recurrent:
+            arrays, names = [*arrays, np.ascontiguousarray(hidden, dtype=np.float32)], [*names, "hidden"]
         if self.format == "onnx":
-            actions = self.runner.run(["action"], dict(zip(self.input_names, arrays)))[0]
+            outputs = self.runner.run(["action", "next_hidden"] if self.recurrent else ["action"], dict(zip(names, arrays)))
         else:
             import torch
 
             with torch.no_grad():
-                actions = self.runner(*(torch.from_numpy(a) for a in arrays))
-            if not isinstance(actions, torch.Tensor):
-                raise ExportedFileError(f"{self.path} returns a {type(actions).__name__}, not an action tensor")
-            actions = actions.numpy()
+                returned = self.runner(*(torch.from_numpy(a) for a in arrays))
+            outputs = list(returned) if isinstance(returned, (tuple, list)) else [returned]
+            if len(outputs) != (2 if self.recurrent else 1) or not all(isinstance(o, torch.Tensor) for o in outputs):
+                wanted = "(action, hidden) tensors" if self.recurrent else "an action tensor"
+                raise ExportedFileError(f"{self.path} returns {type(returned).__name__}, not {wanted}")
+            outputs = [o.numpy() for o in outputs]
+        actions = outputs[0]
         problem = action_problem(self.metadata["action"], actions, len(arrays[0]))
         if problem:
             declared = describe_action(self.metadata["action"])
             raise ExportedFileError(f"{self.path} returns actions that do not fit its metadata's {declared}: {problem}")
-        return actions
+        if not self.recurrent:
+            return actions, None
+        next_hidden = outputs[1]
+        shape = [len(arrays[0]), *self.metadata["hidden"]["shape"][1:]]
+        if list(next_hidden.shape) != shape or next_hidden.dtype != np.float32:
+            raise ExportedFileError(f"{self.path} returns a hidden state {next_hidden.dtype} {list(next_hidden.shape)}; "
+                                    f"its metadata declares float32 {shape}")  # fmt: skip
+        return actions, next_hidden
 
 
 ZIP_MAGIC = b"PK\x03\x04"
@@ -243,13 +302,14 @@ def _load_onnx(path: Path) -> ExportedFile:
         raise ExportedFileError(f"{path} is a truncated or damaged ONNX file (onnxruntime: {reason}); export it again") from None
     props = session.get_modelmeta().custom_metadata_map
     exported = ExportedFile(path, "onnx", _metadata(path, props.get(METADATA_KEY, "")), session)
-    declared = [spec["name"] for spec in exported.metadata["inputs"]]
+    declared = [spec["name"] for spec in exported.metadata["inputs"]] + (["hidden"] if exported.recurrent else [])
+    returned = ["action", "next_hidden"] if exported.recurrent else ["action"]
     names = [node.name for node in session.get_inputs()]
     outputs = [node.name for node in session.get_outputs()]
-    if names != declared or "action" not in outputs:
+    if names != declared or not set(returned) <= set(outputs):
         raise ExportedFileError(
             f"{path} does not match its own metadata: the graph takes {', '.join(names) or 'nothing'} and returns "
-            f"{', '.join(outputs) or 'nothing'}; its metadata says {', '.join(declared)} -> action"
+            f"{', '.join(outputs) or 'nothing'}; its metadata says {', '.join(declared)} -> {', '.join(returned)}"
         )
     return exported
 
@@ -290,6 +350,10 @@ def _signature_problem(meta: dict[str, Any]) -> str | None:
             return f"input {spec!r} is not {{name, dtype float32 or uint8, shape [B, ...]}}"
     if not (isinstance(action, dict) and shape_ok(action.get("shape"))):
         return f"'action' is {action!r}, not {{kind, dtype, shape [B, ...]}}"
+    hidden = meta.get("hidden")
+    if hidden is not None and not (isinstance(hidden, dict) and hidden.get("dtype") == "float32" and shape_ok(hidden.get("shape"))
+                                   and len(hidden["shape"]) == 3 and min(hidden["shape"][1:]) >= 1):
+        return f"'hidden' is {hidden!r}, not {{name, dtype float32, shape [B, layers, width]}}"
     if action.get("kind") == "discrete":
         n = action.get("n")
         if action.get("dtype") != "int64" or not isinstance(n, int) or isinstance(n, bool) or n < 1:
@@ -313,7 +377,9 @@ def _check_runs(exported: ExportedFile) -> None:
     inputs = [np.zeros([PROBE_BATCH, *spec["shape"][1:]], dtype=spec["dtype"]) for spec in exported.metadata["inputs"]]
     batch = inputs[0] if len(inputs) == 1 and exported.input_names == ["observation"] else dict(zip(exported.input_names, inputs))
     try:
+        exported.reset_state()
         exported.act(batch)
+        exported.reset_state()
     except ExportedFileError:
         raise
     except Exception as err:  # noqa: BLE001 - torch and onnxruntime raise their own errors for a mismatch
@@ -326,15 +392,47 @@ def _check_runs(exported: ExportedFile) -> None:
 
 def check_against_trainer(exported: ExportedFile, trainer: Any, seed: int = 0) -> float:
     """The largest difference between ``exported``'s actions and ``trainer.act_deterministic``'s on
-    ``CHECK_BATCH`` made-up observations; refused when a Discrete action differs or a Box one by more
-    than ``TOLERANCE``."""
-    import numpy as np
-
+    ``CHECK_BATCH`` made-up observations (a recurrent file's: over ``CHECK_CALLS`` calls from a reset, the
+    state carried on both sides); refused when a Discrete action differs or a Box one by more than
+    ``TOLERANCE``."""
     from ..backends.common.export import as_observation_batch, example_observations
 
     arrays = example_observations(exported.metadata, CHECK_BATCH, seed=seed + 1)
-    got = exported.act(as_observation_batch(exported.metadata, arrays))
-    want = np.asarray(trainer.act_deterministic(as_observation_batch(exported.metadata, arrays)))
+    observations = as_observation_batch(exported.metadata, arrays)
+    exported.reset_state()
+    trainer.reset_acting_state()
+    return max(compare_actions(exported, trainer, observations)[0] for _ in range(CHECK_CALLS if exported.recurrent else 1))
+
+
+def check_over_episodes(exported: ExportedFile, build: Any, episodes: int = CHECK_EPISODES) -> float:
+    """The largest difference between a recurrent file's actions and its trainer's deterministic acting over
+    ``episodes`` whole episodes of ``build``'s evaluation env (the trainer's actions step the env; both reset
+    at each episode's start and carry their hidden state through it); refused as ``check_against_trainer``."""
+    from ..envs.evaluation import evaluate_policy
+
+    trainer, largest = build.trainer, [0.0]
+
+    def act(observations: Any) -> Any:
+        difference, actions = compare_actions(exported, trainer, observations)
+        largest[0] = max(largest[0], difference)
+        return actions
+
+    def reset() -> None:
+        exported.reset_state()
+        trainer.reset_acting_state()
+
+    evaluate_policy(build.env_spec, None, act, episodes, build.seed, reset=reset)
+    reset()
+    return largest[0]
+
+
+def compare_actions(exported: ExportedFile, trainer: Any, observations: Any) -> tuple[float, Any]:
+    """One call of each on ``observations``: the largest action difference (refused beyond the tolerance)
+    and the trainer's actions."""
+    import numpy as np
+
+    got = exported.act(observations)
+    want = np.asarray(trainer.act_deterministic(observations))
     if got.shape != want.shape:
         raise ExportUnsupportedError(
             f"the exported policy returns actions of shape {list(got.shape)}, act_deterministic {list(want.shape)}; "
@@ -347,7 +445,7 @@ def check_against_trainer(exported: ExportedFile, trainer: Any, seed: int = 0) -
             f"the exported policy's actions differ from act_deterministic's by up to {difference:.3g}; "
             f"{type(trainer).__name__}.export_policy does not match its act_deterministic"
         )
-    return difference
+    return difference, want
 
 
 # ---- evaluating a file on a run's environment -----------------------------------------------------------
@@ -427,4 +525,4 @@ def evaluate_exported(build: Any, exported: ExportedFile, episodes: int, video_d
         return evaluate_multiagent(build.env_id, build.env_kwargs, exported.act, episodes, build.seed)
     from ..envs.evaluation import evaluate_policy
 
-    return evaluate_policy(build.env_spec, None, exported.act, episodes, build.seed, video_dir=video_dir)
+    return evaluate_policy(build.env_spec, None, exported.act, episodes, build.seed, video_dir=video_dir, reset=exported.reset_state)

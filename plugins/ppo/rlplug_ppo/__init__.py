@@ -13,6 +13,7 @@ from rlplug.families import (
     NETWORK_PARAMS,
     ONPOLICY_PARAMS,
     RECURRENT_PARAMS,
+    RECURRENT_RULES,
     SCHEDULE_PARAMS,
     clipped_family,
 )
@@ -31,9 +32,9 @@ PPO = AlgorithmSpec(
     kind="on-policy",
     params=PARAMS,
     api_version=1,
-    # both backends (discrete and continuous actions, data-parallel), the rollout rules, the "clip" loss
+    # both backends (discrete and continuous actions, data-parallel), the rollout and recurrent rules, the "clip" loss
     **clipped_family("rlplug_ppo", skrl_settings, torchrl_settings, loss="clip", skrl_doc=SKRL_DOC, torchrl_doc=TORCHRL_DOC,
-                     describe="rlplug_ppo.torchrl_backend:describe_clip_loss"),
+                     describe="rlplug_ppo.torchrl_backend:describe_clip_loss", rules=RECURRENT_RULES),
 )
 
 plugin = AlgorithmPlugin(PPO, source="rlplug-ppo")

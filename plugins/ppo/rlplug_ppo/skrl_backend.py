@@ -5,6 +5,11 @@ change: ``update()`` hands each minibatch to the registered loss object (``build
 computing the loss inline, so a recipe can swap the loss without touching the loop. The default
 loss, ``ClipLoss``, is skrl's math line for line. The update loop and the rollout trainer are the
 on-policy family's (``OnPolicyAgent``, ``SkrlRolloutTrainer``), shared with MAPPO and A2C.
+
+With ``recurrent`` set (``'lstm'`` or ``'gru'``), the policy and the value each read their observations
+through an LSTM or GRU core of their own, and the agent is skrl's ``PPO_RNN`` with the same update
+(``RecurrentOnPolicyAgent``): hidden states carried through the rollout and reset where an episode ended,
+stored with each transition, replayed in sequences of ``sequence_length`` steps by the same loss.
 """
 
 from __future__ import annotations
@@ -15,19 +20,21 @@ import torch
 from rlplug import Build
 from rlplug.backends.skrl import (
     OnPolicyAgent,
+    RecurrentOnPolicyAgent,
     SkrlRolloutTrainer,
     actor_critic_models,
     clipped_ppo_terms,
     rollout_memory,
 )
-from skrl.agents.torch.ppo import PPO, PPO_CFG
+from skrl.agents.torch.ppo import PPO, PPO_CFG, PPO_RNN
 from skrl.memories.torch import RandomMemory
 
 # ---- models -------------------------------------------------------------------------------------
 
 
 def build_models(build: Build) -> dict[str, Any]:
-    """Separate policy (Categorical or Gaussian) and value MLPs, initialised from ``build.seed``."""
+    """Separate policy (Categorical or Gaussian) and value MLPs, initialised from ``build.seed``; with
+    ``recurrent``, each with its own LSTM or GRU core after the encoder."""
     return actor_critic_models(build)
 
 
@@ -82,6 +89,11 @@ class LossDelegatingPPO(OnPolicyAgent, PPO):
     """
 
 
+class LossDelegatingRecurrentPPO(RecurrentOnPolicyAgent, PPO_RNN):
+    """skrl's PPO_RNN with the same update and loss: minibatches of whole sequences, each replayed from the
+    hidden states stored at its first step (``RecurrentOnPolicyAgent``)."""
+
+
 # ---- trainer ------------------------------------------------------------------------------------
 
 
@@ -89,6 +101,7 @@ class SkrlPPOTrainer(SkrlRolloutTrainer):
     """One ``step()`` = one rollout of ``rollouts`` vector steps + the update; ``PPO_CFG`` from the settings."""
 
     agent_class = LossDelegatingPPO
+    recurrent_agent_class = LossDelegatingRecurrentPPO
     config_class = PPO_CFG
 
 

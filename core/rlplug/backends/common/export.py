@@ -8,6 +8,17 @@ per input: ``[B, *shape]`` for a Box (float32 vectors, uint8 images as stored), 
 float32 first, as both backends' ``act_deterministic`` do; normalisation, the encoder (which scales uint8
 images itself) and the action's clipping or scaling are inside the wrapped ``policy``. Nothing in it
 calls skrl, TorchRL or tensordict, so ``torch.jit.trace`` and ``torch.onnx.export`` see plain tensor code.
+
+A recurrent policy (``Trainer.recurrent_state_shape`` is ``(layers, width)``) is exported with one more
+input and output, ``hidden``: ``forward(*observations, hidden) -> (action, hidden)``, ``hidden`` float32
+``[B, layers, width]``, the same layout on both backends. An LSTM's state is its ``h`` then its ``c`` side
+by side along the last axis (``width = 2 x hidden size``), a GRU's is its ``h`` (``width = hidden size``);
+layer ``i`` of the recurrent stack is ``hidden[:, i]``. Zeros start an episode; each step's returned
+``hidden`` is the next step's input, so a caller that runs whole episodes, resetting to zeros at each
+episode's start, acts as ``act_deterministic`` does after ``reset_acting_state``. The signature says so
+with its ``hidden`` entry (``policy_signature(build, hidden=(layers, width))``); ``ExportedPolicy`` then
+passes the last positional input to ``policy(observations, hidden)`` and returns its ``(action, hidden)``.
+In an ONNX file, where a graph's values need distinct names, the returned state is named ``next_hidden``.
 """
 
 from __future__ import annotations
@@ -26,7 +37,9 @@ class ExportedPolicy(nn.Module):
     ``policy`` receives the inputs cast to float32: concatenated into one flat ``[B, size]`` vector when
     ``flatten`` (skrl's models read a Dict's keys that way), else one tensor per input (TorchRL's networks
     take one positional input per observation key). ``signature`` describes inputs and actions (names,
-    dtypes, shapes, bounds) for the exported file's metadata; ``policy_signature(build)`` makes it.
+    dtypes, shapes, bounds) for the exported file's metadata; ``policy_signature(build)`` makes it. With a
+    ``hidden`` entry in the signature the last input is the recurrent state: ``forward(*observations,
+    hidden) -> (action, hidden)`` (the module doc).
     """
 
     def __init__(self, policy: nn.Module, signature: dict[str, Any], flatten: bool = False) -> None:
@@ -37,13 +50,22 @@ class ExportedPolicy(nn.Module):
 
     @property
     def input_names(self) -> list[str]:
-        return [spec["name"] for spec in self.signature["inputs"]]
+        names = [spec["name"] for spec in self.signature["inputs"]]
+        return [*names, HIDDEN] if self.recurrent else names
 
-    def forward(self, *observations: torch.Tensor) -> torch.Tensor:
+    @property
+    def recurrent(self) -> bool:
+        return HIDDEN in self.signature
+
+    def forward(self, *observations: torch.Tensor) -> Any:
+        state: list[torch.Tensor] = []  # (not "hidden": the ONNX exporter would rename its input around it)
+        if self.recurrent:
+            *observations, last = observations  # type: ignore[assignment]
+            state = [last.to(torch.float32)]
         inputs = [x.to(torch.float32) for x in observations]
         if self.flatten:
-            return self.policy(torch.cat([x.flatten(1) for x in inputs], dim=-1))
-        return self.policy(*inputs)
+            return self.policy(torch.cat([x.flatten(1) for x in inputs], dim=-1), *state)
+        return self.policy(*inputs, *state)
 
 
 class ClampToBounds(nn.Module):
@@ -65,9 +87,18 @@ class Argmax(nn.Module):
         return values.argmax(dim=-1)
 
 
-def policy_signature(build: Any) -> dict[str, Any]:
+HIDDEN = "hidden"
+"""The name of a recurrent policy's state input (and output, in TorchScript), and of its signature entry."""
+NEXT_HIDDEN = "next_hidden"
+"""The name of a recurrent policy's state output in an ONNX file (an ONNX graph's inputs and outputs are
+values with distinct names)."""
+
+
+def policy_signature(build: Any, hidden: tuple[int, int] | None = None) -> dict[str, Any]:
     """The inputs and actions of ``build``'s exported policy, as plain data (JSON): input names, dtypes and
-    shapes (``B`` the batch), and the action's dtype, shape and bounds (Box) or count (Discrete)."""
+    shapes (``B`` the batch), and the action's dtype, shape and bounds (Box) or count (Discrete); for a
+    recurrent policy (``hidden = (layers, width)``) its state, ``{"name": "hidden", "dtype": "float32",
+    "shape": ["B", layers, width]}`` (the module doc)."""
     import gymnasium as gym
 
     multiagent = (getattr(build, "extras", None) or {}).get("multiagent")
@@ -88,6 +119,8 @@ def policy_signature(build: Any) -> dict[str, Any]:
             "low": np.asarray(action_space.low, dtype=np.float64).tolist(), "high": np.asarray(action_space.high, dtype=np.float64).tolist(),
         }  # fmt: skip
     signature = {"inputs": inputs, "action": action}
+    if hidden is not None:
+        signature[HIDDEN] = {"name": HIDDEN, "dtype": "float32", "shape": ["B", int(hidden[0]), int(hidden[1])]}
     if multiagent is not None:
         signature["agents"] = list(multiagent.agents)
     return signature
@@ -100,12 +133,14 @@ def input_dtype(space: Any) -> str:
     return "uint8" if dtype in (np.uint8, np.bool_) else "float32"
 
 
-def example_observations(signature: dict[str, Any], batch: int, seed: int = 0) -> list[np.ndarray]:
+def example_observations(signature: dict[str, Any], batch: int, seed: int = 0, hidden: bool = False) -> list[np.ndarray]:
     """``batch`` observations per input in its dtype and shape: uniform pixels for uint8 inputs, standard
-    normal values otherwise (what tracing and the export's own check run the policy on)."""
+    normal values otherwise (what tracing and the export's own check run the policy on); with ``hidden``,
+    a recurrent signature's state too, last."""
     rng = np.random.default_rng(seed)
     arrays = []
-    for spec in signature["inputs"]:
+    specs = [*signature["inputs"], *([signature[HIDDEN]] if hidden and HIDDEN in signature else [])]
+    for spec in specs:
         shape = [batch, *spec["shape"][1:]]
         if spec["dtype"] == "uint8":
             arrays.append(rng.integers(0, 256, size=shape, dtype=np.uint8))

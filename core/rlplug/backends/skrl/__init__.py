@@ -32,6 +32,8 @@ from .staged import StagedLossAgent
 from ..common.stages import UpdateStage
 from .onpolicy import SkrlRolloutTrainer, actor_critic_models, rollout_memory
 from .ppo_loss import clipped_ppo_terms
+from .recurrent import RecurrentSpec, model_inputs
+from .recurrent_agent import RecurrentOnPolicyAgent
 from .rollout_agent import (
     OnPolicyAgent,
     compute_returns_and_advantages,
@@ -70,10 +72,13 @@ __all__ = [
     "resolve_class",
     # on-policy
     "OnPolicyAgent",
+    "RecurrentOnPolicyAgent",
+    "RecurrentSpec",
     "SkrlRolloutTrainer",
     "actor_critic_models",
     "clipped_ppo_terms",
     "compute_returns_and_advantages",
+    "model_inputs",
     "rollout_agent_arguments",
     "rollout_config",
     "rollout_epochs",

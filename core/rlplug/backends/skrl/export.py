@@ -1,6 +1,8 @@
 """A skrl cell's deterministic policy, to act with (``Trainer.act_deterministic``) and to export
 (``Trainer.export_policy``): the agent's observation preprocessor (a ``RunningStandardScaler``), the
-model's ``compute`` and what becomes of its output, as one module of plain torch modules."""
+model's ``compute`` and what becomes of its output, as one module of plain torch modules. A recurrent
+policy's module takes and returns its hidden state too (``rlplug.backends.common.export``'s contract), and
+its acting carries that state from one call to the next."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from torch import nn
 from ...errors import ExportUnsupportedError
 from ..common.export import Argmax, ClampToBounds, ExportedPolicy, policy_signature
 from .models import flat_observations
+from .recurrent import pack_states, unpack_states
 
 THEN = ("mean_or_argmax", "argmax", "output")
 """What ``SkrlDeterministicPolicy`` does with the model's output, besides calling a method of the model."""
@@ -58,6 +61,29 @@ class SkrlDeterministicPolicy(nn.Module):
         return self.then(output)
 
 
+class SkrlRecurrentDeterministicPolicy(SkrlDeterministicPolicy):
+    """``SkrlDeterministicPolicy`` of a model with a recurrent core: ``forward(x, hidden) -> (action, hidden)``,
+    ``hidden`` float32 ``[B, layers, width]`` (``rlplug.backends.common.export``; zeros start an episode)."""
+
+    def forward(self, x: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # type: ignore[override]
+        # (no value here is named "hidden": the ONNX exporter would rename the file's "hidden" input around it)
+        if self.preprocessor is not None:
+            x = self.preprocessor(x)
+        states = unpack_states(state, self.model.recurrent.spec.states)
+        output, outputs = self.model.compute({"observations": x, "states": None, "rnn": states}, role=self.role)
+        if self.method is not None:
+            output = getattr(self.model, self.method)(output)
+        return self.then(output), pack_states(outputs["rnn"])
+
+
+def deterministic_policy_module(model: Model, preprocessor: nn.Module | None = None, then: str = "mean_or_argmax",
+                                role: str = "policy") -> SkrlDeterministicPolicy:  # fmt: skip
+    """``SkrlDeterministicPolicy``, or its recurrent form for a model with a recurrent core."""
+    if getattr(model, "recurrent", None) is not None:
+        return SkrlRecurrentDeterministicPolicy(model, preprocessor, then, role)
+    return SkrlDeterministicPolicy(model, preprocessor, then, role)
+
+
 def preprocessor_module(preprocessor: Any) -> nn.Module | None:
     """An agent's ``_observation_preprocessor`` as a module to export: the scaler itself, or ``None`` for
     skrl's no-op ``_empty_preprocessor``."""
@@ -75,10 +101,13 @@ def skrl_policy_export(
     ``then(model.compute(preprocessor(flat_observations(observations))))`` (see ``SkrlDeterministicPolicy``).
 
     ``preprocessor`` is the agent's ``_observation_preprocessor`` (skrl's no-op is left out). The module
-    shares the trainer's parameters and statistics: save it (``rlplug export``) before training on.
+    shares the trainer's parameters and statistics: save it (``rlplug export``) before training on. A
+    recurrent model's module takes and returns its ``hidden`` state as well.
     """
-    policy = SkrlDeterministicPolicy(model, preprocessor_module(preprocessor), then, role)
-    return ExportedPolicy(policy, policy_signature(build), flatten=True)
+    policy = deterministic_policy_module(model, preprocessor_module(preprocessor), then, role)
+    recurrent = getattr(model, "recurrent", None)
+    hidden = None if recurrent is None else recurrent.spec.export_shape
+    return ExportedPolicy(policy, policy_signature(build, hidden=hidden), flatten=True)
 
 
 class JointPolicies(nn.Module):
@@ -110,22 +139,40 @@ class SkrlPolicyActing:
     model, ``policy_output`` what its ``compute`` output becomes (``SkrlDeterministicPolicy``:
     ``"mean_or_argmax"``, ``"argmax"``, ``"output"`` or a method of the model); observations go through
     the agent's observation preprocessor first. ``compute``, not ``act``: evaluating draws nothing from
-    torch's RNG."""
+    torch's RNG. A recurrent policy carries its hidden state from one call to the next, one row per
+    observation, zeros after ``reset_acting_state`` or when the batch size changes."""
 
     policy_role = "policy"
     policy_output = "mean_or_argmax"
+    _acting_hidden: torch.Tensor | None = None
 
     def deterministic_policy(self) -> SkrlDeterministicPolicy:
         if "_deterministic_policy" not in self.__dict__:  # the agent's models and preprocessor do not change
             model = getattr(self.agent, self.policy_role)
             preprocessor = preprocessor_module(self.agent._observation_preprocessor)
-            self._deterministic_policy = SkrlDeterministicPolicy(model, preprocessor, self.policy_output, self.policy_role)
+            self._deterministic_policy = deterministic_policy_module(model, preprocessor, self.policy_output, self.policy_role)
             self._deterministic_policy.to(self.build.device)
         return self._deterministic_policy
 
+    @property
+    def recurrent_state_shape(self) -> tuple[int, int] | None:
+        recurrent = getattr(getattr(self.agent, self.policy_role), "recurrent", None)
+        return None if recurrent is None else recurrent.spec.export_shape
+
+    def reset_acting_state(self) -> None:
+        self._acting_hidden = None
+
     def act_deterministic(self, observations: Any) -> Any:
+        policy = self.deterministic_policy()
+        x = flat_observations(observations, self.build.device)
         with torch.no_grad():
-            return self.deterministic_policy()(flat_observations(observations, self.build.device)).cpu().numpy()
+            if not isinstance(policy, SkrlRecurrentDeterministicPolicy):
+                return policy(x).cpu().numpy()
+            hidden = self._acting_hidden
+            if hidden is None or len(hidden) != len(x):
+                hidden = torch.zeros(len(x), *self.recurrent_state_shape, device=x.device)
+            actions, self._acting_hidden = policy(x, hidden)
+            return actions.cpu().numpy()
 
     def export_policy(self) -> nn.Module:
         """``act_deterministic`` as one module: the observation preprocessor, the policy, its deterministic action."""

@@ -1,6 +1,7 @@
 """skrl models: MLP policies (Gaussian, categorical, deterministic), value and Q models, each reading
 its observations through the cell's encoder (``observation_encoder(build)``; ``None``: the flat vector
-as it is), action bounds, and the deterministic action of a stochastic policy."""
+as it is) and, for recurrent policies and values, an LSTM or GRU core after it (``rlplug.backends.skrl.recurrent``),
+action bounds, and the deterministic action of a stochastic policy."""
 
 from __future__ import annotations
 
@@ -16,28 +17,51 @@ from torch import nn
 
 from ..common.encoders import unflatten_observations
 from ..common.nets import mlp
+from .recurrent import RecurrentCore, RecurrentSpec, episode_ends
 
 # ---- networks and models ------------------------------------------------------------------------
 
 
 class EncodedModel(Model):
-    """A skrl ``Model`` whose observations go through an encoder before its MLP head.
+    """A skrl ``Model`` whose observations go through an encoder, then an optional recurrent core, before its
+    MLP head.
 
     skrl hands models flat ``[B, size]`` observations (a Dict's keys concatenated in sorted order);
     ``encode`` puts them back in the space's shape for the encoder. Without an encoder (``None``, the
     ``mlp`` encoder) the head reads the observation vector itself, exactly as before encoders existed.
+    With a ``RecurrentSpec`` an LSTM or GRU reads the encoder's features and the head reads its output;
+    the model then declares skrl's RNN specification and takes and returns its states as ``"rnn"``
+    (``rlplug.backends.skrl.recurrent``).
     """
 
-    def attach_encoder(self, encoder: nn.Module | None, observation_space: gym.Space) -> int:
-        """Keep ``encoder``; returns the size of what the head reads (its ``features``, or the vector's size)."""
+    def attach_encoder(self, encoder: nn.Module | None, observation_space: gym.Space, recurrent: RecurrentSpec | None = None) -> int:
+        """Keep ``encoder`` (and make the recurrent core); returns the size of what the head reads (the core's
+        hidden size, the encoder's ``features``, or the vector's size)."""
         self.encoder = encoder
         self.encoded_space = observation_space
-        return self.num_observations if encoder is None else int(encoder.features)
+        size = self.num_observations if encoder is None else int(encoder.features)
+        # a submodule, or None: not a class attribute, which would hide the submodule from nn.Module's lookup
+        self.recurrent = None if recurrent is None else RecurrentCore(recurrent, size)
+        return size if recurrent is None else recurrent.hidden_size
 
     def encode(self, observations: torch.Tensor) -> torch.Tensor:
         if self.encoder is None:
             return observations
         return self.encoder(unflatten_observations(self.encoded_space, observations))
+
+    def features(self, inputs: Mapping[str, Any], key: str = "observations") -> tuple[torch.Tensor, dict[str, Any]]:
+        """What the head reads, and the outputs besides it: the recurrent core's next states as ``"rnn"``."""
+        x = self.encode(inputs[key])
+        if getattr(self, "recurrent", None) is None:
+            return x, {}
+        # sequences only in training mode and with the update's episode-end flags (skrl's PPO_RNN passes them):
+        # acting, even from a model left in training mode, is one step per observation
+        sequences = self.training and "terminated" in inputs
+        x, states = self.recurrent(x, inputs["rnn"], episode_ends(inputs), sequences=sequences)
+        return x, {"rnn": states}
+
+    def get_specification(self) -> dict[str, Any]:
+        return {} if getattr(self, "recurrent", None) is None else {"rnn": self.recurrent.specification()}
 
 
 def flat_observations(observations: Any, device: Any) -> torch.Tensor:
@@ -65,14 +89,16 @@ class GaussianPolicy(GaussianMixin, EncodedModel):
         min_log_std: float = -20.0,
         max_log_std: float = 2.0,
         encoder: nn.Module | None = None,
+        recurrent: RecurrentSpec | None = None,
     ) -> None:
         Model.__init__(self, observation_space=observation_space, action_space=action_space, device=device)
         GaussianMixin.__init__(self, clip_actions=clip_actions, min_log_std=min_log_std, max_log_std=max_log_std)
-        self.net = mlp(self.attach_encoder(encoder, observation_space), hidden_sizes, self.num_actions, activation)
+        self.net = mlp(self.attach_encoder(encoder, observation_space, recurrent), hidden_sizes, self.num_actions, activation)
         self.log_std_parameter = nn.Parameter(torch.full((self.num_actions,), float(initial_log_std)))
 
     def compute(self, inputs: Mapping[str, Any], role: str = "") -> tuple[torch.Tensor, dict[str, Any]]:
-        return self.net(self.encode(inputs["observations"])), {"log_std": self.log_std_parameter}
+        x, outputs = self.features(inputs)
+        return self.net(x), {**outputs, "log_std": self.log_std_parameter}
 
 
 class CategoricalPolicy(CategoricalMixin, EncodedModel):
@@ -86,20 +112,23 @@ class CategoricalPolicy(CategoricalMixin, EncodedModel):
         hidden_sizes: Sequence[int],
         activation: str = "tanh",
         encoder: nn.Module | None = None,
+        recurrent: RecurrentSpec | None = None,
     ) -> None:
         Model.__init__(self, observation_space=observation_space, action_space=action_space, device=device)
         CategoricalMixin.__init__(self, unnormalized_log_prob=True)
-        self.net = mlp(self.attach_encoder(encoder, observation_space), hidden_sizes, self.num_actions, activation)
+        self.net = mlp(self.attach_encoder(encoder, observation_space, recurrent), hidden_sizes, self.num_actions, activation)
 
     def compute(self, inputs: Mapping[str, Any], role: str = "") -> tuple[torch.Tensor, dict[str, Any]]:
-        return self.net(self.encode(inputs["observations"])), {}
+        x, outputs = self.features(inputs)
+        return self.net(x), outputs
 
 
 class DeterministicModel(DeterministicMixin, EncodedModel):
     """An MLP with a deterministic output: a state value V(s) or, with ``with_actions``, Q(s, a).
 
     ``input_key`` picks what it reads: ``"observations"``, or ``"states"`` for a centralised critic
-    (MAPPO). ``output_size`` defaults to 1; a DQN Q-network passes the number of actions.
+    (MAPPO). ``output_size`` defaults to 1; a DQN Q-network passes the number of actions. ``recurrent``
+    (observations only, without actions): a recurrent value.
     """
 
     def __init__(
@@ -114,6 +143,7 @@ class DeterministicModel(DeterministicMixin, EncodedModel):
         input_key: str = "observations",
         state_space: gym.Space | None = None,
         encoder: nn.Module | None = None,
+        recurrent: RecurrentSpec | None = None,
     ) -> None:
         Model.__init__(
             self, observation_space=observation_space, state_space=state_space, action_space=action_space, device=device
@@ -121,20 +151,22 @@ class DeterministicModel(DeterministicMixin, EncodedModel):
         DeterministicMixin.__init__(self, clip_actions=False)
         self.input_key = input_key
         self.with_actions = with_actions
+        if recurrent is not None and (input_key != "observations" or with_actions):
+            raise ValueError("a recurrent DeterministicModel reads observations only (a value V(s), not Q(s, a) or a state critic)")
         if input_key == "states":  # a centralised critic reads the global state vector, never encoded
             self.attach_encoder(None, observation_space)
             input_size = self.num_states
         else:
-            input_size = self.attach_encoder(encoder, observation_space)
+            input_size = self.attach_encoder(encoder, observation_space, recurrent)
         if with_actions:
             input_size += self.num_actions
         self.net = mlp(input_size, hidden_sizes, output_size, activation)
 
     def compute(self, inputs: Mapping[str, Any], role: str = "") -> tuple[torch.Tensor, dict[str, Any]]:
-        x = self.encode(inputs[self.input_key])
+        x, outputs = self.features(inputs, self.input_key)
         if self.with_actions:
             x = torch.cat([x, inputs["taken_actions"]], dim=-1)
-        return self.net(x), {}
+        return self.net(x), outputs
 
 
 class DeterministicPolicy(DeterministicMixin, EncodedModel):
@@ -169,12 +201,16 @@ def stochastic_policy(
     activation: str = "tanh",
     initial_log_std: float = 0.0,
     encoder: nn.Module | None = None,
+    recurrent: RecurrentSpec | None = None,
 ) -> Model:
-    """A Categorical policy for Discrete actions, a Gaussian one for Box actions."""
+    """A Categorical policy for Discrete actions, a Gaussian one for Box actions (``recurrent``: with an LSTM or
+    GRU core after the encoder)."""
     if isinstance(action_space, gym.spaces.Discrete):
-        return CategoricalPolicy(observation_space, action_space, device, hidden_sizes, activation, encoder=encoder)
+        return CategoricalPolicy(observation_space, action_space, device, hidden_sizes, activation, encoder=encoder, recurrent=recurrent)
     if isinstance(action_space, gym.spaces.Box):
-        return GaussianPolicy(observation_space, action_space, device, hidden_sizes, activation, initial_log_std, encoder=encoder)
+        return GaussianPolicy(
+            observation_space, action_space, device, hidden_sizes, activation, initial_log_std, encoder=encoder, recurrent=recurrent
+        )
     raise TypeError(f"no default stochastic policy for action space {action_space}")
 
 
@@ -185,9 +221,10 @@ def value_model(
     hidden_sizes: Sequence[int],
     activation: str = "tanh",
     encoder: nn.Module | None = None,
+    recurrent: RecurrentSpec | None = None,
 ) -> DeterministicModel:
-    """V(s): one output from the observations."""
-    return DeterministicModel(observation_space, action_space, device, hidden_sizes, activation, encoder=encoder)
+    """V(s): one output from the observations (``recurrent``: through an LSTM or GRU core of its own)."""
+    return DeterministicModel(observation_space, action_space, device, hidden_sizes, activation, encoder=encoder, recurrent=recurrent)
 
 
 def q_model(

@@ -29,6 +29,8 @@ from .export import SkrlPolicyActing
 from ..common.encoders import observation_encoder
 from .memory import observation_memory
 from .models import stochastic_policy, value_model
+from .recurrent import RecurrentSpec
+from .recurrent_agent import RecurrentOnPolicyAgent
 from .rollout_agent import rollout_agent_arguments, rollout_config
 
 # ---- models and memory --------------------------------------------------------------------------
@@ -38,15 +40,17 @@ def actor_critic_models(build: Build) -> dict[str, Model]:
     """Separate policy (Categorical or Gaussian) and value MLPs, initialised from ``build.seed``.
 
     Reads the on-policy family's network settings: ``hidden_sizes``, ``activation``, ``initial_log_std``;
-    each network reads its observations through its own copy of the cell's encoder.
+    each network reads its observations through its own copy of the cell's encoder and, with ``recurrent``
+    set, its own LSTM or GRU core after it (``recurrent_hidden_size``, ``recurrent_layers``, ``sequence_length``).
     """
     configure_threads()
     seed_skrl(build.seed)
     s = build.settings
     args = (build.observation_space, build.action_space, build.device, s["hidden_sizes"], s["activation"])
+    recurrent = RecurrentSpec.of(s, build.num_envs)
     return {
-        "policy": stochastic_policy(*args, initial_log_std=s["initial_log_std"], encoder=observation_encoder(build)),
-        "value": value_model(*args, encoder=observation_encoder(build)),
+        "policy": stochastic_policy(*args, initial_log_std=s["initial_log_std"], encoder=observation_encoder(build), recurrent=recurrent),
+        "value": value_model(*args, encoder=observation_encoder(build), recurrent=recurrent),
     }
 
 
@@ -92,13 +96,17 @@ class SkrlRolloutTrainer(SkrlPolicyActing, TrainerBase):
     It owns skrl's SequentialTrainer loop; the agent updates at the rollout's end, in ``post_interaction``.
 
     Subclasses name ``agent_class`` (an ``OnPolicyAgent`` over skrl's agent) and ``config_class`` (its
-    ``*_CFG``, filled by ``rollout_config``), or override ``agent_config(build)`` / ``make_agent(build)``.
+    ``*_CFG``, filled by ``rollout_config``), or override ``agent_config(build)`` / ``make_agent(build)``;
+    a cell with recurrent policies names ``recurrent_agent_class`` too (a ``RecurrentOnPolicyAgent`` over
+    skrl's ``PPO_RNN``), made when the settings ask for a ``recurrent`` core. Its carried model states are
+    part of the checkpoint.
     The defaults are single-agent (a Gymnasium vector env, its time-limit truncations, the returns of its
     episodes, the agent's ``policy``'s mean or argmax); the multi-agent base
     (``SkrlMultiAgentRolloutTrainer``) overrides them.
     """
 
     agent_class: type | None = None
+    recurrent_agent_class: type | None = None
     config_class: type | None = None
     hook_loop = LOOPS["skrl", "on-policy"]
 
@@ -131,9 +139,11 @@ class SkrlRolloutTrainer(SkrlPolicyActing, TrainerBase):
         return rollout_config(build, self.config_class)
 
     def make_agent(self, build: Build) -> Agent:
-        if self.agent_class is None or self.config_class is None:
-            raise NotImplementedError(f"{type(self).__name__} names no agent_class and config_class (or overrides make_agent)")
-        return self.agent_class(cfg=self.agent_config(build), **rollout_agent_arguments(build))
+        agent_class = self.recurrent_agent_class if build.settings.get("recurrent") else self.agent_class
+        if agent_class is None or self.config_class is None:
+            which = "recurrent_agent_class" if build.settings.get("recurrent") else "agent_class"
+            raise NotImplementedError(f"{type(self).__name__} names no {which} and config_class (or overrides make_agent)")
+        return agent_class(cfg=self.agent_config(build), **rollout_agent_arguments(build))
 
     # -- one iteration ----------------------------------------------------------------------------
 
@@ -224,6 +234,8 @@ class SkrlRolloutTrainer(SkrlPolicyActing, TrainerBase):
         state.update(rollout=agent._rollout, env=self.snapshot_env(), observations=self._observations)
         if self._has_states:
             state["states"] = self._states
+        if isinstance(agent, RecurrentOnPolicyAgent):  # the policy's and value's states mid-episode
+            state["recurrent"] = agent.carried_states()
         return {**state, "counters": self.counters(), "hooks": self.hooks.state_dict(), "rng": capture_rng_state()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -236,6 +248,11 @@ class SkrlRolloutTrainer(SkrlPolicyActing, TrainerBase):
         self._observations = _on_device(state["observations"] if restarted is None else restarted, self.build.device)
         if self._has_states:
             self._states = _on_device(state["states"], self.build.device)
+        if isinstance(agent, RecurrentOnPolicyAgent):
+            if restarted is None:
+                agent.load_carried_states(state["recurrent"])
+            else:  # new episodes: the states they start from are zeros
+                agent.load_carried_states({role: [torch.zeros_like(s) for s in saved] for role, saved in state["recurrent"].items()})
         self.load_counters(state["counters"])
         self.hooks.load_state_dict(state.get("hooks"))  # None: a checkpoint from before hooks were saved
         restore_rng_state(state["rng"])

@@ -7,6 +7,8 @@ from collections.abc import Mapping
 import torch
 from skrl.models.torch import Model
 
+from .recurrent import model_inputs
+
 
 def clipped_ppo_terms(
     policy: Model,
@@ -21,11 +23,11 @@ def clipped_ppo_terms(
     MSE value loss, entropy bonus, and the approximate KL.
 
     ``batch`` holds preprocessed ``observations`` and ``states`` and the rollout's ``actions``,
-    ``log_prob``, ``advantages``, ``values`` and ``returns``. Upstream's order of operations, so a
-    Gaussian policy's ``rsample`` draws the same random numbers as skrl's own update.
+    ``log_prob``, ``advantages``, ``values`` and ``returns`` (a recurrent agent's, the models' stored states
+    too: ``model_inputs``). Upstream's order of operations, so a Gaussian policy's ``rsample`` draws the
+    same random numbers as skrl's own update.
     """
-    inputs = {"observations": batch["observations"], "states": batch["states"]}
-    _, outputs = policy.act({**inputs, "taken_actions": batch["actions"]}, role="policy")
+    _, outputs = policy.act({**model_inputs(batch, "policy"), "taken_actions": batch["actions"]}, role="policy")
     log_ratio = outputs["log_prob"] - batch["log_prob"]
     with torch.no_grad():
         approx_kl = ((torch.exp(log_ratio) - 1) - log_ratio).mean()
@@ -40,7 +42,7 @@ def clipped_ppo_terms(
     surrogate_clipped = batch["advantages"] * torch.clip(ratio, 1.0 - ratio_clip, 1.0 + ratio_clip)
     loss_policy = -torch.min(surrogate, surrogate_clipped).mean()
 
-    predicted_values, _ = value.act(inputs, role="value")
+    predicted_values, _ = value.act(model_inputs(batch, "value"), role="value")
     if value_clip > 0:
         predicted_values = batch["values"] + torch.clip(predicted_values - batch["values"], min=-value_clip, max=value_clip)
     loss_value = value_loss_scale * torch.nn.functional.mse_loss(batch["returns"], predicted_values)

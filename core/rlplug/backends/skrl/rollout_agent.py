@@ -32,7 +32,8 @@ class RolloutLearner:
     """What one on-policy update reads of a skrl agent, or of one agent of a multi-agent one.
 
     The models, memory, optimiser, scheduler, preprocessors and config values upstream's ``update()``
-    reads, for a single-agent agent or indexed by ``uid`` for a multi-agent one.
+    reads, for a single-agent agent or indexed by ``uid`` for a multi-agent one. ``sequence_length`` is a
+    recurrent agent's (``PPO_RNN``'s ``_rnn_sequence_length``): above 1, minibatches hold whole sequences.
     """
 
     policy: Model
@@ -50,6 +51,7 @@ class RolloutLearner:
     discount_factor: float
     gae_lambda: float
     time_limit_bootstrap: bool
+    sequence_length: int = 1
 
 
 def rollout_learner(agent: Any, uid: str | None = None) -> RolloutLearner:
@@ -76,16 +78,21 @@ def rollout_learner(agent: Any, uid: str | None = None) -> RolloutLearner:
         own(cfg.discount_factor),
         own(cfg.gae_lambda),
         own(cfg.time_limit_bootstrap),
+        getattr(agent, "_rnn_sequence_length", 1) if getattr(agent, "_rnn", False) else 1,
     )
 
 
-def compute_returns_and_advantages(agent: Agent, learner: RolloutLearner, next_observations: Any, next_states: Any) -> None:
-    """Upstream: GAE from the rollout and the value of the last next observation; values preprocessed."""
+def compute_returns_and_advantages(
+    agent: Agent, learner: RolloutLearner, next_observations: Any, next_states: Any, value_inputs: Mapping[str, Any] | None = None
+) -> None:
+    """Upstream: GAE from the rollout and the value of the last next observation; values preprocessed.
+    ``value_inputs``: more inputs of the value model (a recurrent value's carried states, ``"rnn"``)."""
     value, memory = learner.value, learner.memory
     with torch.no_grad(), torch.autocast(device_type=agent._device_type, enabled=agent.cfg.mixed_precision):
         inputs = {
             "observations": learner.observation_preprocessor(next_observations),
             "states": learner.state_preprocessor(next_states),
+            **(value_inputs or {}),
         }
         value.enable_training_mode(False)
         last_values, _ = value.act(inputs, role="value")
@@ -130,6 +137,23 @@ def step_scheduler(agent: Agent, learner: RolloutLearner, kl_divergences: list[t
         scheduler.step()
 
 
+def sequence_minibatches(memory: Memory, names: Sequence[str], mini_batches: int, length: int) -> list[list[torch.Tensor | None]]:
+    """A rollout's minibatches of whole sequences, for a recurrent update.
+
+    Each env's rollout is cut into consecutive sequences of ``length`` steps (``rollouts`` a multiple of it:
+    the recurrent rules in ``rlplug.families``), the sequences shuffled (skrl's ``PPO`` shuffles transitions
+    each epoch; ``PPO_RNN`` takes them in a fixed order) and dealt into ``mini_batches`` minibatches (sizes
+    differ by at most one sequence). A minibatch's rows are its sequences one after another, each in time
+    order: what a recurrent model's training mode reads (``rlplug.backends.skrl.recurrent``).
+    """
+    steps, envs = memory.memory_size, memory.num_envs
+    starts = torch.arange(0, steps, length).view(-1, 1, 1)
+    rows = (starts + torch.arange(length).view(1, 1, -1)) * envs + torch.arange(envs).view(1, -1, 1)  # memory row t * envs + e
+    sequences = rows.reshape(-1, length)
+    sequences = sequences[torch.randperm(len(sequences))]
+    return [memory.sample_by_index(names=list(names), indexes=part.reshape(-1))[0] for part in torch.tensor_split(sequences, mini_batches)]
+
+
 def rollout_epochs(
     agent: Any,
     learner: RolloutLearner,
@@ -142,19 +166,24 @@ def rollout_epochs(
     approximate KL passes ``kl_threshold``; the scheduler steps once per epoch. ``memories`` (default:
     the learner's) are sampled alike and each minibatch concatenates theirs (MAPPO's joint update of
     shared models). The agent's ``loss_terms`` are summed and optimised; returns the means of its
-    ``logged_terms`` over the optimised minibatches.
+    ``logged_terms`` over the optimised minibatches. A recurrent agent's minibatches hold its stored model states
+    too (``rnn_policy_<i>``, ``rnn_value_<i>``) and, with a ``sequence_length`` above 1, whole sequences
+    (``sequence_minibatches``).
     """
     memories = list(memories) or [learner.memory]
-    names = agent._tensors_names
+    names = [*agent._tensors_names, *getattr(agent, "_rnn_tensors_names", ())]
     hooks = agent.trainer_hooks
     sums: dict[str, float] = defaultdict(float)
     optimised = 0
     for epoch in range(learner.learning_epochs):
         write_back(learner.memory.tensors, hooks.pre_epoch(learner.memory.tensors))
         kl_divergences = []
-        samplers = [
-            memory.sample(names=names, batch_size=len(learner.memory), mini_batches=learner.mini_batches) for memory in memories
-        ]
+        if learner.sequence_length > 1:
+            samplers = [sequence_minibatches(memory, names, learner.mini_batches, learner.sequence_length) for memory in memories]
+        else:
+            samplers = [
+                memory.sample(names=names, batch_size=len(learner.memory), mini_batches=learner.mini_batches) for memory in memories
+            ]
         for per_memory in zip(*samplers):
             sampled = per_memory[0] if len(per_memory) == 1 else [torch.cat(parts) for parts in zip(*per_memory)]
             batch = dict(zip(names, sampled))
@@ -207,9 +236,15 @@ class OnPolicyAgent:
         if needs_kl and "approx_kl" not in self.logged_terms:
             raise ValueError("KL early stopping and KLAdaptiveLR need a loss that reports an 'approx_kl' term")
 
+    def last_value_inputs(self) -> dict[str, Any]:
+        """More inputs of the value model for the rollout's last next observation (a recurrent value's states)."""
+        return {}
+
     def update(self, *, timestep: int, timesteps: int) -> None:
         own = rollout_learner(self)
-        compute_returns_and_advantages(self, own, self._current_next_observations, self._current_next_states)
+        compute_returns_and_advantages(
+            self, own, self._current_next_observations, self._current_next_states, self.last_value_inputs()
+        )
         means = rollout_epochs(self, own, lambda batch, epoch: self.loss(self, batch, epoch))
         for name, value in means.items():
             self.track_data(f"Loss / {name}", value)
