@@ -131,7 +131,7 @@ def test_deterministic_acting_and_the_exported_policy_carry_the_same_state_over_
     trainer.train(64)
     assert trainer.recurrent_state_shape == (2, 16)
     module = trainer.export_policy().eval()
-    hidden_spec = module.signature["inputs"][-1]
+    hidden_spec = module.signature["hidden"]
     assert hidden_spec == {"name": "hidden", "dtype": "float32", "shape": ["B", 2, 16]}
 
     env = gym.make("Pendulum-v1")

@@ -179,16 +179,11 @@ class RecurrentDeterministicPolicy(nn.Module):
 def recurrent_policy_export(build: Any, actor: ProbabilisticActor, clamp: bool = False) -> ExportedPolicy:
     """The ``ExportedPolicy`` of a recurrent TorchRL actor (``recurrent.recurrent_actor_critic``): one more
     input after the observations, ``hidden`` (float32 ``[B, layers, width]``), and the next hidden state
-    returned after the action. The signature names it under ``inputs`` and describes it under
-    ``"recurrent"`` (kind, layers, width, hidden size)."""
+    returned after the action, as ``rlplug.backends.common.export`` lays it out for both backends."""
     from .recurrent import actor_parts, state_shape
 
     features, rnn, params, sampler = actor_parts(actor)
-    signature = policy_signature(build)
-    layers, width = state_shape(actor)
-    signature["inputs"].append({"name": "hidden", "dtype": "float32", "shape": ["B", layers, width]})
-    signature["recurrent"] = {"kind": "lstm" if isinstance(rnn, nn.LSTM) else "gru", "layers": layers, "width": width,
-                              "hidden_size": rnn.hidden_size, "output": "hidden"}  # fmt: skip
+    signature = policy_signature(build, hidden=state_shape(actor))
     bounds = ClampToBounds(build.action_space.low, build.action_space.high) if clamp and signature["action"]["kind"] == "box" else None
     policy = RecurrentDeterministicPolicy(features, rnn, params.module, distribution_mode(sampler), bounds)
     return ExportedPolicy(policy, signature)
