@@ -14,7 +14,8 @@ import torch
 from skrl.models.torch import CategoricalMixin, DeterministicMixin, GaussianMixin, Model
 from torch import nn
 
-from ..common.encoders import unflatten_observations
+from ...envs.masks import feature_space
+from ..common.encoders import flat_mask_columns, masked_values, split_flat_mask, unflatten_observations
 from ..common.nets import mlp
 
 # ---- networks and models ------------------------------------------------------------------------
@@ -26,18 +27,31 @@ class EncodedModel(Model):
     skrl hands models flat ``[B, size]`` observations (a Dict's keys concatenated in sorted order);
     ``encode`` puts them back in the space's shape for the encoder. Without an encoder (``None``, the
     ``mlp`` encoder) the head reads the observation vector itself, exactly as before encoders existed.
+    An action mask in the observations (``rlplug.envs.masks``) is no feature: ``encode`` leaves its columns
+    out, and ``action_mask`` reads them for the policy or Q head to apply.
     """
 
     def attach_encoder(self, encoder: nn.Module | None, observation_space: gym.Space) -> int:
         """Keep ``encoder``; returns the size of what the head reads (its ``features``, or the vector's size)."""
         self.encoder = encoder
-        self.encoded_space = observation_space
-        return self.num_observations if encoder is None else int(encoder.features)
+        self.mask_columns = flat_mask_columns(observation_space)
+        self.encoded_space = feature_space(observation_space)
+        if encoder is not None:
+            return int(encoder.features)
+        return self.num_observations if self.mask_columns is None else int(np.prod(self.encoded_space.shape))
 
     def encode(self, observations: torch.Tensor) -> torch.Tensor:
+        if self.mask_columns is not None:
+            observations = split_flat_mask(self.mask_columns, observations)[0]
         if self.encoder is None:
             return observations
         return self.encoder(unflatten_observations(self.encoded_space, observations))
+
+    def action_mask(self, observations: torch.Tensor) -> torch.Tensor | None:
+        """The observations' action mask (bool ``[B, n_actions]``), or ``None`` when they carry none."""
+        if getattr(self, "mask_columns", None) is None:
+            return None
+        return split_flat_mask(self.mask_columns, observations)[1]
 
 
 def flat_observations(observations: Any, device: Any) -> torch.Tensor:
@@ -92,7 +106,8 @@ class CategoricalPolicy(CategoricalMixin, EncodedModel):
         self.net = mlp(self.attach_encoder(encoder, observation_space), hidden_sizes, self.num_actions, activation)
 
     def compute(self, inputs: Mapping[str, Any], role: str = "") -> tuple[torch.Tensor, dict[str, Any]]:
-        return self.net(self.encode(inputs["observations"])), {}
+        observations = inputs["observations"]  # masked actions: zero probability (masked_values)
+        return masked_values(self.net(self.encode(observations)), self.action_mask(observations)), {}
 
 
 class DeterministicModel(DeterministicMixin, EncodedModel):
@@ -121,8 +136,12 @@ class DeterministicModel(DeterministicMixin, EncodedModel):
         DeterministicMixin.__init__(self, clip_actions=False)
         self.input_key = input_key
         self.with_actions = with_actions
+        # Q(s, .) of a Discrete space (one output per action) of masked observations: masked actions are
+        # never the argmax, the epsilon-greedy choice or the target's max (masked_values)
+        self.masks_outputs = input_key == "observations" and not with_actions and output_size > 1 and output_size == getattr(action_space, "n", 0)
         if input_key == "states":  # a centralised critic reads the global state vector, never encoded
             self.attach_encoder(None, observation_space)
+            self.mask_columns = None
             input_size = self.num_states
         else:
             input_size = self.attach_encoder(encoder, observation_space)
@@ -134,6 +153,8 @@ class DeterministicModel(DeterministicMixin, EncodedModel):
         x = self.encode(inputs[self.input_key])
         if self.with_actions:
             x = torch.cat([x, inputs["taken_actions"]], dim=-1)
+        if self.masks_outputs:
+            return masked_values(self.net(x), self.action_mask(inputs[self.input_key])), {}
         return self.net(x), {}
 
 
