@@ -68,7 +68,7 @@ class ActionMaskObservation(gym.Wrapper):
         observation, where TorchRL's wrapper would otherwise read the info's over it)."""
         if self.from_info:
             if ACTION_MASK_KEY not in info:
-                self._refuse(f"{call} returned no info['action_mask'] (the recipe's action_mask = \"info\" reads it there)", call)
+                self._refuse("returned no info['action_mask']", call, " (the recipe's action_mask = \"info\" reads it there)")
             mask = info[ACTION_MASK_KEY]
             info = {key: value for key, value in info.items() if key != ACTION_MASK_KEY}
             out = dict(observation) if isinstance(observation, dict) else {FEATURES_KEY: observation}
@@ -77,16 +77,16 @@ class ActionMaskObservation(gym.Wrapper):
             mask = out[ACTION_MASK_KEY]
         problem = mask_problem(mask, self.n)
         if problem:
-            self._refuse(f"{call} returned an action mask {problem}", call)
+            self._refuse(f"returned an action mask {problem}", call)
         valid = np.asarray(mask).astype(np.bool_)
         if not ended and not valid.any():
-            self._refuse(f"{call} returned an action mask with no valid action, and the episode goes on", call)
+            self._refuse("returned an action mask with no valid action", call, " that did not end the episode")
         out[ACTION_MASK_KEY] = valid
         return out, info
 
-    def _refuse(self, what: str, call: str) -> None:
+    def _refuse(self, what: str, call: str, after: str = "") -> None:
         when = "reset" if call == "reset" else f"step {self.episode_steps} of an episode"
-        raise ActionMaskError(f"environment '{self.env_id}' in {when}: {what}")
+        raise ActionMaskError(f"environment '{self.env_id}' {what} in {when}{after}")
 
 
 class DropActionMask(gym.ObservationWrapper):
