@@ -15,7 +15,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
-from conftest import refused_in_process
+from conftest import refused_in_process, weights_only_round_trip
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("skrl")
@@ -194,6 +194,20 @@ def test_trains_a_few_hundred_steps_and_never_takes_a_masked_action(built, backe
     actions, masks = _stored(build)
     assert len(actions) >= 64 and _valid(actions, masks)  # sampled / epsilon-greedy / warm-up actions
     assert all(math.isfinite(r) for r in build.trainer.evaluate(2))
+
+
+@pytest.mark.parametrize("backend,collector", [("skrl", False), ("torchrl", False), ("torchrl", True)],
+                         ids=["skrl", "torchrl-lean", "torchrl-collector"])
+def test_a_resumed_dqn_run_stays_within_the_mask(built, backend, collector):
+    extra = ["learning_starts=300", *(["torchrl.collector=true"] if collector else [])]  # resumed mid warm-up
+    first = built("dqn", backend, extra=extra)
+    first.trainer.train(192)
+    state = weights_only_round_trip(first.trainer.state_dict())
+    resumed = built("dqn", backend, extra=extra)
+    resumed.trainer.load_state_dict(state)
+    resumed.trainer.train(384)
+    actions, masks = _stored(resumed)
+    assert resumed.trainer.env_steps == 384 and _valid(actions, masks)
 
 
 # ---- masked actions never chosen: greedy, sampled, epsilon-greedy, exported --------------------------------

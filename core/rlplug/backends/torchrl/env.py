@@ -17,7 +17,7 @@ from torchrl.envs import ActionMask, DoubleToFloat, EnvBase, GymWrapper, Transfo
 from torchrl.envs.libs.gym import terminal_obs_reader
 
 from ...envs.factory import env_errors, make_gym_vector_env
-from ...envs.masks import has_action_mask
+from ...envs.masks import ACTION_MASK_KEY, has_action_mask
 from ...envs.spec import EnvSpec
 
 # ---- environments -------------------------------------------------------------------------------
@@ -179,6 +179,8 @@ def load_collector_state(collector: Collector, state: dict[str, Any], raw_envs: 
     collector._carrier.update(carrier)
     if restarted:
         collector._carrier.update(collector.env.reset())
+    if ACTION_MASK_KEY in collector._carrier.keys():  # ActionMask's spec mask: the carrier's, not the fresh env's reset
+        collector.env.input_spec["full_action_spec"]["action"].update_mask(collector._carrier.get(ACTION_MASK_KEY))
     collector._frames = state["frames"]
     collector._iter = state["iter"]
     if "traj_pool" in state:
