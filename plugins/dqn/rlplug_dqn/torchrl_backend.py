@@ -61,7 +61,7 @@ def build_models(build: Build) -> dict[str, Any]:
     seed_everything(build.seed)
     s = build.settings
     net = observation_net(build, int(build.action_space.n), s["hidden_sizes"], s["activation"])
-    actor = q_value_actor(net, build.action_space, observation_keys(build), action_mask_key(build))
+    actor = q_value_actor(net, build.action_space, observation_keys(build), mask_key=action_mask_key(build))
     return {"q_network": actor.to(build.device)}
 
 

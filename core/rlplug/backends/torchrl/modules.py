@@ -200,7 +200,7 @@ def stochastic_actor(
     """Categorical actor for Discrete (masked with ``mask_key``), Gaussian actor for Box; ``net_factory(output_size)``
     builds the net."""
     if isinstance(action_space, gym.spaces.Discrete):
-        return categorical_actor(net_factory(int(action_space.n)), observation_key, mask_key)
+        return categorical_actor(net_factory(int(action_space.n)), observation_key, mask_key=mask_key)
     if isinstance(action_space, gym.spaces.Box):
         size = int(np.prod(action_space.shape))
         return gaussian_actor(net_factory(size), size, initial_log_std, observation_key)

@@ -68,7 +68,7 @@ def actor_critic_modules(build: Build) -> dict[str, nn.Module]:
         body = observation_net(build, output_size, s["hidden_sizes"], s["activation"])
         return body if normalizer is None else nn.Sequential(normalizer, body)
 
-    actor = stochastic_actor(net, build.action_space, s["initial_log_std"], keys, action_mask_key(build))
+    actor = stochastic_actor(net, build.action_space, s["initial_log_std"], keys, mask_key=action_mask_key(build))
     return {"actor": actor.to(build.device), "critic": value_operator(net(1), keys).to(build.device)}
 
 
