@@ -75,7 +75,7 @@ REFUSALS = [
     (["env=Tiny-v0", "env_module=no_such_envs"], "environment 'Tiny-v0': module 'no_such_envs' cannot be imported "
      "(ModuleNotFoundError: No module named 'no_such_envs'); install it or put it on PYTHONPATH"),
     (["env=tiny_envs:Nope-v0"], "unknown environment 'tiny_envs:Nope-v0': module 'tiny_envs' does not register 'Nope-v0' "
-     "(choose from: Tiny-v0, TinyBroken-v0, TinyContinuous-v0)"),
+     "(choose from: Tiny-v0, TinyBroken-v0, TinyContinuous-v0, TinyMasked-v0, TinyMaskedInfo-v0)"),
     (["env=Tiny-v1", "env_module=tiny_envs"], "unknown environment 'Tiny-v1' (after importing env_module 'tiny_envs') "
      "(did you mean 'Tiny-v0'?)"),
     (["env=tiny_envs:TinyBroken-v0"], "recipe 'ppo-cartpole': environment 'tiny_envs:TinyBroken-v0' failed to start: "

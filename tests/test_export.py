@@ -95,6 +95,14 @@ env = "RlplugTinyDictBox-v0"
 [recipes.x-sac-dict.hyperparameters]
 squash_actions = true
 
+[recipes.x-ppo-masked]
+extends = "x-ppo-cartpole"
+env = "tiny_envs:TinyMasked-v0"
+
+[recipes.x-dqn-masked]
+extends = "x-dqn-cartpole"
+env = "tiny_envs:TinyMasked-v0"
+
 [recipes.x-mappo-spread]
 extends = "mappo-simple-spread"
 steps = 32
@@ -117,9 +125,11 @@ hidden_sizes = [16]
 share_parameters = false
 """
 
-# the twelve single-agent cells per backend, then encoders (uint8 image, Dict), discrete CQL and MAPPO
+# the twelve single-agent cells per backend, then encoders (uint8 image, Dict), discrete CQL, action masks
+# (the mask an input of its own) and MAPPO
 CELLS = ("x-ppo-cartpole", "x-ppo-pendulum", "x-sac-pendulum", "x-td3-pendulum", "x-dqn-cartpole", "x-iql-pendulum",
-         "x-cql-pendulum", "x-cql-cartpole", "x-dqn-image", "x-sac-dict", "x-mappo-spread", "x-mappo-navigation")  # fmt: skip
+         "x-cql-pendulum", "x-cql-cartpole", "x-dqn-image", "x-sac-dict", "x-ppo-masked", "x-dqn-masked", "x-mappo-spread",
+         "x-mappo-navigation")  # fmt: skip
 OBSERVATIONS = 100
 
 # Runs in a fresh interpreter: plain torch (and onnxruntime) only, then says what else got imported.

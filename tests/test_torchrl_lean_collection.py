@@ -4,7 +4,7 @@ The same recipe on a fixed seed, once per path (``torchrl.collector = true`` / `
 contents (every key, every slot), the writer's cursor, the logged losses, the network parameters and
 torch's random state after training are bitwise equal. The runs cover the random warm-up (whole
 batches), the exploration policies (SAC's samples with OU noise, TD3's Gaussian noise, DQN's
-epsilon-greedy), partial autoresets (CartPole, several envs), Pendulum's time limit ending every env
+epsilon-greedy, also among an action mask's valid actions), partial autoresets (CartPole, several envs), Pendulum's time limit ending every env
 on one step (where TorchRL's wrapper resets the vector env once more), and a replay that wraps around.
 """
 
@@ -36,6 +36,9 @@ CASES = {
     # upstream's EGreedyModule, its epsilon set once per batch
     "dqn-batch-epsilon": ("dqn-cartpole", 300, ["num_envs=2", "train_every=4", "learning_starts=40", "utd_ratio=0.25",
                                                 "torchrl.epsilon_per_step=false"], True),  # fmt: skip
+    # an action mask (Dict key): the warm-up, epsilon-greedy and the argmax among the valid actions, on tensors
+    "dqn-masked": ("dqn-cartpole", 300, ["env=tiny_envs:TinyMasked-v0", "num_envs=3", "train_every=4", "learning_starts=40",
+                                         "utd_ratio=0.25"], True),  # fmt: skip
 }
 
 

@@ -42,3 +42,61 @@ class TinyEnv(gym.Env):
 gym.register("Tiny-v0", entry_point=TinyEnv)
 gym.register("TinyContinuous-v0", entry_point=TinyEnv, kwargs={"continuous": True})
 gym.register("TinyBroken-v0", entry_point=TinyEnv, kwargs={"fail": True})
+
+
+class TinyMaskedEnv(gym.Env):
+    """Pick the best of the valid actions: each step shows one of ``states`` states (one-hot); in each state 3 of
+    the ``actions`` actions are valid and one of those pays 1 (the others 0); an invalid action ends the episode
+    with no reward. 20 steps, so the best return is 20; a random policy scores about 6.7 with the mask and far
+    less without it (0.5 with the default 5 actions). Which actions are valid and best is a fixed table
+    (``np.random.default_rng(0)``), the same for every seed.
+
+    The mask of valid actions is the Dict observation key ``action_mask`` (``mask="dict"``, PettingZoo's form,
+    int8) or ``info["action_mask"]`` (``mask="info"``, Gymnasium's Taxi form). ``continuous`` (Box actions) and
+    ``mask_size`` (a mask of another length) are the refused cases."""
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, mask: str = "dict", states: int = 4, actions: int = 5, length: int = 20, continuous: bool = False,
+                 mask_size: int | None = None) -> None:  # fmt: skip
+        if mask not in ("dict", "info"):
+            raise ValueError(f"mask must be 'dict' or 'info', not {mask!r}")
+        self.mask, self.length, self.mask_size = mask, length, mask_size or actions
+        table = np.random.default_rng(0)
+        self.valid = [sorted(int(a) for a in table.choice(actions, 3, replace=False)) for _ in range(states)]
+        self.best = [valid[int(table.integers(3))] for valid in self.valid]
+        features = gym.spaces.Box(0.0, 1.0, (states,), np.float32)
+        if mask == "dict":
+            mask_space = gym.spaces.Box(0, 1, (self.mask_size,), np.int8)
+            self.observation_space = gym.spaces.Dict({"observation": features, "action_mask": mask_space})
+        else:
+            self.observation_space = features
+        self.action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32) if continuous else gym.spaces.Discrete(actions)
+        self.state = self.steps = 0
+
+    def _outcome(self) -> tuple:
+        features = np.zeros(len(self.valid), dtype=np.float32)
+        features[self.state] = 1.0
+        mask = np.zeros(self.mask_size, dtype=np.int8)
+        mask[self.valid[self.state]] = 1
+        if self.mask == "dict":
+            return {"observation": features, "action_mask": mask}, {}
+        return features, {"action_mask": mask}
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        self.state, self.steps = int(self.np_random.integers(len(self.valid))), 0
+        return self._outcome()
+
+    def step(self, action):
+        action = int(np.asarray(action).reshape(-1)[0])
+        valid = action in self.valid[self.state]
+        reward = 1.0 if action == self.best[self.state] else 0.0
+        self.steps += 1
+        self.state = int(self.np_random.integers(len(self.valid)))
+        observation, info = self._outcome()
+        return observation, reward, not valid, self.steps >= self.length and valid, info
+
+
+gym.register("TinyMasked-v0", entry_point=TinyMaskedEnv)
+gym.register("TinyMaskedInfo-v0", entry_point=TinyMaskedEnv, kwargs={"mask": "info"})

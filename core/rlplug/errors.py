@@ -34,6 +34,11 @@ class EnvContractError(SpaceError):
     observation of its declared space), or returns a NaN or infinite observation or reward (``rlplug.envs.check``)."""
 
 
+class ActionMaskError(SpaceError):
+    """An environment's action mask does not fit its action space or its own contract (``rlplug.envs.masks``), or
+    the cell cannot honour one (it would take masked actions)."""
+
+
 class EnvStepError(RlplugError):
     """An environment raised an exception inside its ``reset`` or ``step``; the line names it and the step."""
 

@@ -21,6 +21,11 @@ env id, the check, what was declared and what came back:
 Under ``vector_mode = "async"`` the copies step in worker processes; ``AsyncVectorEnv`` brings their line
 back alone.
 
+An action mask (``rlplug.envs.masks``: a Dict key ``action_mask``, or ``info["action_mask"]``) is checked by the
+outermost wrapper that reads it, ``ActionMaskObservation``: a declared mask space of one entry per action at
+construction, then at every reset and step a mask that is there, of ``n`` zeros and ones, with a valid action
+unless the step ended the episode (``ActionMaskError``, naming the env and the step).
+
 The checker keeps gymnasium's checker's constructor checks and attribute names (``checked_reset``,
 ``checked_step``), so the wrapper chains stay as long as before and checkpoints written before it
 restore into it (``rlplug.envs.state``).

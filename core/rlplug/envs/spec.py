@@ -34,6 +34,8 @@ class EnvSpec:
     """The discount ``NormalizeReward`` scales returns with (the algorithm's ``gamma`` when it has one)."""
     vector_mode: str = "sync"
     """``sync``: the training copies stepped in this process; ``async``: one worker process each."""
+    action_mask: str = "auto"
+    """Where the env's action mask is: ``auto`` (its Dict key), ``info`` or ``ignore`` (``rlplug.envs.masks``)."""
 
     @classmethod
     def of(cls, env: str | EnvSpec, env_kwargs: Mapping[str, Any] | None = None) -> EnvSpec:
@@ -60,6 +62,7 @@ class EnvSpec:
             time_limit=getattr(recipe, "time_limit", 0),
             gamma=float(gamma if gamma is not None else hyperparameters.get("gamma", 0.99)),
             vector_mode=getattr(recipe, "vector_mode", "sync"),
+            action_mask=getattr(recipe, "action_mask", "auto"),
         )
 
     @property

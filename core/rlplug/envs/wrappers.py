@@ -21,6 +21,9 @@ of Gymnasium's own wrappers, innermost first:
 * ``TransformAction(np.clip)`` (``clip_actions``, Box actions): actions clipped to the space's bounds on
   their way in while the space itself stays bounded (gymnasium's ``ClipAction`` would widen it to
   ±inf, and the models scale their outputs to those bounds). The agents keep the unclipped sample.
+* outermost, for an env with an action mask (``action_mask``: its Dict key ``action_mask``, or ``"info"``):
+  ``ActionMaskObservation``, the mask as a bool ``action_mask`` key of a Dict observation whatever the env
+  wrote; ``action_mask = "ignore"``: ``DropActionMask``, the key removed (``rlplug.envs.masks``).
 
 Evaluation (``training=False``) never clips or normalises rewards and never ends an episode at a lost
 life: its return is the game's score.
@@ -68,6 +71,26 @@ def wrap(made: Any, spec: EnvSpec, training: bool) -> Any:
     if spec.clip_actions and isinstance(space, gym.spaces.Box):
         low, high = space.low, space.high
         made = gym.wrappers.TransformAction(made, lambda action: np.clip(action, low, high), space)
+    return wrap_action_mask(made, spec)
+
+
+def wrap_action_mask(made: Any, spec: EnvSpec) -> Any:
+    """The mask in its one internal form (or dropped: ``action_mask = "ignore"``), outermost (``rlplug.envs.masks``)."""
+    from .masks import has_action_mask
+
+    if spec.action_mask == "info" or (spec.action_mask == "auto" and has_action_mask(made.observation_space)):
+        from .mask_wrappers import ActionMaskObservation
+
+        if spec.frame_stack > 1 and spec.action_mask == "auto":
+            raise RecipeError(
+                f"environment '{spec.id}': frame_stack = {spec.frame_stack} would stack its observation key 'action_mask' "
+                "too; supply the mask in info (action_mask = \"info\"), which is added after stacking"
+            )
+        return ActionMaskObservation(made, spec.id, from_info=spec.action_mask == "info")
+    if spec.action_mask == "ignore" and has_action_mask(made.observation_space):
+        from .mask_wrappers import DropActionMask
+
+        return DropActionMask(made)
     return made
 
 
@@ -105,5 +128,7 @@ def check_wrapper_fields(recipe: Any, multiagent: bool) -> None:
         given = [name for name in WRAPPER_FIELDS if getattr(recipe, name, 0)]
         if not getattr(recipe, "clip_actions", True):
             given.append("clip_actions")
+        if getattr(recipe, "action_mask", "auto") != "auto":  # a PettingZoo agent's mask is its observation's key
+            given.append("action_mask")
         if given:
             raise RecipeError(f"{where}: {given[0]} wraps single-agent Gymnasium environments, not '{recipe.env}'")

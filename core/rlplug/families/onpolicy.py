@@ -110,6 +110,7 @@ RECURRENT_RULES = (
 def clipped_family(
     package: str, skrl_settings: Callable[..., dict[str, Any]], torchrl_settings: Callable[..., dict[str, Any]], *,
     loss: str, skrl_doc: str, torchrl_doc: str, describe: str = "", rules: tuple[Rule, ...] = (),
+    action_masks: bool = False,
 ) -> dict[str, Any]:  # fmt: skip
     """The ``AlgorithmSpec`` fields a PPO-family algorithm shares, for ``AlgorithmSpec(..., **clipped_family(...))``.
 
@@ -118,11 +119,13 @@ def clipped_family(
     ``<package>.<backend>_backend:make_<loss>_loss``; on skrl its terms are ``clipped_ppo_terms``'
     (``approx_kl`` reported: it drives KL early stopping and the KL-adaptive schedule), on TorchRL
     ``ClipPPOLoss``'s (``kl_approx``, ``clip_fraction``, ``entropy`` reported). ``describe`` is the
-    TorchRL loss's optional ``module:function``.
+    TorchRL loss's optional ``module:function``. ``action_masks``: the backends honour env action masks
+    (single-agent PPO's categorical policy does; ``rlplug.envs.masks``).
     """
     skrl_terms, torchrl_terms = ("loss_policy", "loss_value", "loss_entropy"), ("loss_objective", "loss_critic", "loss_entropy")
     return {
-        "backends": both_backends(package, ("discrete", "continuous"), skrl_settings, torchrl_settings, distributed=True),
+        "backends": both_backends(package, ("discrete", "continuous"), skrl_settings, torchrl_settings, distributed=True,
+                                  action_masks=action_masks),
         "rules": (*ROLLOUT_RULES, *rules),
         "default_loss": loss,
         "losses": (

@@ -12,6 +12,7 @@ from .distributed import world
 from ..contract.encoders import resolve_encoder
 from ..contract.hookspecs import Build
 from ..envs.factory import action_space_kind, env_errors, probe_spaces
+from ..envs.masks import check_action_mask, feature_space
 from ..envs.multiagent import check_env_kind, is_multiagent_env, probe_multiagent_spaces
 from ..envs.spec import EnvSpec
 from ..envs.wrappers import check_wrapper_fields
@@ -105,9 +106,11 @@ class Session:
             else:  # the wrapped env (rlplug.envs.factory): the spaces the models see
                 observation_space, action_space = probe_spaces(EnvSpec.from_recipe(recipe, gamma=hp.get("gamma")))
         check_action_space(spec, backend, action_space, recipe, self.host.algorithms.values())
+        check_action_mask(spec, backend, observation_space, action_space, recipe, self.host.algorithms.values())
         # the encoders decide which observation spaces are trainable: a registered encoder makes one so
+        # (an action mask is no feature: they see the space without it)
         encoder = resolve_encoder(
-            self.host.encoders, observation_space, recipe.encoder, recipe.encoder_kwargs, recipe.env,
+            self.host.encoders, feature_space(observation_space), recipe.encoder, recipe.encoder_kwargs, recipe.env,
             f"recipe '{recipe.name}'", multiagent="multiagent" in extras,
         )
         dataset = check_dataset(spec, recipe, observation_space, action_space, self.book.datasets)

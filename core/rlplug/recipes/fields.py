@@ -132,6 +132,10 @@ FIELD_PARAMS: dict[str, Param] = {p.name: p for p in (
     Param("clip_actions", True, "clip Box actions to the action space's bounds before they reach the environment"),
     Param("time_limit", 0, "episode length cap in agent steps (gymnasium TimeLimit); 0: the environment's "
           "registered limit", bounds="[0, 2**31 - 1]"),
+    Param("action_mask", "auto", "where the environment's mask of valid Discrete actions is: 'auto' (its Dict "
+          "observation key 'action_mask', when it has one), 'info' (info['action_mask'] of each reset and step) or "
+          "'ignore' (train without it); masked actions are never taken (README, \"Action masks\")",
+          choices=("auto", "info", "ignore")),
     Param("vector_mode", "sync", "how the num_envs training copies are stepped: 'sync' (one after another in this "
           "process) or 'async' (gymnasium AsyncVectorEnv, one worker process each; for envs slower than IPC: "
           "MuJoCo, Atari). A resume of an async run starts new episodes (the env state lives in the workers)",
@@ -209,6 +213,7 @@ class Recipe:
     clip_actions: bool = True
     time_limit: int = 0
     vector_mode: str = "sync"
+    action_mask: str = "auto"
     loss: str = ""
     encoder: str = ""
     encoder_kwargs: dict[str, Any] = field(default_factory=dict)
@@ -263,6 +268,8 @@ class Recipe:
             del table["hide_observation"]
         if self.reference:  # only recipes that cite a published result carry one
             table["reference"] = copy.deepcopy(self.reference)
+        if self.action_mask != "auto":  # likewise: only recipes that say where the mask is (or to ignore it)
+            table["action_mask"] = self.action_mask
         if self.encoder or self.encoder_kwargs:  # likewise: recipes that name no encoder print as before
             table["encoder"] = self.encoder
             table["encoder_kwargs"] = copy.deepcopy(self.encoder_kwargs)

@@ -28,6 +28,9 @@ class BackendSpec:
     requires: tuple[str, ...] = ()  # import names of the libraries it needs, e.g. ("skrl",)
     extra: str = ""  # the pip extra of the core that installs them
     distributed: bool = False  # trains data-parallel under torchrun (``rlplug train --nproc N``)
+    action_masks: bool = False
+    """Honours an env's action mask (``rlplug.envs.masks``): masked actions are never taken (sampled, greedy,
+    exploring or exported) and never valued; a masked env is refused on a backend without it."""
 
 
 @dataclass(frozen=True)
@@ -55,16 +58,18 @@ def both_backends(
     skrl_settings: Callable[..., dict[str, Any]] | None,
     torchrl_settings: Callable[..., dict[str, Any]] | None,
     distributed: bool = False,
+    action_masks: bool = False,
 ) -> dict[str, BackendSpec]:
     """The usual pair of backends: ``<package>.skrl_backend`` needing skrl and
     ``<package>.torchrl_backend`` needing torchrl and tensordict, installed by the core's extras."""
     return {
         "skrl": BackendSpec(
-            f"{package}.skrl_backend", action_spaces, skrl_settings, requires=("skrl",), extra="skrl", distributed=distributed
+            f"{package}.skrl_backend", action_spaces, skrl_settings, requires=("skrl",), extra="skrl", distributed=distributed,
+            action_masks=action_masks,
         ),
         "torchrl": BackendSpec(
             f"{package}.torchrl_backend", action_spaces, torchrl_settings, requires=("torchrl", "tensordict"), extra="torchrl",
-            distributed=distributed,
+            distributed=distributed, action_masks=action_masks,
         ),
     }
 

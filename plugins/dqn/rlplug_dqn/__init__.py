@@ -36,7 +36,7 @@ DQN = AlgorithmSpec(
     name="dqn",
     summary="Deep Q-Network (epsilon-greedy, replay, target network; double DQN as a switch)",
     kind="off-policy",
-    backends=both_backends("rlplug_dqn", ("discrete",), skrl_settings, torchrl_settings, distributed=True),
+    backends=both_backends("rlplug_dqn", ("discrete",), skrl_settings, torchrl_settings, distributed=True, action_masks=True),
     params=PARAMS,
     api_version=1,
     default_loss="dqn",

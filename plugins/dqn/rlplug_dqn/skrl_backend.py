@@ -139,6 +139,8 @@ class LossDelegatingDQN(StagedLossAgent, DQN):
         probability ``exploration_scheduler(timestep, timesteps)``, else the argmax of Q. Actions are
         ``[num_envs, 1]`` int64, what the memory stores. Random actions come from torch's seeded
         generator, and Q is evaluated for every env (one small forward pass, no data-dependent indexing).
+        With an action mask in the observations both choices are among the valid actions: the Q network
+        masks its outputs, the random action is drawn uniformly from the mask.
         """
         inputs = {
             "observations": self._observation_preprocessor(observations),
@@ -150,7 +152,11 @@ class LossDelegatingDQN(StagedLossAgent, DQN):
             return greedy, outputs
         self.epsilon = self.cfg.exploration_scheduler(timestep, timesteps)
         explore = torch.rand(greedy.shape, device=greedy.device) < self.epsilon
-        random_actions = torch.randint(q_values.shape[1], greedy.shape, device=greedy.device)
+        mask = self.q_network.action_mask(observations)
+        if mask is None:
+            random_actions = torch.randint(q_values.shape[1], greedy.shape, device=greedy.device)
+        else:
+            random_actions = torch.multinomial(mask.float(), 1)
         return torch.where(explore, random_actions, greedy), outputs
 
     def extra_metrics(self) -> dict[str, float]:

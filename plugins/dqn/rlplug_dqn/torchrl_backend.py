@@ -18,6 +18,7 @@ import torch
 from rlplug import Build
 from rlplug.backends.torchrl import (
     TorchRLOffPolicyTrainer,
+    action_mask_key,
     LeanQNetwork,
     chosen_q,
     adam,
@@ -51,7 +52,8 @@ from torchrl.objectives.utils import distance_loss
 
 def build_models(build: Build) -> dict[str, Any]:
     """Q(s, .): the cell's encoder and an MLP head with one output per action inside a ``QValueActor``
-    ("action" = argmax index), reading the observation keys of the space.
+    ("action" = argmax index), reading the observation keys of the space; with an action mask, the argmax and
+    the value ``DQNLoss``'s target reads of the next step are over its valid actions.
 
     The target network is not a model of its own: ``DQNLoss`` keeps target parameters.
     """
@@ -59,7 +61,8 @@ def build_models(build: Build) -> dict[str, Any]:
     seed_everything(build.seed)
     s = build.settings
     net = observation_net(build, int(build.action_space.n), s["hidden_sizes"], s["activation"])
-    return {"q_network": q_value_actor(net, build.action_space, observation_keys(build)).to(build.device)}
+    actor = q_value_actor(net, build.action_space, observation_keys(build), mask_key=action_mask_key(build))
+    return {"q_network": actor.to(build.device)}
 
 
 # ---- memory -------------------------------------------------------------------------------------
@@ -96,27 +99,35 @@ class LeanDQNLoss(LeanQNetwork, DQNLoss):
     """``DQNLoss`` computed from plain tensors (``NetworkCall``): the same loss (and double-DQN target),
     parameters and keys, without cloning the batch or running ``QValueModule`` twice. It does not write
     ``td_error`` into the batch (rlplug's replay is uniform). A multi-step estimator, priority weights
-    or a loss mask fall back to ``DQNLoss.forward``."""
+    or a loss mask fall back to ``DQNLoss.forward``. An action mask bounds the next step's max (and double
+    DQN's argmax) to its valid actions, as ``QValueModule(action_mask_key=...)`` does on upstream's path."""
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         if not lean_applies(self, tensordict):
             return super().forward(tensordict)
-        keys, in_keys = self.tensor_keys, self.value_network.in_keys
+        keys, in_keys = self.tensor_keys, self.value_network.module[0].in_keys  # the network's, not the mask
+        mask_key = self.value_network.module[-1].action_mask_key
         action = tensordict.get(keys.action)
         q = self._q_call(self.value_network_params, *[tensordict.get(k) for k in in_keys])
         pred = chosen_q(q, action, self.action_space)
         with torch.no_grad():
             next_obs = [tensordict.get(("next", k)) for k in in_keys]
-            next_q = self._q_call(self.target_value_network_params, *next_obs)
+            next_mask = None if mask_key is None else tensordict.get(("next", mask_key))
+            next_q = masked_q(self._q_call(self.target_value_network_params, *next_obs), next_mask)
             if self.double_dqn:
-                best = self._q_call(self.value_network_params, *next_obs, detach=True).argmax(-1, keepdim=True)
-                next_value = torch.gather(next_q, -1, best)
+                online = masked_q(self._q_call(self.value_network_params, *next_obs, detach=True), next_mask)
+                next_value = torch.gather(next_q, -1, online.argmax(-1, keepdim=True))
             else:
                 next_value = next_q.max(-1, keepdim=True)[0]
             target = td0_target(
                 self, tensordict.get(("next", keys.reward)), tensordict.get(("next", keys.terminated)), next_value
             ).squeeze(-1)
         return loss_output({"loss": distance_loss(pred, target, self.loss_function).mean()})
+
+
+def masked_q(q: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """Q-values with masked actions at the dtype's lowest value (``QValueModule``'s masking), or as they are."""
+    return q if mask is None else torch.where(mask, q, torch.finfo(q.dtype).min)
 
 
 def make_lean_dqn_loss(build: Build) -> LeanDQNLoss:
@@ -201,6 +212,7 @@ class TorchRLDQNTrainer(TorchRLOffPolicyTrainer):
             eps_init=float(s["eps_init"]),
             eps_end=float(s["eps_end"]),
             annealing_num_steps=max(1, s["annealing_num_steps"]),
+            action_mask_key=action_mask_key(build),  # random actions drawn among the valid ones
             **extra,
         ).to(build.device)
         return TensorDictSequential(self.policy, self.egreedy)

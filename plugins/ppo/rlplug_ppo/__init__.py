@@ -34,7 +34,7 @@ PPO = AlgorithmSpec(
     api_version=1,
     # both backends (discrete and continuous actions, data-parallel), the rollout and recurrent rules, the "clip" loss
     **clipped_family("rlplug_ppo", skrl_settings, torchrl_settings, loss="clip", skrl_doc=SKRL_DOC, torchrl_doc=TORCHRL_DOC,
-                     describe="rlplug_ppo.torchrl_backend:describe_clip_loss", rules=RECURRENT_RULES),
+                     describe="rlplug_ppo.torchrl_backend:describe_clip_loss", rules=RECURRENT_RULES, action_masks=True),
 )
 
 plugin = AlgorithmPlugin(PPO, source="rlplug-ppo")

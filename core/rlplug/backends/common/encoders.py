@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from ...contract.encoders import MINATAR_CNN, NATURE_CNN, image_size, is_channels_last
+from ...envs.masks import ACTION_MASK_KEY, feature_space, has_action_mask
 from ...errors import RecipeError, SpaceError
 
 
@@ -178,12 +179,15 @@ def observation_encoder(build: Any) -> nn.Module | None:
     if entry.name == "mlp" and entry.source == "rlplug":
         return None
     options = dict(getattr(build.recipe, "encoder_kwargs", None) or {})
-    return entry.factory(build.observation_space, options, registry)
+    return entry.factory(feature_space(build.observation_space), options, registry)
 
 
 def standardised_observations(build: Any) -> bool:
     """Whether ``normalize_observations`` applies: to flat vectors, not to what an image or Dict encoder
-    scales itself (uint8 pixels, whose running variance would also need float storage)."""
+    scales itself (uint8 pixels, whose running variance would also need float storage), nor to observations
+    carrying an action mask (a Dict, whose mask must reach the policy as zeros and ones)."""
+    if has_action_mask(build.observation_space):
+        return False
     registry, name = getattr(build, "encoders", None), getattr(build, "encoder", "")
     return registry is None or not name or registry.get(name).standardise
 
@@ -215,3 +219,32 @@ def unflatten_observations(space: Any, x: torch.Tensor) -> Any:
             start += size
         return out
     return x.reshape(*x.shape[:-1], *space.shape)
+
+
+def flat_mask_columns(space: Any) -> slice | None:
+    """Where an action mask sits in skrl's flat ``[B, size]`` observations of ``space`` (a Dict's keys
+    concatenated in sorted order), or ``None`` when its observations carry none."""
+    if not has_action_mask(space):
+        return None
+    start = 0
+    for key in sorted(space.spaces):
+        size = int(np.prod(space.spaces[key].shape))
+        if key == ACTION_MASK_KEY:
+            return slice(start, start + size)
+        start += size
+    return None  # pragma: no cover - has_action_mask found the key
+
+
+def split_flat_mask(columns: slice, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """skrl's flat observations split into the features (the other keys, still in sorted order: the flat form
+    of ``feature_space``) and the mask as bools."""
+    features = torch.cat([x[..., : columns.start], x[..., columns.stop :]], dim=-1)
+    return features, x[..., columns] > 0.5
+
+
+def masked_values(values: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """Logits or Q-values with masked actions at the dtype's lowest finite value (as TorchRL's ``QValueModule``
+    masks them): no probability, never the argmax or a max, and no NaN in a softmax, entropy or gradient."""
+    if mask is None:
+        return values
+    return values.masked_fill(~mask, torch.finfo(values.dtype).min)

@@ -87,6 +87,20 @@ class Argmax(nn.Module):
         return values.argmax(dim=-1)
 
 
+class MaskedArgmax(nn.Module):
+    """``net``'s argmax over the valid actions: ``forward(*inputs)`` with the action mask (0/1, cast to float32
+    as every input is) at position ``mask_index`` of the inputs and the network's own inputs around it."""
+
+    def __init__(self, net: nn.Module, mask_index: int) -> None:
+        super().__init__()
+        self.net, self.mask_index = net, mask_index
+
+    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+        i = self.mask_index
+        values = self.net(*inputs[:i], *inputs[i + 1 :])
+        return values.masked_fill(inputs[i] < 0.5, torch.finfo(values.dtype).min).argmax(dim=-1)
+
+
 HIDDEN = "hidden"
 """The name of a recurrent policy's state input (and output, in TorchScript), and of its signature entry."""
 NEXT_HIDDEN = "next_hidden"
@@ -135,14 +149,21 @@ def input_dtype(space: Any) -> str:
 
 def example_observations(signature: dict[str, Any], batch: int, seed: int = 0, hidden: bool = False) -> list[np.ndarray]:
     """``batch`` observations per input in its dtype and shape: uniform pixels for uint8 inputs, standard
-    normal values otherwise (what tracing and the export's own check run the policy on); with ``hidden``,
+    normal values otherwise (what tracing and the export's own check run the policy on); an action mask
+    (``rlplug.envs.masks``) of random zeros and ones with at least one valid action per row; with ``hidden``,
     a recurrent signature's state too, last."""
+    from ...envs.masks import ACTION_MASK_KEY
+
     rng = np.random.default_rng(seed)
     arrays = []
     specs = [*signature["inputs"], *([signature[HIDDEN]] if hidden and HIDDEN in signature else [])]
     for spec in specs:
         shape = [batch, *spec["shape"][1:]]
-        if spec["dtype"] == "uint8":
+        if spec["name"] == ACTION_MASK_KEY:
+            mask = rng.integers(0, 2, size=shape).astype(spec["dtype"])
+            mask[np.arange(batch), rng.integers(0, shape[-1], size=batch)] = 1
+            arrays.append(mask)
+        elif spec["dtype"] == "uint8":
             arrays.append(rng.integers(0, 256, size=shape, dtype=np.uint8))
         else:
             arrays.append(rng.standard_normal(shape).astype(np.float32))

@@ -15,7 +15,8 @@ import torch
 from skrl.models.torch import CategoricalMixin, DeterministicMixin, GaussianMixin, Model
 from torch import nn
 
-from ..common.encoders import unflatten_observations
+from ...envs.masks import feature_space
+from ..common.encoders import flat_mask_columns, masked_values, split_flat_mask, unflatten_observations
 from ..common.nets import mlp
 from .recurrent import RecurrentCore, RecurrentSpec, episode_ends
 
@@ -31,20 +32,27 @@ class EncodedModel(Model):
     ``mlp`` encoder) the head reads the observation vector itself, exactly as before encoders existed.
     With a ``RecurrentSpec`` an LSTM or GRU reads the encoder's features and the head reads its output;
     the model then declares skrl's RNN specification and takes and returns its states as ``"rnn"``
-    (``rlplug.backends.skrl.recurrent``).
+    (``rlplug.backends.skrl.recurrent``). An action mask in the observations (``rlplug.envs.masks``) is no
+    feature: ``encode`` leaves its columns out, and ``action_mask`` reads them for the policy or Q head to apply.
     """
 
     def attach_encoder(self, encoder: nn.Module | None, observation_space: gym.Space, recurrent: RecurrentSpec | None = None) -> int:
         """Keep ``encoder`` (and make the recurrent core); returns the size of what the head reads (the core's
         hidden size, the encoder's ``features``, or the vector's size)."""
         self.encoder = encoder
-        self.encoded_space = observation_space
-        size = self.num_observations if encoder is None else int(encoder.features)
+        self.mask_columns = flat_mask_columns(observation_space)
+        self.encoded_space = feature_space(observation_space)
+        if encoder is not None:
+            size = int(encoder.features)
+        else:
+            size = self.num_observations if self.mask_columns is None else int(np.prod(self.encoded_space.shape))
         # a submodule, or None: not a class attribute, which would hide the submodule from nn.Module's lookup
         self.recurrent = None if recurrent is None else RecurrentCore(recurrent, size)
         return size if recurrent is None else recurrent.hidden_size
 
     def encode(self, observations: torch.Tensor) -> torch.Tensor:
+        if self.mask_columns is not None:
+            observations = split_flat_mask(self.mask_columns, observations)[0]
         if self.encoder is None:
             return observations
         return self.encoder(unflatten_observations(self.encoded_space, observations))
@@ -62,6 +70,12 @@ class EncodedModel(Model):
 
     def get_specification(self) -> dict[str, Any]:
         return {} if getattr(self, "recurrent", None) is None else {"rnn": self.recurrent.specification()}
+
+    def action_mask(self, observations: torch.Tensor) -> torch.Tensor | None:
+        """The observations' action mask (bool ``[B, n_actions]``), or ``None`` when they carry none."""
+        if getattr(self, "mask_columns", None) is None:
+            return None
+        return split_flat_mask(self.mask_columns, observations)[1]
 
 
 def flat_observations(observations: Any, device: Any) -> torch.Tensor:
@@ -119,8 +133,8 @@ class CategoricalPolicy(CategoricalMixin, EncodedModel):
         self.net = mlp(self.attach_encoder(encoder, observation_space, recurrent), hidden_sizes, self.num_actions, activation)
 
     def compute(self, inputs: Mapping[str, Any], role: str = "") -> tuple[torch.Tensor, dict[str, Any]]:
-        x, outputs = self.features(inputs)
-        return self.net(x), outputs
+        x, outputs = self.features(inputs)  # masked actions: zero probability (masked_values)
+        return masked_values(self.net(x), self.action_mask(inputs["observations"])), outputs
 
 
 class DeterministicModel(DeterministicMixin, EncodedModel):
@@ -153,8 +167,12 @@ class DeterministicModel(DeterministicMixin, EncodedModel):
         self.with_actions = with_actions
         if recurrent is not None and (input_key != "observations" or with_actions):
             raise ValueError("a recurrent DeterministicModel reads observations only (a value V(s), not Q(s, a) or a state critic)")
+        # Q(s, .) of a Discrete space (one output per action) of masked observations: masked actions are
+        # never the argmax, the epsilon-greedy choice or the target's max (masked_values)
+        self.masks_outputs = input_key == "observations" and not with_actions and output_size > 1 and output_size == getattr(action_space, "n", 0)
         if input_key == "states":  # a centralised critic reads the global state vector, never encoded
             self.attach_encoder(None, observation_space)
+            self.mask_columns = None
             input_size = self.num_states
         else:
             input_size = self.attach_encoder(encoder, observation_space, recurrent)
@@ -166,7 +184,10 @@ class DeterministicModel(DeterministicMixin, EncodedModel):
         x, outputs = self.features(inputs, self.input_key)
         if self.with_actions:
             x = torch.cat([x, inputs["taken_actions"]], dim=-1)
-        return self.net(x), outputs
+        values = self.net(x)
+        if self.masks_outputs:
+            values = masked_values(values, self.action_mask(inputs[self.input_key]))
+        return values, outputs
 
 
 class DeterministicPolicy(DeterministicMixin, EncodedModel):

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 import torch
 from torch import nn
 
@@ -21,6 +22,7 @@ from ...contract.hookspecs import Build
 from ...contract.trainer import TrainerBase
 from ...hooks import LOOPS
 from ...util.rng import capture_rng_state, restore_rng_state
+from ..common.encoders import flat_mask_columns, split_flat_mask
 from ..common.seeding import configure_threads
 from ..common.terms import TermMeans
 from .env import env_state, load_env_state, make_vector_env, seed_skrl, true_next_observations
@@ -118,6 +120,7 @@ class SkrlOffPolicyTrainer(StagedAgentTrainer, TrainerBase):
         self.random_actions = gym.vector.utils.batch_space(build.action_space, build.num_envs)
         self.random_actions.seed(build.seed)
         self.is_discrete = isinstance(build.action_space, gym.spaces.Discrete)
+        self.mask_columns = flat_mask_columns(build.observation_space)  # the warm-up draws valid actions only
         # skrl flips every model between train and eval mode around each update; that costs ~20 % of a
         # TD3 step here and only matters for models with dropout or batch norm
         self._mode_sensitive = any(
@@ -162,7 +165,11 @@ class SkrlOffPolicyTrainer(StagedAgentTrainer, TrainerBase):
 
     def _actions(self, observations: torch.Tensor, timestep: int) -> torch.Tensor:
         if self.env_steps < self.learning_starts:
-            sample = self.random_actions.sample()
+            mask = None
+            if self.mask_columns is not None:
+                rows = split_flat_mask(self.mask_columns, observations)[1].cpu().numpy().astype(np.int8)
+                mask = tuple(rows)  # MultiDiscrete.sample: one Discrete mask per env
+            sample = self.random_actions.sample(mask=mask)
             actions = torch.as_tensor(sample, device=self.build.device)
             return actions.reshape(self.num_envs, -1) if not self.is_discrete else actions.reshape(self.num_envs, 1)
         actions, _ = self.agent.act(observations, None, timestep=timestep, timesteps=self.total_timesteps)

@@ -17,6 +17,7 @@ from .acting import egreedy_step
 from .lean import LeanLoss, LeanQNetwork, NetworkCall, chosen_q, lean_applies, loss_output, td0_target
 from .losses import describe_loss
 from .modules import (
+    action_mask_key,
     deterministic_actor,
     observation_keys,
     observation_net,
@@ -53,6 +54,7 @@ __all__ = [
     # env
     "seed_everything",
     # modules
+    "action_mask_key",
     "deterministic_actor",
     "observation_keys",
     "observation_net",

@@ -11,10 +11,11 @@ policy's (tests/test_torchrl_lean_collection.py compares the collected data with
 
 Known modules: ``TensorDictSequential`` and the probabilistic sequence (run in order), ``TensorDictModule``
 (and subclasses that keep its ``forward``), ``ProbabilisticTensorDictModule`` / ``SafeProbabilisticModule``
-in RANDOM mode, ``AdditiveGaussianModule``, ``EGreedyModule``, ``QValueModule``, and any module that
-offers ``tensor_step(batch_size)`` itself (a cell's own exploration module: DQN's per-step epsilon builds
-on ``egreedy_step``). A module with forward hooks, a ``safe`` projection, a generator, an action mask, an
-input no earlier step provides, or anything else unknown makes ``tensor_policy`` return ``None``: the
+in RANDOM mode, ``AdditiveGaussianModule``, ``EGreedyModule``, ``QValueModule`` (both with an action mask,
+read from the inputs like an observation), and any module that offers ``tensor_step(batch_size)`` itself (a
+cell's own exploration module: DQN's per-step epsilon builds on ``egreedy_step``). A module with forward
+hooks, a ``safe`` projection, a generator, an input no earlier step provides, or anything else unknown
+makes ``tensor_policy`` return ``None``: the
 collection then calls the policy on its tensordict, as the collector does (OU noise, whose state lives in
 the carrier, always does).
 """
@@ -164,10 +165,10 @@ def egreedy_step(module: EGreedyModule, batch_size: torch.Size, before: Callable
     """``EGreedyModule.forward`` in RANDOM mode for a batch of ``batch_size`` envs: a uniform draw per env
     against epsilon, then the spec's random action, kept where the draw fell under epsilon. ``before()``
     runs first (a subclass's per-step schedule, which upstream's forward would run before its own)."""
-    if module.action_mask_key is not None or isinstance(module.action_key, tuple) or module.spec is None:
+    if isinstance(module.action_key, tuple) or module.spec is None:
         return None
     spec = module.spec[module.action_key] if isinstance(module.spec, Composite) else module.spec
-    key, expanded = module.action_key, {}
+    key, mask_key, expanded = module.action_key, module.action_mask_key, {}
 
     def step(values: Values) -> None:
         if before is not None:
@@ -180,6 +181,8 @@ def egreedy_step(module: EGreedyModule, batch_size: torch.Size, before: Callable
             shaped = expanded.get(action.shape)
             if shaped is None:
                 shaped = expanded[action.shape] = spec.expand(action.shape)
+        if mask_key is not None:  # upstream's: the random action drawn among the step's valid ones
+            shaped.update_mask(values[mask_key])
         values[key] = torch.where(cond, shaped.rand(), action)
 
     return step
@@ -189,17 +192,19 @@ def _qvalue_step(module: QValueModule) -> Step | None:
     """``QValueModule.forward``: the action space's mapping of the action values (argmax) and the chosen
     action's value. Upstream then checks the action's shape against the spec; where it would reshape
     (``strict_shape = False``) this is not taken."""
-    if module.action_mask_key is not None or module.action_space != "categorical" or module.strict_shape is False:
+    if module.action_space != "categorical" or module.strict_shape is False:
         return None
     if len(module.out_keys) != 3:
         return None
-    values_key = module.action_value_key
+    values_key, mask_key = module.action_value_key, module.action_mask_key
     action_key, _, chosen_key = module.out_keys
     to_action = module.action_func_mapping[module.action_space]
     chosen = module.action_value_func_mapping.get(module.action_space, module._default_action_value)
 
     def step(values: Values) -> None:
         action_values = values[values_key]
+        if mask_key is not None:  # upstream's: masked actions at the dtype's lowest value, never the argmax
+            action_values = torch.where(values[mask_key], action_values, torch.finfo(action_values.dtype).min)
         values[action_key] = action = to_action(action_values)
         values[chosen_key] = chosen(action_values, action)
 

@@ -27,6 +27,7 @@ from tensordict import TensorDict
 from torch import nn
 from torchrl.envs import EnvBase, ExplorationType, set_exploration_type
 
+from ...envs.masks import ACTION_MASK_KEY
 from .acting import tensor_policy
 from .buffers import extend_quietly
 from .env import collector_state, load_collector_state, make_collector
@@ -129,6 +130,8 @@ class LeanCollection:
     def _step(self, t: int, random: bool) -> None:
         carrier = self.carrier
         if random:
+            if ACTION_MASK_KEY in self._inputs:  # what ActionMask does at each env step, which this path bypasses
+                self.env.input_spec["full_action_spec"]["action"].update_mask(self._inputs[ACTION_MASK_KEY])
             action = self.env.rand_action(carrier).get("action")
         elif self.tensor_policy is not None and not self.tensor_policy.hooked():
             action = self.tensor_policy(dict(self._inputs))["action"]

@@ -7,14 +7,17 @@ import logging
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import torch
 from tensordict import TensorDict
 from torch import nn
 from torchrl.collectors import Collector
-from torchrl.envs import DoubleToFloat, EnvBase, GymWrapper, Transform, TransformedEnv
+from torchrl.envs import ActionMask, DoubleToFloat, EnvBase, GymWrapper, Transform, TransformedEnv
+from torchrl.envs.libs.gym import terminal_obs_reader
 
 from ...envs.factory import env_errors, make_gym_vector_env
+from ...envs.masks import ACTION_MASK_KEY, has_action_mask
 from ...envs.spec import EnvSpec
 
 # ---- environments -------------------------------------------------------------------------------
@@ -48,6 +51,41 @@ def quiet_torchrl_info() -> Iterator[None]:
         logger.setLevel(level)
 
 
+class DictFinalObservations(terminal_obs_reader):
+    """TorchRL 0.14's reader of a gymnasium vector env's final observations (``info["final_obs"]``, where an
+    episode ended in the step), for a Dict observation space. Upstream's nests the Dict's stacked final
+    observations under ``"observation"`` and then reads each key of the space at the top: it writes zeros for
+    every key, and fails (``StopIteration``) when the Dict has an ``"observation"`` key itself (PettingZoo's
+    ``{"observation", "action_mask"}``). Here upstream reads the info without them (zeros, and its spec
+    bookkeeping), then each ended env's final observation is written key by key."""
+
+    def __call__(self, info_dict: Any, tensordict: Any) -> Any:
+        key = self.backend_key[self.backend]
+        finals = info_dict.get(key)
+        tensordict = super().__call__({k: v for k, v in info_dict.items() if k != key}, tensordict)
+        if finals is not None:
+            for name in self._obs_spec.keys():
+                buffer = tensordict.get((self.name, name))
+                for i, final in enumerate(finals):
+                    if final is not None:
+                        buffer[i] = torch.as_tensor(np.asarray(final[name]), device=buffer.device)
+        return tensordict
+
+
+@contextlib.contextmanager
+def dict_final_observations() -> Iterator[None]:
+    """``GymWrapper`` registers its final-observation reader while it is constructed (and runs a probe rollout
+    with it): inside this block it constructs ``DictFinalObservations`` instead of upstream's."""
+    import torchrl.envs.libs.gym as gym_library
+
+    upstream = gym_library.terminal_obs_reader
+    gym_library.terminal_obs_reader = DictFinalObservations
+    try:
+        yield
+    finally:
+        gym_library.terminal_obs_reader = upstream
+
+
 def make_env(env: str | EnvSpec, env_kwargs: Mapping[str, Any] | None, num_envs: int, seed: int, device: str = "cpu") -> EnvBase:
     """``num_envs`` copies of a gymnasium env stepped in this process, batch size ``[num_envs]``, seeded.
 
@@ -63,7 +101,9 @@ def make_env(env: str | EnvSpec, env_kwargs: Mapping[str, Any] | None, num_envs:
     ended episode to ``("next", "observation")`` and the reset observation to the next root, so
     ``("next", "truncated")`` steps can be bootstrapped. Sub-env ``i`` is seeded with ``seed + i``.
     Box actions are clipped to their bounds inside each sub-env (``clip_actions``; the collected batch keeps
-    the unclipped sample); float64 observations become float32.
+    the unclipped sample); float64 observations become float32. An action mask (``rlplug.envs.masks``: a bool
+    ``"action_mask"`` entry) also masks the action spec (TorchRL's ``ActionMask``), so ``env.rand_action`` draws
+    valid actions.
     """
     spec = EnvSpec.of(env, env_kwargs)
     with env_errors(spec.id, dict(spec.kwargs), "training environment"):
@@ -71,13 +111,16 @@ def make_env(env: str | EnvSpec, env_kwargs: Mapping[str, Any] | None, num_envs:
     # an explicit CPU device makes every tensordict write check and cast devices: ~15-20 % fewer
     # frames/s when collecting CartPole; without one, tensors are created on the CPU anyway
     placement = {} if torch.device(device).type == "cpu" else {"device": device}
-    with quiet_torchrl_info():  # it logs the spec probe (one dummy step) it runs
+    dict_finals = dict_final_observations() if isinstance(vector_env.single_observation_space, gym.spaces.Dict) else contextlib.nullcontext()
+    with quiet_torchrl_info(), dict_finals:  # it logs the spec probe (one dummy step) it runs
         wrapped = GymWrapper(vector_env, categorical_action_encoding=True, **placement)
     if not isinstance(wrapped, TransformedEnv):
         wrapped = TransformedEnv(wrapped)
     observation_space = vector_env.single_observation_space
     if getattr(observation_space, "dtype", None) == np.float64:
         wrapped.append_transform(DoubleToFloat())
+    if has_action_mask(observation_space):  # random actions (a warm-up's env.rand_action) among the valid ones
+        wrapped.append_transform(ActionMask())
     wrapped.set_seed(seed)
     return wrapped
 
@@ -136,6 +179,8 @@ def load_collector_state(collector: Collector, state: dict[str, Any], raw_envs: 
     collector._carrier.update(carrier)
     if restarted:
         collector._carrier.update(collector.env.reset())
+    if ACTION_MASK_KEY in collector._carrier.keys():  # ActionMask's spec mask: the carrier's, not the fresh env's reset
+        collector.env.input_spec["full_action_spec"]["action"].update_mask(collector._carrier.get(ACTION_MASK_KEY))
     collector._frames = state["frames"]
     collector._iter = state["iter"]
     if "traj_pool" in state:

@@ -11,10 +11,11 @@ import torch
 from tensordict.nn import TensorDictModule
 from torch import nn
 from torch.distributions import Categorical
-from torchrl.modules import IndependentNormal, MultiAgentMLP, ProbabilisticActor, QValueActor, TanhNormal
+from torchrl.modules import IndependentNormal, MaskedCategorical, MultiAgentMLP, ProbabilisticActor, QValueActor, TanhNormal
 
+from ...envs.masks import ACTION_MASK_KEY
 from ...errors import ExportUnsupportedError
-from ..common.export import Argmax, ClampToBounds, ExportedPolicy, policy_signature
+from ..common.export import Argmax, ClampToBounds, ExportedPolicy, MaskedArgmax, policy_signature
 
 
 class Loc(nn.Module):
@@ -119,7 +120,7 @@ def distribution_mode(sampler: Any) -> nn.Module:
     """What DETERMINISTIC exploration makes of a ``ProbabilisticActor``'s distribution parameters: the argmax
     of a ``Categorical``'s logits, an ``IndependentNormal``'s loc, a ``TanhNormal``'s squashed loc."""
     kind, kwargs = sampler.distribution_class, dict(sampler.distribution_kwargs or {})
-    if kind is Categorical:
+    if kind in (Categorical, MaskedCategorical):  # the mask, an input of its own, is applied by torchrl_policy_export
         return Argmax()
     if kind is IndependentNormal and not kwargs.get("tanh_loc", False):
         return Loc()
@@ -134,12 +135,16 @@ def torchrl_policy_export(build: Any, actor: nn.Module, clamp: bool = False) -> 
     ``clamp`` (the on-policy cells' Gaussians are unbounded).
 
     The network takes the observation keys positionally, in the order the actor reads them (a Dict's
-    keys sorted, as the exported inputs are). The module shares the trainer's parameters (a
+    keys sorted, as the exported inputs are); an action mask is an input too, and the action the argmax of
+    the valid ones (``MaskedArgmax``). The module shares the trainer's parameters (a
     ``MultiAgentMLP``'s are copied, see ``agent_nets``): save it (``rlplug export``) before training on.
     """
     net, then = deterministic_head(actor)
     net = _plain(net)
     signature = policy_signature(build)
+    names = [spec["name"] for spec in signature["inputs"]]
+    if ACTION_MASK_KEY in names:  # the argmax over the valid actions; the network reads the other inputs
+        return ExportedPolicy(MaskedArgmax(net, names.index(ACTION_MASK_KEY)), signature)
     if clamp and signature["action"]["kind"] == "box":
         bounds = ClampToBounds(build.action_space.low, build.action_space.high)
     else:

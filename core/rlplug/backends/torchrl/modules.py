@@ -16,8 +16,9 @@ from torch import nn
 from torch.distributions import Categorical
 from torchrl.data import Categorical as CategoricalSpec
 from torchrl.envs import ExplorationType, set_exploration_type
-from torchrl.modules import IndependentNormal, ProbabilisticActor, QValueActor, TanhNormal, ValueOperator
+from torchrl.modules import IndependentNormal, MaskedCategorical, ProbabilisticActor, QValueActor, TanhNormal, ValueOperator
 
+from ...envs.masks import ACTION_MASK_KEY, feature_space, has_action_mask
 from ..common.encoders import observation_encoder
 from ..common.nets import mlp
 from ..common.parallel import pooled_moments
@@ -26,12 +27,20 @@ from ..common.parallel import pooled_moments
 
 
 def observation_keys(build_or_space: Any) -> list[str]:
-    """Where a step's tensordict holds the observation: ``("observation",)`` for a Box; a Dict space's
-    keys, sorted, which ``GymWrapper`` puts at the root of the tensordict (``"image"``, ``"vector"``)."""
-    space = getattr(build_or_space, "observation_space", build_or_space)
+    """Where a step's tensordict holds what the networks read: ``("observation",)`` for a Box; a Dict space's
+    keys, sorted, which ``GymWrapper`` puts at the root of the tensordict (``"image"``, ``"vector"``). An
+    action mask is no feature (``rlplug.envs.masks``): its key is ``action_mask_key``'s, not one of these."""
+    space = feature_space(getattr(build_or_space, "observation_space", build_or_space))
     if isinstance(space, gym.spaces.Dict):
         return sorted(space.spaces)
     return ["observation"]
+
+
+def action_mask_key(build_or_space: Any) -> str | None:
+    """``"action_mask"`` where the observations carry an action mask (a bool ``[n_actions]`` entry at the root
+    of a step's tensordict, and under ``"next"``), else ``None``: what ``MaskedCategorical``, ``QValueModule``
+    and ``EGreedyModule`` read."""
+    return ACTION_MASK_KEY if has_action_mask(getattr(build_or_space, "observation_space", build_or_space)) else None
 
 
 class EncodedNet(nn.Module):
@@ -63,7 +72,7 @@ def observation_net(
     it is the plain MLP over the observation vector it always was."""
     encoder = observation_encoder(build)
     if encoder is None:
-        size = int(np.prod(build.observation_space.shape))
+        size = int(np.prod(feature_space(build.observation_space).shape))
         return mlp(size + action_size, hidden_sizes, output_size, activation)
     head = mlp(int(encoder.features) + action_size, hidden_sizes, output_size, activation)
     return EncodedNet(encoder, head, observation_keys(build))
@@ -150,19 +159,26 @@ def _after(before: Sequence[TensorDictModuleBase], params: TensorDictModule) -> 
 
 
 def categorical_actor(
-    net: nn.Module, observation_key: Any = "observation", before: Sequence[TensorDictModuleBase] = ()
+    net: nn.Module, observation_key: Any = "observation", before: Sequence[TensorDictModuleBase] = (),
+    mask_key: str | None = None,
 ) -> ProbabilisticActor:
     """A policy over Discrete actions from the logits ``net`` computes; "action" is an index (int64).
 
     Index actions match ``GymWrapper(categorical_action_encoding=True)`` and what the evaluation loop
     passes to gymnasium. Deterministic mode takes the argmax. ``before``: tensordict modules that compute
-    ``observation_key`` first (a recurrent actor's features and core, ``recurrent.py``).
+    ``observation_key`` first (a recurrent actor's features and core, ``recurrent.py``). With ``mask_key``
+    (``action_mask_key``) it is TorchRL's ``MaskedCategorical`` over the step's mask: masked actions have
+    probability zero (log-probability -inf, never sampled), and its entropy counts the valid ones only.
     """
+    if mask_key is None:
+        in_keys, distribution = ["logits"], Categorical
+    else:
+        in_keys, distribution = {"logits": "logits", "mask": mask_key}, MaskedCategorical
     return ProbabilisticActor(
         _after(before, TensorDictModule(net, in_keys=_keys(observation_key), out_keys=["logits"])),
-        in_keys=["logits"],
+        in_keys=in_keys,
         out_keys=["action"],
-        distribution_class=Categorical,
+        distribution_class=distribution,
         return_log_prob=True,
     )
 
@@ -189,11 +205,12 @@ def gaussian_actor(
 
 def stochastic_actor(
     net_factory: Any, action_space: gym.Space, initial_log_std: float = 0.0, observation_key: Any = "observation",
-    before: Sequence[TensorDictModuleBase] = (),
+    before: Sequence[TensorDictModuleBase] = (), mask_key: str | None = None,
 ) -> ProbabilisticActor:
-    """Categorical actor for Discrete, Gaussian actor for Box; ``net_factory(output_size)`` builds the net."""
+    """Categorical actor for Discrete (masked with ``mask_key``), Gaussian actor for Box; ``net_factory(output_size)``
+    builds the net."""
     if isinstance(action_space, gym.spaces.Discrete):
-        return categorical_actor(net_factory(int(action_space.n)), observation_key, before)
+        return categorical_actor(net_factory(int(action_space.n)), observation_key, before, mask_key=mask_key)
     if isinstance(action_space, gym.spaces.Box):
         size = int(np.prod(action_space.shape))
         return gaussian_actor(net_factory(size), size, initial_log_std, observation_key, before)
@@ -220,11 +237,15 @@ def tanh_normal_actor(net: nn.Module, action_space: gym.spaces.Box, observation_
     )
 
 
-def q_value_actor(net: nn.Module, action_space: gym.spaces.Discrete, observation_key: Any = "observation") -> QValueActor:
+def q_value_actor(
+    net: nn.Module, action_space: gym.spaces.Discrete, observation_key: Any = "observation", mask_key: str | None = None
+) -> QValueActor:
     """Q(s, .) over Discrete actions (DQN): ``net`` outputs one value per action; "action" is the argmax
-    index (int64), as ``GymWrapper(categorical_action_encoding=True)`` and the evaluation loop expect."""
+    index (int64), as ``GymWrapper(categorical_action_encoding=True)`` and the evaluation loop expect. With
+    ``mask_key`` the argmax and the chosen value (what ``DQNLoss``'s TD(0) target reads of the next step) are
+    over the step's valid actions only (``QValueModule(action_mask_key=...)``)."""
     spec = CategoricalSpec(int(action_space.n))
-    return QValueActor(net, in_keys=_keys(observation_key), spec=spec, action_space="categorical")
+    return QValueActor(net, in_keys=_keys(observation_key), spec=spec, action_space="categorical", action_mask_key=mask_key)
 
 
 class _ScaleToBounds(nn.Module):
@@ -276,9 +297,13 @@ def deterministic_actions(policy: nn.Module, observations: Any, device: str = "c
 
 def observation_batch(observations: Any, device: str = "cpu") -> TensorDict:
     """A ``[B]`` tensordict of raw observations as float32: ``[B, *shape]`` under "observation", or a
-    Dict space's observations (a dict of ``[B, *shape]`` arrays) under their own keys."""
+    Dict space's observations (a dict of ``[B, *shape]`` arrays) under their own keys; an action mask as bools."""
     if isinstance(observations, Mapping):
-        parts = {k: torch.as_tensor(np.asarray(v), dtype=torch.float32, device=device) for k, v in observations.items()}
+        parts = {
+            k: torch.as_tensor(np.asarray(v) > 0.5 if k == ACTION_MASK_KEY else np.asarray(v),
+                               dtype=torch.bool if k == ACTION_MASK_KEY else torch.float32, device=device)
+            for k, v in observations.items()
+        }  # fmt: skip
         size = len(next(iter(parts.values())))
         return TensorDict(parts, batch_size=[size], device=device)
     obs = torch.as_tensor(np.asarray(observations), dtype=torch.float32, device=device)

@@ -30,7 +30,7 @@ from ..common.terms import TermMeans
 from .buffers import TransitionMemmapStorage, TransitionStorage
 from .collection import make_collection
 from .env import make_env
-from .modules import observation_keys
+from .modules import action_mask_key, observation_keys
 from .staged import TorchRLStagedUpdates
 
 # What the buffer keeps of a collected step: the policy's extra outputs (logits, loc/scale, log-probs)
@@ -51,8 +51,10 @@ BATCH_HOOK_POINTS = ("batch_process", "pre_steps_log", "post_steps_log")
 
 
 def transition_keys(build: Build) -> tuple[Any, ...]:
-    """``TRANSITION_KEYS`` with the cell's observation keys (a Dict space's keys for "observation")."""
-    keys = observation_keys(build)
+    """``TRANSITION_KEYS`` with the cell's observation keys (a Dict space's keys for "observation"), and the
+    action mask's where the observations carry one (the next step's mask bounds the target's max)."""
+    mask = action_mask_key(build)
+    keys = [*observation_keys(build), *([mask] if mask else [])]
     return (*keys, "action", *(("next", key) for key in keys), *TRANSITION_KEYS[3:])
 
 # ---- memory -------------------------------------------------------------------------------------

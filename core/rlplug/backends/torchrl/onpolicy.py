@@ -36,6 +36,7 @@ from .env import collector_state, load_collector_state, make_collector, make_env
 from .export import recurrent_policy_export, torchrl_policy_export
 from .modules import (
     RunningNormalizer,
+    action_mask_key,
     find_module,
     observation_batch,
     observation_keys,
@@ -82,7 +83,7 @@ def actor_critic_modules(build: Build) -> dict[str, nn.Module]:
         body = observation_net(build, output_size, s["hidden_sizes"], s["activation"])
         return body if normalizer is None else nn.Sequential(normalizer, body)
 
-    actor = stochastic_actor(net, build.action_space, s["initial_log_std"], keys)
+    actor = stochastic_actor(net, build.action_space, s["initial_log_std"], keys, mask_key=action_mask_key(build))
     return {"actor": actor.to(build.device), "critic": value_operator(net(1), keys).to(build.device)}
 
 

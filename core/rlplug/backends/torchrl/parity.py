@@ -430,7 +430,8 @@ EXPLORATION: dict[str, Table] = {
         "eps_init": Setting("eps_init"),
         "eps_end": Setting("eps_end", differs=KNOWN_DIFFERENCE),
         "annealing_num_steps": Setting("annealing_num_steps", differs=KNOWN_DIFFERENCE),
-        "action_mask_key": Excluded("library default kept: no action masks"),
+        "action_mask_key": Excluded("set by the cell from the env: 'action_mask' where its observations carry an action mask "
+                                    "(rlplug.envs.masks), else the library default (none)"),
     },
     "AdditiveGaussianModule": {
         **_EXPLORATION_COMMON,
