@@ -13,6 +13,11 @@ parameters and random state of both). They differ in what each step costs:
   the off-policy lean path's step), runs the policy on tensors (``acting.tensor_policy``; on a reused
   tensordict, the carrier, where a module needs one or a hook was registered) and writes each step into a
   rollout allocated once per batch.
+
+One difference, TorchRL's: where an episode of a Dict observation space ends, TorchRL 0.14's vector
+``GymWrapper`` stores zeros as ``("next", key)`` (its terminal-observation reader files the ended episode's
+dict under "observation", then looks each key up beside it); the lean path stores the true last observation,
+as it does for a Box (and as the off-policy lean path does), so a truncated episode bootstraps from it.
 """
 
 from __future__ import annotations
