@@ -297,7 +297,7 @@ def test_box2d_resume_starts_new_episodes(backend):
         if backend == "skrl":
             envs, observations = resumed.trainer.env._env.envs, resumed.trainer._observations
         else:
-            envs, observations = resumed.trainer.env.base_env._env.envs, resumed.trainer.collector._carrier["observation"]
+            envs, observations = resumed.trainer.env.base_env._env.envs, resumed.trainer.collection.carrier["observation"]
         assert [_chain(env)[0]._elapsed_steps for env in envs] == [0, 0]  # new episodes ...
         assert torch.allclose(observations[:, 1], torch.full((2,), 1.41), atol=0.02)  # ... from the lander's start
         resumed.trainer.train(128)

@@ -27,7 +27,7 @@ PLUGINS = tuple(sorted(name.removeprefix("rlplug-") for name in FIRST_PARTY))  #
 
 # (algorithm, env, hyperparameter overrides): the default cells, and variants that construct the other
 # classes a recipe can reach (multi-step estimators and their slice sampler, memmap storage, the hard
-# target update, Ornstein-Uhlenbeck noise, discrete CQL, off-policy collection through TorchRL's Collector)
+# target update, Ornstein-Uhlenbeck noise, discrete CQL, collection through TorchRL's Collector)
 TORCHRL_CELLS = {
     "ppo": ("ppo", "Tiny-v0", {}),
     "sac": ("sac", "TinyContinuous-v0", {}),
@@ -36,6 +36,7 @@ TORCHRL_CELLS = {
     "td3": ("td3", "TinyContinuous-v0", {}),
     "td3-ou": ("td3", "TinyContinuous-v0", dict(exploration_noise="ou")),
     "td3-collector": ("td3", "TinyContinuous-v0", dict(settings={"collector": True})),
+    "ppo-collector": ("ppo", "Tiny-v0", dict(settings={"collector": True})),
     "ddpg": ("ddpg", "TinyContinuous-v0", {}),
     "dqn": ("dqn", "Tiny-v0", {}),
     "dqn-td1": ("dqn", "Tiny-v0", dict(num_envs=1, value_estimator="td1")),
@@ -98,8 +99,8 @@ def test_torchrl_cell_has_config_parity(cell, name):
     # the roles a cell of its family builds were all found (a missed attribute would hide a class)
     roles = set(torchrl_parity.constructed(build))
     assert {"loss", "value_estimator", "buffer", "storage", "sampler", "writer"} <= roles
-    # on-policy cells collect through TorchRL's Collector; off-policy ones on the lean path unless told
-    assert ("collector" in roles) == (name in ("ppo", "mappo", "td3-collector"))
+    # cells collect on the lean path unless told (or, multi-agent, where it does not apply)
+    assert ("collector" in roles) == (name in ("mappo", "td3-collector", "ppo-collector"))
 
 
 @pytest.mark.parametrize("name", SKRL_CELLS)

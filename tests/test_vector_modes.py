@@ -14,7 +14,7 @@ TINY = ["num_envs=2", "rollout_steps=16", "minibatches=2", "epochs=1", "hidden_s
 
 
 def vector_env(trainer, backend: str):
-    return trainer.env._env if backend == "skrl" else trainer.collector.env.base_env._env
+    return trainer.env._env if backend == "skrl" else trainer.env.base_env._env
 
 
 @pytest.mark.parametrize("backend", ["skrl", "torchrl"])

@@ -215,6 +215,8 @@ def torchrl_onpolicy_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, A
     frames_per_batch = hp["rollout_steps"] * recipe.num_envs
     epochs = hp.get("epochs", 1)
     settings: dict[str, Any] = {
+        # rlplug: false steps the gymnasium vector env on the lean path; true collects through TorchRL's Collector
+        "collector": False,
         "frames_per_batch": frames_per_batch,
         "num_epochs": epochs,
         "minibatch_size": max(1, frames_per_batch // hp["minibatches"]),

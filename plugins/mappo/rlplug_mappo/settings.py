@@ -24,4 +24,6 @@ def skrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
 
 def torchrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
     """Arguments of ``MAPPOLoss``, its MAGAE estimator, the collector and rlplug's TorchRL loop."""
-    return {**torchrl_onpolicy_settings(hp, recipe), **_team(hp)}
+    # no collector setting: a multi-agent env (PettingZoo, VMAS) always collects through TorchRL's Collector
+    settings = {key: value for key, value in torchrl_onpolicy_settings(hp, recipe).items() if key != "collector"}
+    return {**settings, **_team(hp)}

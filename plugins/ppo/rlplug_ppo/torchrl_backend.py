@@ -1,7 +1,8 @@
 """PPO on TorchRL: models, rollout buffer, ``ClipPPOLoss`` + GAE, and rlplug's own training loop.
 
-Reads top to bottom like a single-file PPO on TorchRL 0.14: a ``Collector`` gathers one batch of
-``rollout_steps`` steps from ``num_envs`` in-process envs, GAE is computed once per batch with the
+Reads top to bottom like a single-file PPO on TorchRL 0.14: one batch of ``rollout_steps`` steps is
+gathered from ``num_envs`` in-process envs (the on-policy family's lean path, or TorchRL's ``Collector`` with
+``collector = true``: the same batches), GAE is computed once per batch with the
 loss's own value estimator, then ``epochs`` passes of minibatches drawn without replacement from a
 ``ReplayBuffer`` go through the registered loss (``build.loss``), whose optimised terms
 (``build.loss_entry.terms``) are summed, clipped by gradient norm and stepped with Adam. That loop is

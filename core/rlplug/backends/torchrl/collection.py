@@ -78,11 +78,8 @@ class LeanCollection:
     the current observations (``env.rand_action`` during the warm-up, which counts whole batches), on
     tensors (``acting.tensor_policy``) or else on the carrier (the env's reset tensordict, where keys the
     policy leaves, such as the OU noise's state, carry over as through ``step_mdp``); the action steps the
-    gymnasium vector env (SAME_STEP autoreset); ``("next", obs)`` is the step's observation, or the ended
-    episode's last one (``final_obs``) where a sub-env reset, and collection goes on from the returned
-    (reset) observation, or, when every sub-env ended on the step, from one more reset of the whole vector
-    env, as TorchRL's wrapper does. Construction makes the one policy call the collector makes to find the
-    policy's output keys, so the random streams stay aligned.
+    gymnasium vector env as TorchRL's wrapper does (``step_vector_env``). Construction makes the one policy
+    call the collector makes to find the policy's output keys, so the random streams stay aligned.
     """
 
     def __init__(self, env: EnvBase, policy: nn.Module, num_envs: int, steps_per_batch: int, init_random_frames: int,
@@ -140,31 +137,7 @@ class LeanCollection:
         for slot, observation in zip(self._obs_slots, self._observations):
             slot[:, t] = observation
         self._action_slot[:, t] = action
-        observation, reward, terminated, truncated, info = self.vector_env.step(action.cpu().numpy())
-        reward_slot, terminated_slot, truncated_slot, done_slot = self._flags
-        reward_slot[:, t, 0] = torch.as_tensor(reward)
-        terminated_slot[:, t, 0] = torch.as_tensor(terminated)
-        truncated_slot[:, t, 0] = torch.as_tensor(truncated)
-        torch.logical_or(terminated_slot[:, t], truncated_slot[:, t], out=done_slot[:, t])
-        ended = info.get("_final_obs")
-        observations = self._by_key(observation)
-        for key, slot in zip(self.observation_keys, self._next_slots):
-            slot[:, t] = torch.as_tensor(observations[key])
-        if np.logical_or(terminated, truncated).all():
-            # TorchRL's wrapper resets the whole vector env once more (unseeded) when every sub-env ended
-            # on the same step; the carrier goes on from that reset, the autoreset's observation is dropped
-            observations = self._by_key(self.vector_env.reset()[0])
-        for key, own in zip(self.observation_keys, self._observations):
-            own.copy_(torch.as_tensor(observations[key]))
-        if ended is not None and ended.any():
-            for i in np.flatnonzero(ended):
-                finals = self._by_key(info["final_obs"][i])
-                for key, slot in zip(self.observation_keys, self._next_slots):
-                    slot[i, t] = torch.as_tensor(finals[key])
-
-    def _by_key(self, observation: Any) -> Any:
-        """A gymnasium observation by the tensordict's keys: a Dict space's dict as is, else ``"observation"``."""
-        return observation if isinstance(observation, dict) else {self.observation_keys[0]: observation}
+        step_vector_env(self.vector_env, action, t, self.observation_keys, self._flags, self._next_slots, self._observations)
 
     def own_batch(self, batch: TensorDict) -> TensorDict:
         """A batch hook ops may change at will (``set`` a new reward): a shallow copy, so the block the next
@@ -204,4 +177,43 @@ class LeanCollection:
 
 def make_collection(lean: bool, *args: Any) -> LeanCollection | CollectorCollection:
     return (LeanCollection if lean else CollectorCollection)(*args)
+
+
+def step_vector_env(vector_env: Any, action: torch.Tensor, t: int, observation_keys: Sequence[str], flags: Sequence[torch.Tensor],
+                    next_slots: Sequence[torch.Tensor], observations: Sequence[torch.Tensor]) -> np.ndarray:  # fmt: skip
+    """One step of the gymnasium vector env (SAME_STEP autoreset) as TorchRL's ``GymWrapper`` steps it, written
+    into column ``t`` of a ``[num_envs, steps]`` block: ``flags`` are its ``("next", reward / terminated /
+    truncated / done)`` tensors, ``next_slots`` its ``("next", key)`` ones by observation key, and
+    ``observations`` the tensors collection goes on from, updated in place. Returns the step's done flags.
+
+    ``("next", key)`` is the step's observation, or the ended episode's last one (``final_obs``) where a
+    sub-env reset; collection goes on from the returned (reset) observation, or, when every sub-env ended on
+    the step, from one more reset of the whole vector env (unseeded), as TorchRL's wrapper does."""
+    observation, reward, terminated, truncated, info = vector_env.step(action.cpu().numpy())
+    reward_slot, terminated_slot, truncated_slot, done_slot = flags
+    reward_slot[:, t, 0] = torch.as_tensor(reward)
+    terminated_slot[:, t, 0] = torch.as_tensor(terminated)
+    truncated_slot[:, t, 0] = torch.as_tensor(truncated)
+    torch.logical_or(terminated_slot[:, t], truncated_slot[:, t], out=done_slot[:, t])
+    ended = info.get("_final_obs")
+    by_key = _by_key(observation, observation_keys)
+    for key, slot in zip(observation_keys, next_slots):
+        slot[:, t] = torch.as_tensor(by_key[key])
+    done = np.logical_or(terminated, truncated)
+    if done.all():
+        # the autoreset's observations are dropped: collection goes on from TorchRL's extra reset
+        by_key = _by_key(vector_env.reset()[0], observation_keys)
+    for key, own in zip(observation_keys, observations):
+        own.copy_(torch.as_tensor(by_key[key]))
+    if ended is not None and ended.any():
+        for i in np.flatnonzero(ended):
+            finals = _by_key(info["final_obs"][i], observation_keys)
+            for key, slot in zip(observation_keys, next_slots):
+                slot[i, t] = torch.as_tensor(finals[key])
+    return done
+
+
+def _by_key(observation: Any, observation_keys: Sequence[str]) -> Any:
+    """A gymnasium observation by the tensordict's keys: a Dict space's dict as is, else ``"observation"``."""
+    return observation if isinstance(observation, dict) else {observation_keys[0]: observation}
 

@@ -32,7 +32,7 @@ from ..common.encoders import standardised_observations
 from ..common.parallel import mean_over_ranks, sync_gradients
 from ..common.seeding import configure_threads, seed_everything
 from .buffers import extend_quietly
-from .env import collector_state, load_collector_state, make_collector, make_env
+from .env import make_env
 from .export import recurrent_policy_export, torchrl_policy_export
 from .modules import (
     RunningNormalizer,
@@ -55,6 +55,7 @@ from .recurrent import (
     state_shape,
     value_inputs,
 )
+from .rollout_collection import lean_obstacle, make_rollouts
 
 # ---- models and memory --------------------------------------------------------------------------
 
@@ -206,9 +207,11 @@ def loss_state(loss: nn.Module, state: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 class TorchRLRolloutTrainer(TrainerBase):
-    """Trainer of a TorchRL on-policy loss: one ``step()`` = one collector batch, its advantages, the update.
+    """Trainer of a TorchRL on-policy loss: one ``step()`` = one rollout, its advantages, the update.
 
-    A ``Collector`` gathers ``frames_per_batch`` transitions from ``num_envs`` envs; the critic values
+    ``collection`` gathers ``frames_per_batch`` transitions from ``num_envs`` envs (``rollout_collection``: the
+    lean path by default, TorchRL's ``Collector`` with ``collector = true`` or where the lean path does not
+    apply, ``collection_fallback`` then saying why; the same rollouts either way); the critic values
     every observation and next observation once, the loss's own value estimator turns them into
     advantages and value targets; then ``num_epochs`` passes of minibatches drawn without replacement
     from ``build.memory`` go through the registered loss (``build.loss``), whose optimised terms
@@ -221,7 +224,7 @@ class TorchRLRolloutTrainer(TrainerBase):
     (without it a time-limit cut ends the return), and ``advantage_norm_scope`` (with
     ``normalize_advantage``), ``value_norm_update`` and ``observation_norm_update``: absent, the loop
     behaves as before they existed; PPO sets skrl's semantics (``rlplug_ppo.settings``). With ``recurrent``
-    (``recurrent.py``) the collector steps actor and critic together and stores both hidden states with every
+    (``recurrent.py``) TorchRL's collector steps actor and critic together and stores both hidden states with every
     step, the critic values each step from the state stored with it, GAE runs over each env's whole rollout
     as before, and the buffer holds the rollout cut into ``sequence_length`` steps per env: minibatches of
     whole sequences, which the loss replays in TorchRL's recurrent mode from the stored state at each
@@ -296,9 +299,18 @@ class TorchRLRolloutTrainer(TrainerBase):
             # the critic steps with the actor, so its hidden state is carried and stored with each step too
             policy = rollout_policy(self.actor, self.critic)
             carry_hidden_states(self.env, policy)
-        self.collector = make_collector(self.env, policy, s["frames_per_batch"])
-        self._batches = iter(self.collector)
+        # the lean path unless the setting collector = true asks for TorchRL's Collector; where the lean path
+        # does not apply (recurrent, multi-agent, ...), the Collector, and collection_fallback says why
+        self.collection_fallback = None if s.get("collector", False) else lean_obstacle(self.env, bool(self.sequence_length))
+        lean = not s.get("collector", False) and self.collection_fallback is None
+        self.collection = make_rollouts(lean, self.env, policy, build.num_envs, s["frames_per_batch"] // build.num_envs)
+        self._batches = self.collection
         self._closed = False
+
+    @property
+    def collector(self) -> Any:
+        """TorchRL's ``Collector`` when the rollouts come from one (``collector = true`` or a fallback), else ``None``."""
+        return getattr(self.collection, "collector", None)
 
     def make_env(self, build: Build) -> EnvBase:
         return make_env(build.env_spec, None, build.num_envs, build.seed, build.device)
@@ -467,7 +479,7 @@ class TorchRLRolloutTrainer(TrainerBase):
             "optimizer": self.optimizer.state_dict(),
             "lr_schedule": self.lr_schedule.state_dict(),
             "value_normalizer": None if self.value_normalizer is None else self.value_normalizer.state_dict(),
-            "collector": collector_state(self.collector, self.raw_envs()),  # mid-episode envs and the next step's carrier
+            "collector": self.collection.state_dict(self.raw_envs()),  # mid-episode envs and the next step's carrier
             "memory": self.memory.state_dict(),  # the minibatch sampler's position decides the next permutation
             "counters": self.counters(),
             "hooks": self.hooks.state_dict(),
@@ -482,7 +494,7 @@ class TorchRLRolloutTrainer(TrainerBase):
         self.lr_schedule.load_state_dict(state["lr_schedule"])
         if self.value_normalizer is not None:
             self.value_normalizer.load_state_dict(state["value_normalizer"])
-        load_collector_state(self.collector, state["collector"], self.raw_envs())
+        self.collection.load_state_dict(state["collector"], self.raw_envs())
         self.memory.load_state_dict(state["memory"])
         self.load_counters(state["counters"])
         self.hooks.load_state_dict(state.get("hooks"))  # None: a checkpoint from before hooks were saved
@@ -491,6 +503,6 @@ class TorchRLRolloutTrainer(TrainerBase):
     def close(self) -> None:
         if not self._closed:
             self._closed = True
-            self.collector.shutdown()
+            self.collection.close()
             if not self.env.is_closed:
                 self.env.close()

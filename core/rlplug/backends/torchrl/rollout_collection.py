@@ -1,0 +1,223 @@
+"""How a TorchRL on-policy trainer collects its rollouts: the lean path (default) or TorchRL's ``Collector``.
+
+Both are iterators of rollouts, ``[num_envs, rollout_steps]`` tensordicts (a new one each time) with every key
+the collector stores: the observations, the policy's outputs (the action, its log-probability, the logits or
+loc / scale), the reset's done flags, ``("next", ...)`` observations, rewards and done flags, and
+``("collector", "traj_ids")``; in the collector's key order, its dims named ``[None, "time"]``, from the same
+env chain, seeding, draws and autoreset (tests/test_torchrl_lean_onpolicy.py compares the rollouts, losses,
+parameters and random state of both). They differ in what each step costs:
+
+* ``CollectorRollouts`` (``collector = true``, and where the lean path does not apply: ``lean_obstacle``):
+  TorchRL's ``Collector`` over the trainer's env: per step its wrapper, ``step_mdp`` and a tensordict to stack.
+* ``LeanRollouts``: steps the gymnasium vector env under ``make_env``'s TorchRL env itself (``step_vector_env``,
+  the off-policy lean path's step), runs the policy on tensors (``acting.tensor_policy``; on a reused
+  tensordict, the carrier, where a module needs one or a hook was registered) and writes each step into a
+  rollout allocated once per batch.
+
+One difference, TorchRL's: where an episode of a Dict observation space ends, TorchRL 0.14's vector
+``GymWrapper`` stores zeros as ``("next", key)`` (its terminal-observation reader files the ended episode's
+dict under "observation", then looks each key up beside it); the lean path stores the true last observation,
+as it does for a Box (and as the off-policy lean path does), so a truncated episode bootstraps from it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from tensordict import TensorDict
+from torch import nn
+from torchrl.envs import Compose, DoubleToFloat, EnvBase, ExplorationType, GymWrapper, set_exploration_type
+from torchrl.envs.transforms import VecGymEnvTransform
+
+from .acting import tensor_policy
+from .collection import step_vector_env
+from .env import collector_state, load_collector_state, make_collector
+
+TRAJ_IDS = ("collector", "traj_ids")
+FLAGS = ("reward", "terminated", "truncated", "done")
+
+
+def lean_obstacle(env: EnvBase, recurrent: bool) -> str | None:
+    """Why the lean path cannot stand in for the collector on ``env`` (``None``: it can). It knows ``make_env``'s
+    env only: one ``GymWrapper`` over a gymnasium vector env on the CPU, with no transform but the wrapper's
+    own and ``DoubleToFloat``, whose steps hold the observation space's keys and no info entries (MuJoCo's
+    ``reward_survive``, ...), and a feed-forward policy."""
+    if recurrent:
+        return "a recurrent policy's hidden states are carried by the env's InitTracker and primers"
+    base = getattr(env, "base_env", None)
+    if type(base) is not GymWrapper or not isinstance(getattr(base, "_env", None), gym.vector.VectorEnv):
+        return f"the env is not a gymnasium vector env under TorchRL's GymWrapper ({type(base or env).__name__})"
+    if env.device is not None and env.device.type != "cpu":
+        return f"the env is on {env.device}: the lean path is verified on the CPU only"
+    transform = getattr(env, "transform", None)
+    transforms = [] if transform is None else list(transform) if isinstance(transform, Compose) else [transform]
+    unknown = [type(t).__name__ for t in transforms if type(t) not in (VecGymEnvTransform, DoubleToFloat)]
+    if unknown:
+        return f"the env has transforms the lean path does not replay: {', '.join(unknown)}"
+    space = base._env.single_observation_space
+    spaces = sorted(space.spaces) if isinstance(space, gym.spaces.Dict) else ["observation"]
+    extra = [str(key) for key in env.observation_spec.keys() if key not in spaces]
+    if extra:  # what the reader writes for ended and reset sub-envs is TorchRL's own business
+        return f"TorchRL's info reader adds the env's info entries to each step ({', '.join(extra)})"
+    return None
+
+
+class CollectorRollouts:
+    """TorchRL's ``Collector``: ``frames_per_batch`` transitions a batch; ``raw_envs`` as ``collector_state``'s."""
+
+    def __init__(self, env: EnvBase, policy: nn.Module, frames_per_batch: int) -> None:
+        self.collector = make_collector(env, policy, frames_per_batch)
+        self._batches = iter(self.collector)
+
+    def __iter__(self) -> CollectorRollouts:
+        return self
+
+    def __next__(self) -> TensorDict:
+        return next(self._batches)
+
+    @property
+    def carrier(self) -> TensorDict:
+        return self.collector._carrier
+
+    def state_dict(self, raw_envs: Any = None) -> dict[str, Any]:
+        return collector_state(self.collector, raw_envs)
+
+    def load_state_dict(self, state: dict[str, Any], raw_envs: Any = None) -> None:
+        load_collector_state(self.collector, state, raw_envs)
+
+    def close(self) -> None:
+        self.collector.shutdown()
+
+
+class LeanRollouts:
+    """The collector's rollouts without its per-step tensordicts.
+
+    What the ``Collector`` does, step for step: the policy acts in RANDOM exploration mode on the current
+    observations, on tensors or else on the carrier (the env's reset tensordict with the trajectory ids);
+    its outputs, the observations and the trajectory ids are written to the step's column, the action steps
+    the gymnasium vector env (``step_vector_env``: rewards, flags, next observations, true last observations
+    of ended episodes, TorchRL's extra reset when every sub-env ended), and each ended sub-env starts a
+    trajectory with the next id. The reset's done flags are stored as the collector stores them: false (a
+    step's root flags are always a reset's or a running episode's). Construction makes the collector's one
+    probing call of the policy (the same draws) and lays out the rollout as the collector does.
+    """
+
+    def __init__(self, env: EnvBase, policy: nn.Module, num_envs: int, steps: int) -> None:
+        self.env, self.policy = env, policy
+        self.vector_env = env.base_env._env
+        self.steps, self.frames_per_batch = steps, num_envs * steps
+        self.frames, self.batches = 0, 0
+        self.observation_keys = list(env.observation_spec.keys())
+        with torch.no_grad():
+            self.carrier = env.reset()
+            self.carrier.set(TRAJ_IDS, torch.arange(num_envs))
+            self.next_traj_id = num_envs
+            self.policy_keys, outputs = self._probe(policy)
+            # the collector's layout: the env's fake step, the carrier, the policy's outputs; [envs, steps], zeros
+            layout = env.fake_tensordict()
+            layout.clear_device_()
+            layout.update(self.carrier.copy())
+            layout.update(outputs.select(*self.policy_keys))
+            layout = layout.unsqueeze(-1).expand(num_envs, steps).clone().zero_()
+            layout.set(TRAJ_IDS, torch.zeros(num_envs, steps, dtype=torch.int64))
+            layout.refine_names(..., "time")
+        self.layout = layout
+        self._bind_carrier()
+        self.tensor_policy = tensor_policy(policy, self.observation_keys, self.carrier.batch_size)
+
+    def _probe(self, policy: nn.Module) -> tuple[list[Any], TensorDict]:
+        """The collector's probe: the policy on a copy of the carrier; its output keys are those it added or
+        changed, in the collector's order (a set's, built as the collector builds it)."""
+        before = self.carrier.copy()
+        outputs = policy(self.carrier.copy())
+        changed = []
+        for key in outputs.keys(True, True):
+            value, old = outputs.get(key), before.get(key, None)
+            if old is None or (value is not old and bool((~torch.isclose(value, old)).any())):
+                changed.append(key)
+        return list(set().union(set(changed))), outputs
+
+    def _bind_carrier(self) -> None:
+        """The carrier's observations and trajectory ids as tensors of its own, updated in place at every step."""
+        self._observations = []
+        for key in self.observation_keys:
+            own = self.carrier.get(key).clone()
+            self.carrier.set(key, own)
+            self._observations.append(own)
+        self.traj_ids = self.carrier.get(TRAJ_IDS).clone()
+        self.carrier.set(TRAJ_IDS, self.traj_ids)
+        self._inputs = dict(zip(self.observation_keys, self._observations))
+
+    def __iter__(self) -> LeanRollouts:
+        return self
+
+    def __next__(self) -> TensorDict:
+        rollout = self.layout.clone()  # a new rollout each batch, as the collector's clone: the loop may keep it
+        slots = (
+            [rollout.get(key) for key in self.observation_keys],
+            [rollout.get(key) for key in self.policy_keys],
+            rollout.get(TRAJ_IDS),
+            [rollout.get(("next", key)) for key in FLAGS],
+            [rollout.get(("next", key)) for key in self.observation_keys],
+        )
+        on_tensors = self.tensor_policy is not None and not self.tensor_policy.hooked()
+        with torch.no_grad(), set_exploration_type(ExplorationType.RANDOM):
+            for t in range(self.steps):
+                outputs = self._step(t, slots, on_tensors)
+        for key, value in zip(self.policy_keys, outputs):
+            self.carrier.set(key, value)  # the last step's outputs stay in the carrier, as in the collector's
+        self.frames += self.frames_per_batch
+        self.batches += 1
+        return rollout
+
+    def _step(self, t: int, slots: tuple[Any, ...], on_tensors: bool) -> list[torch.Tensor]:
+        observation_slots, policy_slots, traj_slot, flags, next_slots = slots
+        if on_tensors:
+            values = self.tensor_policy(dict(self._inputs))
+            outputs = [values[key] for key in self.policy_keys]
+        else:
+            acted = self.policy(self.carrier)
+            outputs = [acted.get(key) for key in self.policy_keys]
+        for slot, observation in zip(observation_slots, self._observations):
+            slot[:, t] = observation
+        for slot, value in zip(policy_slots, outputs):
+            slot[:, t] = value
+        traj_slot[:, t] = self.traj_ids
+        action = outputs[self.policy_keys.index("action")]
+        done = step_vector_env(self.vector_env, action, t, self.observation_keys, flags, next_slots, self._observations)
+        if done.any():  # each ended sub-env starts a new trajectory, numbered in env order
+            ended = torch.as_tensor(np.flatnonzero(done))
+            self.traj_ids[ended] = torch.arange(self.next_traj_id, self.next_traj_id + len(ended))
+            self.next_traj_id += len(ended)
+        return outputs
+
+    # -- checkpoints: the collector's keys, so a checkpoint resumes on either path -------------------
+
+    def state_dict(self, raw_envs: Any = None) -> dict[str, Any]:
+        from ...envs.state import vector_env_state
+
+        return {"vector": vector_env_state(self.vector_env), "raw": None, "carrier": self.carrier.to_dict(),
+                "frames": self.frames, "iter": self.batches - 1,
+                "traj_pool": {"traj_id": torch.tensor(self.next_traj_id, dtype=torch.int32)}}  # fmt: skip
+
+    def load_state_dict(self, state: dict[str, Any], raw_envs: Any = None) -> None:
+        from ...envs.state import load_vector_env_state
+
+        restarted = load_vector_env_state(self.vector_env, state["vector"])
+        self.carrier.update(TensorDict.from_dict(state["carrier"], batch_size=self.carrier.batch_size))
+        if restarted:  # sub-envs whose state a checkpoint cannot hold start new episodes
+            with torch.no_grad():
+                self.carrier.update(self.env.reset())
+        self._bind_carrier()
+        self.frames, self.batches = int(state["frames"]), int(state["iter"]) + 1
+        self.next_traj_id = int(state["traj_pool"]["traj_id"])
+
+    def close(self) -> None:
+        pass
+
+
+def make_rollouts(lean: bool, env: EnvBase, policy: nn.Module, num_envs: int, steps: int) -> LeanRollouts | CollectorRollouts:
+    return LeanRollouts(env, policy, num_envs, steps) if lean else CollectorRollouts(env, policy, num_envs * steps)
