@@ -10,7 +10,7 @@ homogeneous agents (one observation and one action space shared by all of them).
 
 Action masks follow PettingZoo's convention: each agent's observation is a Dict ``{"observation": Box,
 "action_mask": [n_actions]}`` (1 = allowed) over Discrete actions; a ``pz`` env that puts the mask in
-``info["action_mask"]`` instead is wrapped (``InfoMaskToObservation``) so both backends see the Dict.
+``info["action_mask"]`` instead is wrapped (``pettingzoo_masks.InfoMaskToObservation``) so both backends see the Dict.
 ``MultiAgentSpaces.observation_space`` is then that Dict (what the exported policy takes) and
 ``feature_space`` the ``"observation"`` Box the networks read; the global state holds no masks.
 
@@ -115,46 +115,6 @@ def make_mpe_env(name: str, env_kwargs: dict[str, Any]) -> Any:
     return aec_to_parallel(env)
 
 
-class InfoMaskToObservation:
-    """A ``ParallelEnv`` whose agents' ``info["action_mask"]`` becomes their observation's ``"action_mask"``
-    key (PettingZoo's other mask convention), so the policies read masks from one place."""
-
-    def __init__(self, env: Any) -> None:
-        import gymnasium as gym
-        import numpy as np
-
-        self.env = env
-        n = {agent: int(env.action_space(agent).n) for agent in env.possible_agents}
-        self._spaces = {
-            agent: gym.spaces.Dict({"observation": env.observation_space(agent), MASK_KEY: gym.spaces.MultiBinary(n[agent])})
-            for agent in env.possible_agents
-        }
-        self._np = np
-
-    def __getattr__(self, name: str) -> Any:  # agents, possible_agents, state(), render(), close(), ...
-        return getattr(self.env, name)
-
-    def observation_space(self, agent: str) -> Any:
-        return self._spaces[agent]
-
-    def action_space(self, agent: str) -> Any:
-        return self.env.action_space(agent)
-
-    def _with_masks(self, observations: dict[str, Any], infos: dict[str, Any]) -> dict[str, Any]:
-        return {
-            agent: {"observation": obs, MASK_KEY: self._np.asarray(infos[agent][MASK_KEY], dtype=self._np.int8)}
-            for agent, obs in observations.items()
-        }
-
-    def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
-        observations, infos = self.env.reset(seed=seed, options=options)
-        return self._with_masks(observations, infos), infos
-
-    def step(self, actions: dict[str, Any]) -> tuple[Any, Any, Any, Any, Any]:
-        observations, rewards, terminated, truncated, infos = self.env.step(actions)
-        return self._with_masks(observations, infos), rewards, terminated, truncated, infos
-
-
 def make_pz_env(name: str, env_kwargs: dict[str, Any]) -> Any:
     """The user's ``ParallelEnv`` of ``pz:MODULE:FACTORY``: ``FACTORY(**env_kwargs)`` from ``MODULE``; masks
     given in ``info["action_mask"]`` are moved into the observations (``InfoMaskToObservation``)."""
@@ -179,6 +139,8 @@ def make_pz_env(name: str, env_kwargs: dict[str, Any]) -> Any:
     if not _has_dict_mask(env.observation_space(env.possible_agents[0])):
         _, infos = env.reset(seed=0)
         if MASK_KEY in (infos.get(env.possible_agents[0]) or {}):
+            from .pettingzoo_masks import InfoMaskToObservation  # imports pettingzoo's wrappers
+
             return InfoMaskToObservation(env)
     return env
 
