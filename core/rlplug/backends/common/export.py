@@ -135,14 +135,18 @@ def input_dtype(space: Any) -> str:
 
 def example_observations(signature: dict[str, Any], batch: int, seed: int = 0, hidden: bool = False) -> list[np.ndarray]:
     """``batch`` observations per input in its dtype and shape: uniform pixels for uint8 inputs, standard
-    normal values otherwise (what tracing and the export's own check run the policy on); with ``hidden``,
+    normal values otherwise, an ``action_mask`` input 0/1 (what tracing and the export's own check run the policy on); with ``hidden``,
     a recurrent signature's state too, last."""
     rng = np.random.default_rng(seed)
     arrays = []
     specs = [*signature["inputs"], *([signature[HIDDEN]] if hidden and HIDDEN in signature else [])]
     for spec in specs:
         shape = [batch, *spec["shape"][1:]]
-        if spec["dtype"] == "uint8":
+        if spec["name"] == "action_mask":  # 0/1 with one allowed action at least, as an env's masks are
+            mask = rng.integers(0, 2, size=shape)
+            np.put_along_axis(mask, rng.integers(0, shape[-1], size=(*shape[:-1], 1)), 1, axis=-1)
+            arrays.append(mask.astype(np.uint8 if spec["dtype"] == "uint8" else np.float32))
+        elif spec["dtype"] == "uint8":
             arrays.append(rng.integers(0, 256, size=shape, dtype=np.uint8))
         else:
             arrays.append(rng.standard_normal(shape).astype(np.float32))

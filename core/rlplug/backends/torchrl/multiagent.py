@@ -171,7 +171,7 @@ def group_observation_batch(observations: Any, group: str, device: str = "cpu") 
     those) as the tensordict multi-agent actors read."""
     if isinstance(observations, Mapping):
         x = torch.as_tensor(np.asarray(observations["observation"]), dtype=torch.float32, device=device)
-        mask = torch.as_tensor(np.asarray(observations[MASK_KEY]), device=device) > 0
+        mask = torch.as_tensor(np.asarray(observations[MASK_KEY]), device=device) > 0.5  # as the export reads it
         agents = {"observation": TensorDict({"observation": x}, batch_size=x.shape[:2]), MASK_KEY: mask}
         return TensorDict({group: TensorDict(agents, batch_size=x.shape[:2])}, batch_size=x.shape[:1])
     x = torch.as_tensor(observations, dtype=torch.float32, device=device)
