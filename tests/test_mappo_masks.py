@@ -109,3 +109,11 @@ def test_exported_policy_takes_the_mask(backend, tmp_path):
     assert written["max_abs_difference"] == 0.0
     exported = load_exported(written["path"])
     assert evaluate_exported(build, exported, 2) == build.trainer.evaluate(2)
+
+
+def test_a_masked_pz_recipe_trains_from_the_cli(tmp_path):
+    recipes = tmp_path / "r.toml"
+    recipes.write_text('[recipes.pick]\nalgorithm = "mappo"\nenv = "pz:masked_ma_envs:make_pick"\nbackend = "skrl"\nsteps = 200\n'
+                       'num_envs = 2\ntarget = 0.0\n[recipes.pick.hyperparameters]\nrollout_steps = 50\n')  # fmt: skip
+    result = run_cli("train", "pick", "--recipes", str(recipes), "--no-write", paths=(Path(__file__).parent,))
+    assert result.returncode == 0, result.stderr[-2000:]

@@ -106,8 +106,9 @@ class Session:
                 observation_space, action_space = probe_spaces(EnvSpec.from_recipe(recipe, gamma=hp.get("gamma")))
         check_action_space(spec, backend, action_space, recipe, self.host.algorithms.values())
         # the encoders decide which observation spaces are trainable: a registered encoder makes one so
+        features = extras["multiagent"].feature_space if "multiagent" in extras else observation_space  # masks feed no network
         encoder = resolve_encoder(
-            self.host.encoders, observation_space, recipe.encoder, recipe.encoder_kwargs, recipe.env,
+            self.host.encoders, features, recipe.encoder, recipe.encoder_kwargs, recipe.env,
             f"recipe '{recipe.name}'", multiagent="multiagent" in extras,
         )
         dataset = check_dataset(spec, recipe, observation_space, action_space, self.book.datasets)
