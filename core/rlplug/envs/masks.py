@@ -104,7 +104,9 @@ def check_action_mask(spec: Any, backend: str, observation_space: Any, action_sp
             f"Discrete({n}) needs ({n},): one entry per action{stacked}"
         )
     if not getattr(spec.backends[backend], "action_masks", False):
-        able = sorted(other.name for other in installed if any(getattr(b, "action_masks", False) for b in other.backends.values()))
+        multiagent = spec.kind == "multi-agent"  # a single-agent env needs a single-agent algorithm, and the reverse
+        able = sorted(other.name for other in installed if (other.kind == "multi-agent") == multiagent
+                      and any(getattr(b, "action_masks", False) for b in other.backends.values()))
         advice = f"algorithms that honour masks: {', '.join(able)}" if able else "no installed algorithm honours masks"
         raise ActionMaskError(
             f"{where}: {env} supplies an action mask ({source}), which {spec.name} on {backend} does not support "

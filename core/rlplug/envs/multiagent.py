@@ -1,11 +1,18 @@
-"""Multi-agent environments: ``mpe:NAME`` and ``vmas:NAME`` ids, their spaces, and the evaluation loop.
+"""Multi-agent environments: ``mpe:NAME``, ``vmas:NAME`` and ``pz:MODULE:FACTORY`` ids, and their spaces.
 
 A recipe names a multi-agent environment as ``family:scenario``: ``mpe:simple_spread`` is the
 ``mpe2`` package's PettingZoo parallel env ``simple_spread_v3`` (its ``env_kwargs`` are the env's own
 options: ``N``, ``max_cycles``, ``local_ratio``, ``continuous_actions``), ``vmas:navigation`` is the
 VMAS scenario (``env_kwargs`` are ``vmas.make_env`` options such as ``max_steps`` plus the
-scenario's own, such as ``n_agents``). rlplug's multi-agent cells need homogeneous agents (one
-observation and one action space shared by all of them), which both families provide.
+scenario's own, such as ``n_agents``), ``pz:my_package.envs:make_env`` is a user's own PettingZoo
+``ParallelEnv``, returned by calling ``make_env(**env_kwargs)``. rlplug's multi-agent cells need
+homogeneous agents (one observation and one action space shared by all of them).
+
+Action masks follow PettingZoo's convention: each agent's observation is a Dict ``{"observation": Box,
+"action_mask": [n_actions]}`` (1 = allowed) over Discrete actions; a ``pz`` env that puts the mask in
+``info["action_mask"]`` instead is wrapped (``pettingzoo_masks.InfoMaskToObservation``) so both backends see the Dict.
+``MultiAgentSpaces.observation_space`` is then that Dict (what the exported policy takes) and
+``feature_space`` the ``"observation"`` Box the networks read; the global state holds no masks.
 
 Parsing ids is torch-free; probing and evaluating import ``mpe2`` (numpy) or ``vmas`` (torch) only
 when called, which happens only when a multi-agent recipe is prepared.
@@ -16,28 +23,36 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import BackendMissingError, SpaceError, UnknownNameError
+from ..errors import BackendMissingError, EnvModuleError, SpaceError, UnknownNameError
 from ..util.suggest import did_you_mean
+from .masks import ACTION_MASK_KEY as MASK_KEY  # PettingZoo's key, the same as a single-agent env's
 
-FAMILIES = ("mpe", "vmas")
+FAMILIES = ("mpe", "vmas", "pz")
+PETTINGZOO_FAMILIES = ("mpe", "pz")
+"""Families whose envs are PettingZoo ``ParallelEnv``s (made by ``make_pettingzoo_env``)."""
 VMAS_DEFAULT_MAX_STEPS = 100
 """VMAS scenarios run forever unless ``max_steps`` is given; rlplug cuts episodes here by default."""
 
 
 def is_multiagent_env(env_id: str) -> bool:
-    """``True`` for ``mpe:NAME`` / ``vmas:NAME`` ids (a Gymnasium id never has this prefix)."""
+    """``True`` for ``mpe:NAME`` / ``vmas:NAME`` / ``pz:MODULE:FACTORY`` ids (a Gymnasium id never has this prefix)."""
     family, sep, _ = env_id.partition(":")
     return bool(sep) and family in FAMILIES
 
 
 def parse_env_id(env_id: str) -> tuple[str, str]:
-    """``"mpe:simple_spread"`` -> ``("mpe", "simple_spread")``."""
+    """``"mpe:simple_spread"`` -> ``("mpe", "simple_spread")``; ``"pz:pkg.mod:make"`` -> ``("pz", "pkg.mod:make")``."""
     family, sep, name = env_id.partition(":")
     if not sep or family not in FAMILIES or not name:
-        raise UnknownNameError(f"'{env_id}' is not a multi-agent environment id ({', '.join(f + ':NAME' for f in FAMILIES)})")
+        raise UnknownNameError(f"'{env_id}' is not a multi-agent environment id (mpe:NAME, vmas:NAME, pz:MODULE:FACTORY)")
+    if family == "pz":
+        module, colon, factory = name.rpartition(":")
+        if not colon or not module or not factory.isidentifier():
+            raise UnknownNameError(f"'{env_id}' is not a PettingZoo env id; write pz:MODULE:FACTORY, e.g. pz:my_envs.board:make_env")
     return family, name
 
 
@@ -100,6 +115,58 @@ def make_mpe_env(name: str, env_kwargs: dict[str, Any]) -> Any:
     return aec_to_parallel(env)
 
 
+def make_pz_env(name: str, env_kwargs: dict[str, Any]) -> Any:
+    """The user's ``ParallelEnv`` of ``pz:MODULE:FACTORY``: ``FACTORY(**env_kwargs)`` from ``MODULE``; masks
+    given in ``info["action_mask"]`` are moved into the observations (``InfoMaskToObservation``)."""
+    from pettingzoo.utils.env import ParallelEnv
+
+    env_id = f"pz:{name}"
+    module_name, _, factory_name = name.rpartition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        raise EnvModuleError(f"environment '{env_id}': cannot import module '{module_name}' ({err})") from None
+    factory = getattr(module, factory_name, None)
+    if not callable(factory):
+        public = [n for n, v in vars(module).items() if callable(v) and not n.startswith("_")]
+        raise UnknownNameError(f"environment '{env_id}': module '{module_name}' has no callable '{factory_name}'" + did_you_mean(factory_name, public))
+    try:
+        env = factory(**env_kwargs)
+    except TypeError as err:
+        raise SpaceError(f"environment '{env_id}' rejected env_kwargs {env_kwargs}: {err}") from None
+    if not isinstance(env, ParallelEnv):
+        raise SpaceError(f"environment '{env_id}': {factory_name}() returned a {type(env).__name__}, not a PettingZoo ParallelEnv")
+    if not _has_dict_mask(env.observation_space(env.possible_agents[0])):
+        _, infos = env.reset(seed=0)
+        if MASK_KEY in (infos.get(env.possible_agents[0]) or {}):
+            from .pettingzoo_masks import InfoMaskToObservation  # imports pettingzoo's wrappers
+
+            return InfoMaskToObservation(env)
+    return env
+
+
+def _has_dict_mask(space: Any) -> bool:
+    return hasattr(space, "spaces") and isinstance(space.spaces, Mapping) and MASK_KEY in space.spaces
+
+
+def boxed_mask(space: Any) -> Any:
+    """A masked observation space with its ``action_mask`` as an int8 ``Box(0, 1)`` (skrl cannot read
+    ``MultiBinary``); any other space as it is."""
+    if not _has_dict_mask(space):
+        return space
+    import gymnasium as gym
+    import numpy as np
+
+    shape = tuple(space.spaces[MASK_KEY].shape)
+    return gym.spaces.Dict({**space.spaces, MASK_KEY: gym.spaces.Box(0, 1, shape, np.int8)})
+
+
+def make_pettingzoo_env(env_id: str, env_kwargs: dict[str, Any]) -> Any:
+    """The ``ParallelEnv`` of an ``mpe:`` or ``pz:`` id."""
+    family, name = parse_env_id(env_id)
+    return make_mpe_env(name, env_kwargs) if family == "mpe" else make_pz_env(name, env_kwargs)
+
+
 def vmas_kwargs(env_kwargs: dict[str, Any]) -> dict[str, Any]:
     """``env_kwargs`` with rlplug's VMAS defaults: a ``max_steps`` cut, continuous actions clamped to bounds."""
     return {"max_steps": VMAS_DEFAULT_MAX_STEPS, "continuous_actions": True, **env_kwargs}
@@ -138,6 +205,21 @@ class MultiAgentSpaces:
     def n_agents(self) -> int:
         return len(self.agents)
 
+    @property
+    def masked(self) -> bool:
+        """Each agent's observation carries an ``action_mask`` (a Dict ``{"observation", "action_mask"}``)."""
+        return _has_dict_mask(self.observation_space)
+
+    @property
+    def feature_space(self) -> Any:
+        """What the networks read: the ``"observation"`` Box of a masked env, else the observation space."""
+        return self.observation_space["observation"] if self.masked else self.observation_space
+
+    @property
+    def mask_size(self) -> int:
+        """The mask's length (the number of actions) of a masked env, else 0."""
+        return int(self.action_space.n) if self.masked else 0
+
 
 def _homogeneous(env_id: str, what: str, spaces: list[Any]) -> Any:
     if any(space != spaces[0] for space in spaces[1:]):
@@ -173,6 +255,15 @@ def probe_multiagent_spaces(env_id: str, env_kwargs: dict[str, Any]) -> MultiAge
             return MultiAgentSpaces(agents, observation, action, env.state_space)
         finally:
             env.close()
+    if family == "pz":
+        env = make_pz_env(name, env_kwargs)
+        try:
+            agents = tuple(env.possible_agents)
+            observation = _homogeneous(env_id, "observation", [env.observation_space(a) for a in agents])
+            action = _homogeneous(env_id, "action", [env.action_space(a) for a in agents])
+        finally:
+            env.close()
+        return _pz_spaces(env_id, agents, observation, action)
     env = make_vmas_env(name, env_kwargs, num_envs=1, seed=0)
     agents = tuple(agent.name for agent in env.agents)
     observation = _homogeneous(env_id, "observation", [gymnasium_space(s) for s in env.observation_space])
@@ -182,3 +273,26 @@ def probe_multiagent_spaces(env_id: str, env_kwargs: dict[str, Any]) -> MultiAge
     size = int(np.prod(observation.shape)) * len(agents)
     state = gym.spaces.Box(-np.inf, np.inf, (size,), np.float32)
     return MultiAgentSpaces(agents, observation, action, state)
+
+
+def _pz_spaces(env_id: str, agents: tuple[str, ...], observation: Any, action: Any) -> MultiAgentSpaces:
+    """A ``pz:`` env's spaces: a flat Box observation, or ``{"observation": Box, "action_mask": [n]}`` over
+    ``Discrete(n)`` actions; the global state is the agents' observations (never their masks) concatenated."""
+    import gymnasium as gym
+    import numpy as np
+
+    features = observation
+    if _has_dict_mask(observation):
+        extra = sorted(set(observation.spaces) - {"observation", MASK_KEY})
+        if extra or "observation" not in observation.spaces:
+            raise SpaceError(f"environment '{env_id}': a masked observation must be a Dict of 'observation' and '{MASK_KEY}' only, got keys {sorted(observation.spaces)}")
+        if not isinstance(action, gym.spaces.Discrete):
+            raise SpaceError(f"environment '{env_id}': action masks need Discrete actions, got {action}")
+        mask_shape = tuple(observation.spaces[MASK_KEY].shape)
+        if mask_shape != (int(action.n),):
+            raise SpaceError(f"environment '{env_id}': '{MASK_KEY}' has shape {mask_shape}, expected ({int(action.n)},) for {action}")
+        features = observation.spaces["observation"]
+    if not isinstance(features, gym.spaces.Box) or len(features.shape) != 1:
+        raise SpaceError(f"environment '{env_id}' has observation space {features}; rlplug needs a flat Box (with an optional '{MASK_KEY}')")
+    state = gym.spaces.Box(-np.inf, np.inf, (int(features.shape[0]) * len(agents),), np.float32)
+    return MultiAgentSpaces(agents, boxed_mask(observation), action, state)

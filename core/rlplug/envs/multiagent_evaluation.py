@@ -1,4 +1,4 @@
-"""Multi-agent evaluation: deterministic MPE or VMAS episodes, scored per agent.
+"""Multi-agent evaluation: deterministic PettingZoo (MPE, ``pz:``) or VMAS episodes, scored per agent.
 
 Imports numpy; the torch-free env-id parsing and probing are in ``rlplug.envs.multiagent``.
 """
@@ -12,7 +12,7 @@ import numpy as np
 
 from .factory import env_errors
 from .evaluation import EVAL_SEED_OFFSET, episodes_done
-from .multiagent import make_mpe_env, make_vmas_env, parse_env_id, vmas_kwargs
+from .multiagent import PETTINGZOO_FAMILIES, make_pettingzoo_env, make_vmas_env, parse_env_id, vmas_kwargs
 
 
 def evaluate_multiagent(
@@ -26,20 +26,29 @@ def evaluate_multiagent(
 
     ``act(observations[B, n_agents, obs_dim]) -> actions[B, n_agents(, act_dim)]`` must choose
     deterministically (argmax / Gaussian mean). An episode's score is the agents' returns averaged
-    over agents. MPE episodes run one after another, seeded ``seed + EVAL_SEED_OFFSET + episode``;
-    VMAS runs all of them at once in one vectorised env seeded ``seed + EVAL_SEED_OFFSET``.
+    over agents. PettingZoo episodes run one after another, seeded ``seed + EVAL_SEED_OFFSET + episode``;
+    VMAS runs all of them at once in one vectorised env seeded ``seed + EVAL_SEED_OFFSET``. Masked agents'
+    observations come as a dict of ``[B, n_agents, ...]`` arrays, ``{"action_mask", "observation"}``.
     """
     family, name = parse_env_id(env_id)
-    if family == "mpe":
-        return _evaluate_mpe(name, env_kwargs, act, episodes, seed)
+    if family in PETTINGZOO_FAMILIES:
+        return _evaluate_pettingzoo(env_id, env_kwargs, act, episodes, seed)
     return _evaluate_vmas(name, env_kwargs, act, episodes, seed)
 
 
-def _evaluate_mpe(name: str, env_kwargs: dict[str, Any], act: Callable, episodes: int, seed: int) -> list[float]:
+def stack_agents(observations: dict[str, Any], agents: list[str]) -> Any:
+    """Per-agent observations as ``[1, n_agents, ...]``: one array, or one per key of Dict observations."""
+    first = observations[agents[0]]
+    if isinstance(first, dict):
+        return {key: np.stack([np.asarray(observations[a][key], dtype=np.float32) for a in agents])[None] for key in sorted(first)}
+    return np.stack([np.asarray(observations[a], dtype=np.float32) for a in agents])[None]
+
+
+def _evaluate_pettingzoo(env_id: str, env_kwargs: dict[str, Any], act: Callable, episodes: int, seed: int) -> list[float]:
     import gymnasium as gym
 
-    with env_errors(f"mpe:{name}", env_kwargs, "evaluation"):
-        env = make_mpe_env(name, env_kwargs)
+    with env_errors(env_id, env_kwargs, "evaluation"):
+        env = make_pettingzoo_env(env_id, env_kwargs)
     agents = list(env.possible_agents)
     discrete = isinstance(env.action_space(agents[0]), gym.spaces.Discrete)
     returns = []
@@ -48,8 +57,7 @@ def _evaluate_mpe(name: str, env_kwargs: dict[str, Any], act: Callable, episodes
             observations, _ = env.reset(seed=seed + EVAL_SEED_OFFSET + episode)
             totals = dict.fromkeys(agents, 0.0)
             while env.agents:
-                batch = np.stack([np.asarray(observations[a], dtype=np.float32) for a in agents])[None]
-                actions = act(batch)[0]
+                actions = act(stack_agents(observations, agents))[0]
                 step_actions = {a: (int(actions[i]) if discrete else np.asarray(actions[i])) for i, a in enumerate(agents)}
                 observations, rewards, _, _, _ = env.step(step_actions)
                 for agent, reward in rewards.items():

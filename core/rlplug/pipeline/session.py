@@ -109,8 +109,9 @@ class Session:
         check_action_mask(spec, backend, observation_space, action_space, recipe, self.host.algorithms.values())
         # the encoders decide which observation spaces are trainable: a registered encoder makes one so
         # (an action mask is no feature: they see the space without it)
+        features = extras["multiagent"].feature_space if "multiagent" in extras else feature_space(observation_space)
         encoder = resolve_encoder(
-            self.host.encoders, feature_space(observation_space), recipe.encoder, recipe.encoder_kwargs, recipe.env,
+            self.host.encoders, features, recipe.encoder, recipe.encoder_kwargs, recipe.env,
             f"recipe '{recipe.name}'", multiagent="multiagent" in extras,
         )
         dataset = check_dataset(spec, recipe, observation_space, action_space, self.book.datasets)

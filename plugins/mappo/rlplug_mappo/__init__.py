@@ -2,7 +2,8 @@
 
 This module is the plugin's entry point: it declares the algorithm and stays cheap (no torch).
 The backends live in ``skrl_backend`` and ``torchrl_backend`` and are imported only when built.
-Environments are multi-agent ids, ``mpe:NAME`` (PettingZoo MPE from ``mpe2``) or ``vmas:NAME``.
+Environments are multi-agent ids, ``mpe:NAME`` (PettingZoo MPE from ``mpe2``), ``vmas:NAME`` or a user's
+PettingZoo ``ParallelEnv`` ``pz:MODULE:FACTORY``, whose per-agent action masks the policy honours.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ MAPPO = AlgorithmSpec(
     params=PARAMS,
     api_version=1,
     # both backends (discrete and continuous actions, data-parallel), the rollout rules, the "mappo" loss
-    **clipped_family("rlplug_mappo", skrl_settings, torchrl_settings, loss="mappo", skrl_doc=SKRL_DOC, torchrl_doc=TORCHRL_DOC),
+    **clipped_family("rlplug_mappo", skrl_settings, torchrl_settings, loss="mappo", skrl_doc=SKRL_DOC, torchrl_doc=TORCHRL_DOC,
+                     action_masks=True),
 )
 
 plugin = AlgorithmPlugin(MAPPO, source="rlplug-mappo")

@@ -150,7 +150,7 @@ def input_dtype(space: Any) -> str:
 def example_observations(signature: dict[str, Any], batch: int, seed: int = 0, hidden: bool = False) -> list[np.ndarray]:
     """``batch`` observations per input in its dtype and shape: uniform pixels for uint8 inputs, standard
     normal values otherwise (what tracing and the export's own check run the policy on); an action mask
-    (``rlplug.envs.masks``) of random zeros and ones with at least one valid action per row; with ``hidden``,
+    (``rlplug.envs.masks``) of random zeros and ones with at least one valid action per row (per agent); with ``hidden``,
     a recurrent signature's state too, last."""
     from ...envs.masks import ACTION_MASK_KEY
 
@@ -159,10 +159,10 @@ def example_observations(signature: dict[str, Any], batch: int, seed: int = 0, h
     specs = [*signature["inputs"], *([signature[HIDDEN]] if hidden and HIDDEN in signature else [])]
     for spec in specs:
         shape = [batch, *spec["shape"][1:]]
-        if spec["name"] == ACTION_MASK_KEY:
-            mask = rng.integers(0, 2, size=shape).astype(spec["dtype"])
-            mask[np.arange(batch), rng.integers(0, shape[-1], size=batch)] = 1
-            arrays.append(mask)
+        if spec["name"] == ACTION_MASK_KEY:  # 0/1 with one allowed action at least, as an env's masks are
+            mask = rng.integers(0, 2, size=shape)
+            np.put_along_axis(mask, rng.integers(0, shape[-1], size=(*shape[:-1], 1)), 1, axis=-1)
+            arrays.append(mask.astype(spec["dtype"]))
         elif spec["dtype"] == "uint8":
             arrays.append(rng.integers(0, 256, size=shape, dtype=np.uint8))
         else:

@@ -118,7 +118,9 @@ class JointPolicies(nn.Module):
         super().__init__()
         self.policies = nn.ModuleList(policies)
 
-    def forward(self, observations: torch.Tensor) -> torch.Tensor:
+    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+        # several inputs (a Dict's keys, e.g. action_mask and observation): each agent's concatenated, as skrl flattens them
+        observations = torch.cat([x.reshape(*x.shape[:2], -1) for x in inputs], dim=-1)
         return torch.stack([policy(observations[:, i]) for i, policy in enumerate(self.policies)], dim=1)
 
 

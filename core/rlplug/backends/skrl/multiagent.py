@@ -5,14 +5,18 @@ Both envs are skrl ``MultiAgentEnvWrapper``s that return per-agent dicts of ``[n
 tensors, reset ended episodes themselves, and expose the global state (every agent's observation
 concatenated) through ``state()``, as skrl's MAPPO expects:
 
-* ``VectorPettingZooEnv``: ``num_envs`` MPE envs, each behind skrl's own ``PettingZooWrapper``
-  (which handles one env and leaves resets to skrl's trainer), stepped in turn;
+* ``VectorPettingZooEnv``: ``num_envs`` PettingZoo envs (MPE or a user's ``pz:`` env), each behind
+  skrl's own ``PettingZooWrapper`` (which handles one env and leaves resets to skrl's trainer),
+  stepped in turn;
 * ``VmasEnvWrapper``: skrl has no VMAS wrapper; this one puts a VMAS ``Environment`` (natively
   vectorised, torch tensors) behind skrl's multi-agent wrapper base.
 
 An episode that ends (MPE's ``max_cycles``, VMAS's ``max_steps`` or every goal reached) is reported
 as ``terminated`` for every agent and reset in the same step: the returned observations are the next
-episode's first ones. rlplug's multi-agent cells treat the step limit as the end of the return on
+episode's first ones. A masked agent's observation reaches the models flattened as skrl flattens a
+Dict, keys sorted: ``[action_mask (n_actions), observation]``; ``MaskedCategoricalPolicy`` and
+``AgentValue`` split it there, and a ``pz:`` env's global state is the agents' ``observation`` parts
+(no masks) concatenated. rlplug's multi-agent cells treat the step limit as the end of the return on
 both backends (MPE and VMAS episodes are fixed-horizon tasks), so no true last observation is needed.
 """
 
@@ -27,11 +31,12 @@ import skrl
 import torch
 from skrl.envs.wrappers.torch.pettingzoo_envs import PettingZooWrapper
 from skrl.envs.wrappers.torch.base import MultiAgentEnvWrapper
-from skrl.models.torch import DeterministicMixin, Model
+from skrl.models.torch import CategoricalMixin, DeterministicMixin, Model
 
 from ...envs.factory import env_errors
 from ...envs.state import deep_restore, deep_snapshot
-from ...envs.multiagent import MultiAgentSpaces, gymnasium_space, make_mpe_env, make_vmas_env, parse_env_id
+from ...envs.multiagent import MultiAgentSpaces, boxed_mask, gymnasium_space, make_pettingzoo_env, make_vmas_env, parse_env_id
+from ...errors import SpaceError
 from ...contract.multiagent_trainer import MultiAgentTrainerBase
 from ..common.nets import mlp
 from .export import skrl_joint_policy_export
@@ -42,14 +47,26 @@ from .rollout_agent import rollout_config
 # ---- environments -------------------------------------------------------------------------------
 
 
+class ParallelEnvWrapper(PettingZooWrapper):
+    """skrl's ``PettingZooWrapper`` reading spaces through the ``ParallelEnv`` API's ``observation_space(agent)``
+    / ``action_space(agent)``: a user's env need not have the ``observation_spaces`` dicts skrl reads.
+    A ``MultiBinary`` action mask is read as a ``Box`` (``boxed_mask``)."""
+
+    observation_spaces = property(lambda self: {uid: boxed_mask(self._env.observation_space(uid)) for uid in self.possible_agents})
+    action_spaces = property(lambda self: {uid: self._env.action_space(uid) for uid in self.possible_agents})
+
+
 class VectorPettingZooEnv(MultiAgentEnvWrapper):
     """``num_envs`` PettingZoo parallel envs behind skrl's ``PettingZooWrapper``, auto-reset, stacked."""
 
-    def __init__(self, envs: Sequence[PettingZooWrapper], device: str = "cpu") -> None:
+    def __init__(self, envs: Sequence[PettingZooWrapper], device: str = "cpu", state_skip: int | None = None) -> None:
+        """``state_skip``: ``None`` reads the env's ``state()`` (MPE); a number makes the state every agent's
+        flattened observation minus its first ``state_skip`` values (a mask) concatenated (``pz:`` envs)."""
         super().__init__(envs[0]._env)
         self._envs = list(envs)
         self._device = torch.device(device)
         self._agents = list(envs[0].possible_agents)
+        self._state_skip = state_skip
         self._states: dict[str, torch.Tensor] = {}
 
     @property
@@ -67,13 +84,16 @@ class VectorPettingZooEnv(MultiAgentEnvWrapper):
     def _stack(self, per_env: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
         return {uid: torch.cat([values[uid] for values in per_env]).to(self._device) for uid in self._agents}
 
-    def _update_states(self) -> None:
-        state = torch.cat([env.state()[self._agents[0]].reshape(1, -1) for env in self._envs]).to(self._device)
+    def _update_states(self, observations: dict[str, torch.Tensor]) -> None:
+        if self._state_skip is None:
+            state = torch.cat([env.state()[self._agents[0]].reshape(1, -1) for env in self._envs]).to(self._device)
+        else:
+            state = torch.cat([observations[uid][:, self._state_skip :] for uid in self._agents], dim=-1)
         self._states = dict.fromkeys(self._agents, state)
 
     def reset(self) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
         observations = self._stack([env.reset()[0] for env in self._envs])
-        self._update_states()
+        self._update_states(observations)
         return observations, {}
 
     def step(self, actions: Mapping[str, torch.Tensor]) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
@@ -86,11 +106,12 @@ class VectorPettingZooEnv(MultiAgentEnvWrapper):
             observations.append(next_obs)
             rewards.append(reward)
             ended.append(done)
-        self._update_states()
+        stacked = self._stack(observations)
+        self._update_states(stacked)
         terminated = torch.tensor(ended, device=self._device).reshape(-1, 1)
         truncated = torch.zeros_like(terminated)
         return (
-            self._stack(observations),
+            stacked,
             self._stack(rewards),
             dict.fromkeys(self._agents, terminated),
             dict.fromkeys(self._agents, truncated),
@@ -166,8 +187,8 @@ class VmasEnvWrapper(MultiAgentEnvWrapper):
 def make_multiagent_vector_env(
     env_id: str, env_kwargs: Mapping[str, Any], num_envs: int, seed: int, device: str = "cpu"
 ) -> MultiAgentEnvWrapper:
-    """The training env of a ``mpe:NAME`` / ``vmas:NAME`` id: ``num_envs`` copies, seeded (MPE copy ``i``
-    with ``seed + i``)."""
+    """The training env of a ``mpe:NAME`` / ``vmas:NAME`` / ``pz:MODULE:FACTORY`` id: ``num_envs`` copies,
+    seeded (PettingZoo copy ``i`` with ``seed + i``)."""
     family, name = parse_env_id(env_id)
     with env_errors(env_id, dict(env_kwargs), "training environment"):
         if family == "vmas":
@@ -175,16 +196,42 @@ def make_multiagent_vector_env(
         envs = []
         for i in range(num_envs):
             skrl.config.torch.key = seed + i  # PettingZooWrapper seeds its first reset with the key it captures
-            envs.append(PettingZooWrapper(make_mpe_env(name, dict(env_kwargs))))
-    return VectorPettingZooEnv(envs, device)
+            envs.append(ParallelEnvWrapper(make_pettingzoo_env(env_id, dict(env_kwargs))))
+    state_skip = None
+    if family == "pz":  # the state from the observations, less each agent's mask (sorted first in the flat vector)
+        first = envs[0].possible_agents[0]
+        state_skip = int(envs[0].action_spaces[first].n) if "action_mask" in getattr(envs[0].observation_spaces[first], "spaces", {}) else 0
+    return VectorPettingZooEnv(envs, device, state_skip)
 
 
 # ---- models -------------------------------------------------------------------------------------
 
 
+class MaskedCategoricalPolicy(CategoricalMixin, Model):
+    """A Categorical over the actions an agent's ``action_mask`` allows: MLP logits from the observation
+    part of the flat ``[action_mask, observation]`` input, masked actions' logits set to the dtype's
+    minimum, so they get zero probability (never sampled, never the argmax) while log-probs and entropy
+    stay finite."""
+
+    def __init__(
+        self, observation_space: gym.Space, action_space: gym.Space, device: str, hidden_sizes: Sequence[int], activation: str = "tanh"
+    ) -> None:
+        Model.__init__(self, observation_space=observation_space, action_space=action_space, device=device)
+        CategoricalMixin.__init__(self, unnormalized_log_prob=True)
+        self.mask_size = int(action_space.n)
+        self.net = mlp(self.num_observations - self.mask_size, hidden_sizes, self.mask_size, activation)
+
+    def compute(self, inputs: Mapping[str, Any], role: str = "") -> tuple[torch.Tensor, dict[str, Any]]:
+        x = inputs["observations"]
+        logits = self.net(x[:, self.mask_size :])
+        allowed = x[:, : self.mask_size] > 0.5
+        return logits.masked_fill(~allowed, torch.finfo(logits.dtype).min), {}
+
+
 class AgentValue(DeterministicMixin, Model):
     """One agent's V: from its own observation (IPPO), or, centralised (MAPPO), from the global state
-    concatenated with its own observation, so a critic shared by all agents still tells them apart."""
+    concatenated with its own observation, so a critic shared by all agents still tells them apart.
+    A masked agent's mask (the first ``mask_size`` inputs) is no input of V."""
 
     def __init__(
         self,
@@ -195,17 +242,19 @@ class AgentValue(DeterministicMixin, Model):
         hidden_sizes: Sequence[int],
         activation: str = "tanh",
         centralised: bool = True,
+        mask_size: int = 0,
     ) -> None:
         Model.__init__(
             self, observation_space=observation_space, state_space=state_space, action_space=action_space, device=device
         )
         DeterministicMixin.__init__(self, clip_actions=False)
         self.centralised = centralised
-        input_size = self.num_observations + (self.num_states if centralised else 0)
+        self.mask_size = mask_size
+        input_size = self.num_observations - mask_size + (self.num_states if centralised else 0)
         self.net = mlp(input_size, hidden_sizes, 1, activation)
 
     def compute(self, inputs: Mapping[str, Any], role: str = "") -> tuple[torch.Tensor, dict[str, Any]]:
-        x = inputs["observations"]
+        x = inputs["observations"][:, self.mask_size :]
         if self.centralised:
             x = torch.cat([inputs["states"], x], dim=-1)
         return self.net(x), {}
@@ -223,12 +272,15 @@ def agent_models(
     """``{uid: {"policy", "value"}}``; with ``share_parameters`` every agent holds the same two objects."""
 
     def pair() -> dict[str, Model]:
-        policy = stochastic_policy(
-            spaces.observation_space, spaces.action_space, device, hidden_sizes, activation, initial_log_std
-        )
+        if spaces.masked:
+            policy = MaskedCategoricalPolicy(spaces.observation_space, spaces.action_space, device, hidden_sizes, activation)
+        else:
+            policy = stochastic_policy(
+                spaces.observation_space, spaces.action_space, device, hidden_sizes, activation, initial_log_std
+            )
         value = AgentValue(
             spaces.observation_space, spaces.state_space, spaces.action_space, device, hidden_sizes, activation,
-            centralised_critic,
+            centralised_critic, spaces.mask_size,
         )  # fmt: skip
         return {"policy": policy, "value": value}
 
@@ -236,6 +288,15 @@ def agent_models(
         shared = pair()
         return {uid: shared for uid in spaces.agents}
     return {uid: pair() for uid in spaces.agents}
+
+
+def joint_flat_observations(observations: Any, device: Any) -> torch.Tensor:
+    """``[B, n_agents, obs_dim]`` observations, or a dict of ``[B, n_agents, ...]`` arrays (masked agents),
+    as float32 ``[B, n_agents, size]``: a dict's keys concatenated in sorted order, as skrl flattens them."""
+    if isinstance(observations, Mapping):
+        parts = [torch.as_tensor(np.asarray(observations[k]), dtype=torch.float32, device=device) for k in sorted(observations)]
+        return torch.cat([p.reshape(*p.shape[:2], -1) for p in parts], dim=-1)
+    return torch.as_tensor(np.asarray(observations), dtype=torch.float32, device=device)
 
 
 def joint_deterministic_actions(policies: Mapping[str, Model], agents: Sequence[str], observations: torch.Tensor) -> torch.Tensor:
@@ -296,6 +357,8 @@ class SkrlMultiAgentRolloutTrainer(MultiAgentTrainerBase, SkrlRolloutTrainer):
 
     def make_agent(self, build: Any) -> Any:
         spaces = build.extras["multiagent"]
+        if spaces.masked and build.settings.get("observation_preprocessor"):  # it would standardise the masks too
+            raise SpaceError(f"environment '{build.env_id}' has action masks; normalize_observations is not supported with them on skrl")
         return self.agent_class(
             possible_agents=self.agents,
             models=build.models,
@@ -329,7 +392,7 @@ class SkrlMultiAgentRolloutTrainer(MultiAgentTrainerBase, SkrlRolloutTrainer):
 
     def act_deterministic(self, observations: Any) -> Any:
         with torch.no_grad():
-            x = torch.as_tensor(observations, dtype=torch.float32, device=self.build.device)
+            x = joint_flat_observations(observations, self.build.device)
             return joint_deterministic_actions(self.agent.policies, self.agents, x).cpu().numpy()
 
     def export_policy(self) -> torch.nn.Module:
