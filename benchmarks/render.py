@@ -126,7 +126,37 @@ def render_bench(envelope: dict[str, Any], row_cells: Callable[[dict[str, Any]],
     lines += [""] + table(header, cells)
     lines += ["", BENCH_NOTE, "", "Offline rows count gradient updates; their score is 100 × (R − R_random) / (R_expert − R_random) "
               "with the reference returns the dataset recorded.", ""]
-    return lines + render_aggregate(data["rows"], random_returns, references)
+    return lines + render_recurrent_baselines(data["rows"]) + render_aggregate(data["rows"], random_returns, references)
+
+
+RECURRENT_PART = re.compile(r"-(lstm|gru)-")
+"""A recurrent recipe's name holds its core (``ppo-lstm-cartpole-novel``); its feed-forward baseline's name is the
+same without it (``ppo-cartpole-novel``)."""
+
+
+def render_recurrent_baselines(rows: list[dict[str, Any]]) -> list[str]:
+    """Each recurrent recipe's row beside its feed-forward baseline's on the same backend (same task, same budget):
+    what the recurrent core buys on a partially observable task. Nothing when the table has no such pair."""
+
+    def result(r: dict[str, Any]) -> str:
+        seeds = r.get("seeds") or [r.get("seed")]
+        spread_text = f" ± {r['std']:.1f}" if len(seeds) > 1 and r.get("std") is not None else ""
+        judged = "-" if r.get("passed") is None else ("pass" if r["passed"] else "miss")
+        return f"{r['mean']:.1f}{spread_text} ({len(seeds)} seed{'s' if len(seeds) != 1 else ''}, {judged})"
+
+    by_key = {(r["recipe"].partition("@")[0], r["backend"]): r for r in rows if r.get("mean") is not None}
+    cells = []
+    for (name, backend), r in sorted(by_key.items()):
+        baseline = by_key.get((RECURRENT_PART.sub("-", name, count=1), backend)) if RECURRENT_PART.search(name) else None
+        if baseline is not None:
+            cells.append([f"{name} / {baseline['recipe'].partition('@')[0]}", backend, r.get("env", "-"),
+                          f"≥ {r['target']:g}" if r.get("target") is not None else "-", result(r), result(baseline)])
+    if not cells:
+        return []
+    return ["### Partially observable tasks: recurrent against feed-forward", "",
+            "Each recurrent recipe beside its feed-forward baseline (the same recipe with `recurrent = \"\"`: same env with the "
+            "same observations hidden, same budget and seeds); the baseline is expected to miss.", "",
+            *table(["recipes (recurrent / feed-forward)", "backend", "env", "target", "recurrent", "feed-forward"], cells), ""]
 
 
 def curve_cell(row: dict[str, Any], curves: Mapping[str, str]) -> str:

@@ -357,3 +357,19 @@ def test_a_section_merged_from_several_commands_lists_them_folded(render):
     assert merged.startswith("Produced by 3 commands, each with its date.")
     assert "- `rlplug bench b [row a only; b elsewhere] (D2)`" in merged and "- `RLPLUG_DATA_DIR=/d rlplug bench c (D3)`" in merged
     assert "<details>" in merged and merged.endswith("</details>")
+
+
+def test_recurrent_recipes_are_shown_beside_their_feed_forward_baselines(render):
+    def seeded(recipe, backend, values, passed):
+        mean, std = float(np.mean(values)), float(np.std(values, ddof=1)) if len(values) > 1 else None
+        return {**row(recipe, backend, 1000, 10.0), "env": "CartPole-v1", "target": 475.0, "seeds": list(range(len(values))),
+                "mean": mean, "std": std, "passed": passed}
+
+    rows = [seeded("ppo-lstm-cartpole-novel@2", "skrl", [500.0, 500.0, 490.0], True),
+            seeded("ppo-cartpole-novel@2", "skrl", [49.1, 47.2, 49.3], False),
+            seeded("ppo-lstm-cartpole-novel@2", "torchrl", [480.0], True),  # no torchrl baseline row: no pair
+            seeded("ppo-cartpole", "skrl", [500.0], True)]
+    lines = render.render_recurrent_baselines(rows)
+    assert "| ppo-lstm-cartpole-novel / ppo-cartpole-novel | skrl | CartPole-v1 | ≥ 475 | 496.7 ± 5.8 (3 seeds, pass) | 48.5 ± 1.2 (3 seeds, miss) |" in lines
+    assert sum(line.startswith("| ppo-lstm") for line in lines) == 1
+    assert render.render_recurrent_baselines([seeded("ppo-cartpole", "skrl", [500.0], True)]) == []
