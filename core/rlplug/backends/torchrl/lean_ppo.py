@@ -18,6 +18,7 @@ the functional or delayed-actor modes, an advantage the loss must compute itself
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import torch
@@ -46,9 +47,25 @@ def _plain_module(module: Any) -> bool:
     )
 
 
+_PARTS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
 def actor_parts(actor: Any) -> tuple[TensorDictModule, ProbabilisticTensorDictModule] | None:
     """The actor's parameter module and distribution module, when it is one of each (rlplug's feed-forward
-    ``ProbabilisticActor``) with a known distribution; else ``None``."""
+    ``ProbabilisticActor``) with a known distribution; else ``None``. Read once per actor (every minibatch asks)."""
+    try:
+        return _PARTS[actor]
+    except (KeyError, TypeError):
+        pass
+    parts = _actor_parts(actor)
+    try:
+        _PARTS[actor] = parts
+    except TypeError:
+        pass
+    return parts
+
+
+def _actor_parts(actor: Any) -> tuple[TensorDictModule, ProbabilisticTensorDictModule] | None:
     if not isinstance(actor, ProbabilisticTensorDictSequential) or actor.return_composite:
         return None
     modules = list(actor.module)
