@@ -116,3 +116,94 @@ def test_discrete_cql_lean_matches_discretecqlloss(builds, random_dataset):
     a, c = b.loss(data.clone()), lean(data.clone())
     for name in ("td_error", "pred_value", "target_value"):
         torch.testing.assert_close(c[name], a[name], rtol=1e-5, atol=1e-6, msg=name)
+
+
+def ppo_batch(b, seed: int = 0) -> TensorDict:
+    """A minibatch as the rollout loop feeds the PPO loss: observations, actions and their (old) log-probabilities
+    from a perturbed policy, advantages, value targets and old values away from the critic's (so clipping bites)."""
+    g = torch.Generator().manual_seed(seed)
+    obs = torch.randn(B, *b.observation_space.shape, generator=g)
+    with torch.no_grad():
+        dist = b.loss.actor_network.get_dist(TensorDict({"observation": obs}, [B]))
+        action = dist.sample()
+        old_log_prob = dist.log_prob(action) + 0.3 * torch.randn(B, generator=g)
+        old_value = b.loss.critic_network(TensorDict({"observation": obs}, [B]))["state_value"]
+    return TensorDict({"observation": obs, "action": action, "action_log_prob": old_log_prob,
+                       "advantage": torch.randn(B, 1, generator=g), "value_target": torch.randn(B, 1, generator=g),
+                       "state_value": old_value + 0.5 * torch.randn(B, 1, generator=g)}, [B])  # fmt: skip
+
+
+def ppo_terms_and_grads(loss, data, terms, lean: bool):
+    loss.lean_forward = lean
+    out = loss(data.clone())
+    total = sum(out[t] for t in ("loss_objective", "loss_critic", "loss_entropy"))
+    grads = torch.autograd.grad(total, list(loss.parameters()), allow_unused=True)
+    return {name: out[name].detach() for name in terms}, grads, out
+
+
+PPO_TERMS = ("loss_objective", "loss_critic", "loss_entropy", "kl_approx", "clip_fraction", "entropy", "ESS",
+             "max_ratio", "mean_ratio", "explained_variance")  # fmt: skip
+
+
+@pytest.mark.parametrize("recipe", ["ppo-cartpole", "ppo-pendulum"])
+@pytest.mark.parametrize("kl_estimator", ["k3", "k1"])
+@pytest.mark.parametrize("value_clip_mode", ["clipped", "pessimistic"])
+def test_lean_ppo_matches_clipppoloss_bitwise(recipe, kl_estimator, value_clip_mode):
+    """The lean forward of "clip" (SettingsClipPPOLoss) is upstream's ClipPPOLoss forward, bit for bit: every term
+    and every gradient, with value clipping, both KL estimators, per-minibatch advantage normalisation too."""
+    b = rlplug.build(recipe, backend="torchrl", overrides=["hidden_sizes=[16,16]", "value_clip=0.2", "normalize_observations=true",
+                                                          f"torchrl.kl_estimator={kl_estimator}", f"torchrl.value_clip_mode={value_clip_mode}",
+                                                          "torchrl.advantage_norm_scope=minibatch"])  # fmt: skip
+    loss = b.loss
+    assert loss.clip_value and loss.normalize_advantage
+    data = ppo_batch(b)
+    assert importlib.import_module("rlplug.backends.torchrl").lean_ppo_obstacle(loss, data) is None
+    terms = (*PPO_TERMS, "value_clip_fraction") if value_clip_mode == "pessimistic" else PPO_TERMS
+    up, up_grads, up_out = ppo_terms_and_grads(loss, data, terms, lean=False)
+    lean, lean_grads, lean_out = ppo_terms_and_grads(loss, data, terms, lean=True)
+    assert list(lean_out.keys()) == list(up_out.keys())
+    assert 0 < float(up["clip_fraction"]) < 1
+    for name in terms:
+        assert torch.equal(lean[name], up[name]), name
+    for x, y in zip(up_grads, lean_grads, strict=True):
+        assert (x is None) == (y is None)
+        if x is not None:
+            assert torch.equal(x, y)
+
+
+def test_lean_ppo_falls_back_to_upstream():
+    """Where the lean forward does not know the setup it is upstream's forward that runs: an advantage the loss
+    computes itself, a loss mask, a forward hook on the actor, a recurrent actor, a masked one."""
+    from rlplug.backends.torchrl import lean_ppo_obstacle
+
+    b = rlplug.build("ppo-cartpole", backend="torchrl", overrides=["hidden_sizes=[16,16]"])
+    data = ppo_batch(b)
+    assert lean_ppo_obstacle(b.loss, data) is None
+    assert lean_ppo_obstacle(b.loss, data.exclude("advantage")) is not None
+    masked = data.clone()
+    masked["shifted_valid"] = torch.ones(B, dtype=torch.bool)
+    assert lean_ppo_obstacle(b.loss, masked) is not None
+    calls = []
+    handle = b.loss.actor_network.module[0].register_forward_hook(lambda *args: calls.append(1))  # on the logits module
+    assert lean_ppo_obstacle(b.loss, data) is not None
+    b.loss(data.clone())
+    assert calls  # upstream's forward ran the module, so its hook
+    handle.remove()
+    upstream = importlib.import_module("torchrl.objectives").ClipPPOLoss
+    seen = []
+    original = upstream.forward
+    upstream.forward = lambda self, *args, **kwargs: seen.append(1) or original(self, *args, **kwargs)
+    try:
+        b.loss(data.clone())
+        assert not seen
+        b.loss(masked)  # a loss mask: upstream's forward
+        assert seen
+    finally:
+        upstream.forward = original
+    recurrent = rlplug.build("ppo-cartpole", backend="torchrl", overrides=["hidden_sizes=[16,16]", "recurrent=lstm"])
+    assert lean_ppo_obstacle(recurrent.loss, data) is not None
+    from rlplug.backends.torchrl.lean_ppo import actor_parts
+    from rlplug.backends.torchrl.modules import categorical_actor
+
+    assert actor_parts(b.loss.actor_network) is not None
+    assert actor_parts(categorical_actor(torch.nn.Linear(4, 2), mask_key="action_mask")) is None  # MaskedCategorical

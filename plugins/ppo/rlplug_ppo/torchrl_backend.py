@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 from rlplug import Build, RlplugError
-from rlplug.backends.torchrl import TorchRLRolloutTrainer, actor_critic_modules, describe_loss, rollout_buffer
+from rlplug.backends.torchrl import LeanClipPPOLoss, TorchRLRolloutTrainer, actor_critic_modules, describe_loss, rollout_buffer
 from torchrl.data import ReplayBuffer
 from torchrl.objectives import ClipPPOLoss
 
@@ -54,8 +54,10 @@ def _choice(name: str, value: str, choices: tuple[str, ...]) -> str:
     return value
 
 
-class SettingsClipPPOLoss(ClipPPOLoss):
-    """``ClipPPOLoss`` with two of its conventions as settings, through its own overridable hooks.
+class SettingsClipPPOLoss(LeanClipPPOLoss, ClipPPOLoss):
+    """``ClipPPOLoss`` with two of its conventions as settings, through its own overridable hooks, and
+    ``LeanClipPPOLoss``'s forward: upstream's values and gradients without its tensordict plumbing, upstream's
+    own forward where the lean one does not apply (recurrent or masked actors, ...; ``lean_ppo_obstacle``).
 
     ``value_clip_mode`` (with ``clip_value``): ``"clipped"`` fits the clipped prediction only, skrl's value
     loss; ``"pessimistic"`` is upstream's ``max(clipped, unclipped)`` error. ``kl_estimator``: ``"k3"``
@@ -75,12 +77,15 @@ class SettingsClipPPOLoss(ClipPPOLoss):
             state_value = old_state_value + (state_value - old_state_value).clamp(-self.clip_value, self.clip_value)
         return target_return, state_value, old_state_value
 
-    def _log_weight(self, tensordict: Any, adv_shape: torch.Size) -> tuple[Any, ...]:
-        log_weight, dist, kl_approx, log_is_weight = super()._log_weight(tensordict, adv_shape)
+    def _kl_approx(self, log_weight: torch.Tensor, kl_approx: torch.Tensor) -> torch.Tensor:
         if self.kl_estimator == "k3":
             with torch.no_grad():
-                kl_approx = torch.expm1(log_weight) - log_weight
-        return log_weight, dist, kl_approx, log_is_weight
+                return torch.expm1(log_weight) - log_weight
+        return kl_approx
+
+    def _log_weight(self, tensordict: Any, adv_shape: torch.Size) -> tuple[Any, ...]:
+        log_weight, dist, kl_approx, log_is_weight = super()._log_weight(tensordict, adv_shape)
+        return log_weight, dist, self._kl_approx(log_weight, kl_approx), log_is_weight
 
 
 def make_clip_loss(build: Build) -> ClipPPOLoss:

@@ -15,6 +15,7 @@ from ..common.parallel import sync_gradients
 from ..common.seeding import configure_threads, seed_everything
 from .acting import egreedy_step
 from .lean import LeanLoss, LeanQNetwork, NetworkCall, chosen_q, lean_applies, loss_output, td0_target
+from .lean_ppo import LeanClipPPOLoss, lean_ppo_obstacle
 from .losses import describe_loss
 from .modules import (
     action_mask_key,
@@ -71,6 +72,8 @@ __all__ = [
     "lean_applies",
     "loss_output",
     "td0_target",
+    "LeanClipPPOLoss",
+    "lean_ppo_obstacle",
     # on-policy
     "TorchRLRolloutTrainer",
     "actor_critic_modules",

@@ -287,6 +287,8 @@ class TorchRLRolloutTrainer(TrainerBase):
 
         # loss.parameters() rather than the models': a registered loss may own extra parameters
         self.optimizer = torch.optim.Adam(self.loss.parameters(), lr=s["lr"])
+        # what the gradient norm clips, listed once: loss.parameters() walks every submodule on each minibatch
+        self.clipped_parameters = list(self.loss.parameters())
         self.lr_schedule = LearningRateSchedule(
             self.optimizer, s.get("lr_schedule", "constant"), total_steps=s.get("total_updates", 1), kl_target=s.get("kl_target", 0.008)
         )
@@ -417,7 +419,7 @@ class TorchRLRolloutTrainer(TrainerBase):
                 total.backward()
                 sync_gradients(self.optimizer)  # data-parallel runs: the mean gradient over ranks
                 if self.max_grad_norm:
-                    nn.utils.clip_grad_norm_(self.loss.parameters(), self.max_grad_norm)
+                    nn.utils.clip_grad_norm_(self.clipped_parameters, self.max_grad_norm)
                 self.optimizer.step()
                 self.hooks.post_optim()
                 logged.append([out[name].detach() for name in self.logged_terms])
