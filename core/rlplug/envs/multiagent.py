@@ -246,23 +246,17 @@ def probe_multiagent_spaces(env_id: str, env_kwargs: dict[str, Any]) -> MultiAge
     import numpy as np
 
     family, name = parse_env_id(env_id)
-    if family == "mpe":
-        env = make_mpe_env(name, env_kwargs)
+    if family in PETTINGZOO_FAMILIES:
+        env = make_mpe_env(name, env_kwargs) if family == "mpe" else make_pz_env(name, env_kwargs)
         try:
             agents = tuple(env.possible_agents)
             observation = _homogeneous(env_id, "observation", [env.observation_space(a) for a in agents])
             action = _homogeneous(env_id, "action", [env.action_space(a) for a in agents])
-            return MultiAgentSpaces(agents, observation, action, env.state_space)
+            state_space = env.state_space if family == "mpe" else None
         finally:
             env.close()
-    if family == "pz":
-        env = make_pz_env(name, env_kwargs)
-        try:
-            agents = tuple(env.possible_agents)
-            observation = _homogeneous(env_id, "observation", [env.observation_space(a) for a in agents])
-            action = _homogeneous(env_id, "action", [env.action_space(a) for a in agents])
-        finally:
-            env.close()
+        if family == "mpe":
+            return MultiAgentSpaces(agents, observation, action, state_space)
         return _pz_spaces(env_id, agents, observation, action)
     env = make_vmas_env(name, env_kwargs, num_envs=1, seed=0)
     agents = tuple(agent.name for agent in env.agents)

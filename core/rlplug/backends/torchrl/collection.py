@@ -161,13 +161,7 @@ class LeanCollection:
                 "iter": self.frames // self.frames_per_batch}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        from ...envs.state import load_vector_env_state
-
-        restarted = load_vector_env_state(self.vector_env, state["vector"])
-        self.carrier.update(TensorDict.from_dict(state["carrier"], batch_size=self.carrier.batch_size))
-        if restarted:  # sub-envs whose state a checkpoint cannot hold start new episodes
-            with torch.no_grad():
-                self.carrier.update(self.env.reset())
+        restore_envs(self.vector_env, self.env, self.carrier, state)
         self._bind_observations()
         self.frames = int(state["frames"])
 
@@ -177,6 +171,17 @@ class LeanCollection:
 
 def make_collection(lean: bool, *args: Any) -> LeanCollection | CollectorCollection:
     return (LeanCollection if lean else CollectorCollection)(*args)
+
+
+def restore_envs(vector_env: Any, env: EnvBase, carrier: TensorDict, state: dict[str, Any]) -> None:
+    """A lean path's envs and carrier as a checkpoint's ``state_dict`` left them (the collector's keys)."""
+    from ...envs.state import load_vector_env_state
+
+    restarted = load_vector_env_state(vector_env, state["vector"])
+    carrier.update(TensorDict.from_dict(state["carrier"], batch_size=carrier.batch_size))
+    if restarted:  # sub-envs whose state a checkpoint cannot hold start new episodes
+        with torch.no_grad():
+            carrier.update(env.reset())
 
 
 def step_vector_env(vector_env: Any, action: torch.Tensor, t: int, observation_keys: Sequence[str], flags: Sequence[torch.Tensor],

@@ -33,7 +33,7 @@ from torchrl.envs import Compose, DoubleToFloat, EnvBase, ExplorationType, GymWr
 from torchrl.envs.transforms import VecGymEnvTransform
 
 from .acting import tensor_policy
-from .collection import step_vector_env
+from .collection import restore_envs, step_vector_env
 from .env import collector_state, load_collector_state, make_collector
 
 TRAJ_IDS = ("collector", "traj_ids")
@@ -204,13 +204,7 @@ class LeanRollouts:
                 "traj_pool": {"traj_id": torch.tensor(self.next_traj_id, dtype=torch.int32)}}  # fmt: skip
 
     def load_state_dict(self, state: dict[str, Any], raw_envs: Any = None) -> None:
-        from ...envs.state import load_vector_env_state
-
-        restarted = load_vector_env_state(self.vector_env, state["vector"])
-        self.carrier.update(TensorDict.from_dict(state["carrier"], batch_size=self.carrier.batch_size))
-        if restarted:  # sub-envs whose state a checkpoint cannot hold start new episodes
-            with torch.no_grad():
-                self.carrier.update(self.env.reset())
+        restore_envs(self.vector_env, self.env, self.carrier, state)
         self._bind_carrier()
         self.frames, self.batches = int(state["frames"]), int(state["iter"]) + 1
         self.next_traj_id = int(state["traj_pool"]["traj_id"])
