@@ -46,17 +46,19 @@ from ...contract.multiagent_trainer import MultiAgentTrainerBase
 from ..common.export import ExportedPolicy, policy_signature
 from ..common.nets import ACTIVATIONS
 from .export import agent_nets
+from .lean_pettingzoo import LeanPettingZooWrapper
 from .onpolicy import TorchRLRolloutTrainer
 
 # ---- environments -------------------------------------------------------------------------------
 
 
 def _pettingzoo_env(env_id: str, env_kwargs: Mapping[str, Any]) -> PettingZooWrapper:
+    # upstream's wrapper with a leaner step where it applies (lean_pettingzoo.py), the same step outputs
     env = make_pettingzoo_env(env_id, dict(env_kwargs))
     group_map = {AGENT_GROUPS["pz"]: list(env.possible_agents)} if parse_env_id(env_id)[0] == "pz" else None
     with warnings.catch_warnings():  # "PettingZoo in TorchRL is tested using version == 1.24.3"
         warnings.simplefilter("ignore", UserWarning)
-        return PettingZooWrapper(env, categorical_actions=True, use_mask=False, group_map=group_map)
+        return LeanPettingZooWrapper(env, categorical_actions=True, use_mask=False, group_map=group_map)
 
 
 def make_multiagent_env(env_id: str, env_kwargs: Mapping[str, Any], num_envs: int, seed: int, device: str = "cpu") -> EnvBase:
