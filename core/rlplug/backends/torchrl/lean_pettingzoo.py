@@ -8,7 +8,7 @@ indexed out of the composite spec for every agent and step, and one ``torch.tens
 ``LeanPettingZooWrapper._step`` writes the same tensordict for a parallel env whose agents all stay alive
 (``use_mask=False``), without action masks, per-agent infos or a global state: each agent's observation through
 its own spec's ``encode`` (the specs indexed once), the rewards and flags of a group as one tensor each, cast as
-upstream casts them, then upstream's ``_aggregate_done``. Any other configuration takes upstream's ``_step``
+upstream casts them, then upstream's ``_aggregate_done`` over the group flags listed once. Any other configuration takes upstream's ``_step``
 (``lean_step = False`` always does); tests/test_lean_pettingzoo.py compares rollouts, losses and parameters.
 """
 
@@ -47,7 +47,7 @@ class LeanPettingZooWrapper(PettingZooWrapper):
             plan = self.__dict__["_lean_plan"] = self._make_plan() if self._lean_applies() else False
         if not plan:
             return super()._step(tensordict)
-        action_specs, observation_specs = plan
+        action_specs, observation_specs, group_done_keys = plan
 
         action_dict = {}
         for group, agents in self.group_map.items():
@@ -69,7 +69,7 @@ class LeanPettingZooWrapper(PettingZooWrapper):
             self._set_flags(out, group, "truncated", [truncations[a] for a in agents], torch.bool)
             self._set_flags(out, group, "terminated", [terminations[a] for a in agents], torch.bool)
 
-        done, terminated, truncated = self._aggregate_done(out, use_any=self.done_on_any)
+        done, terminated, truncated = self._aggregate_flags(out, group_done_keys, self.done_on_any)
         out.set("done", done)
         out.set("terminated", terminated)
         out.set("truncated", truncated)
@@ -80,10 +80,22 @@ class LeanPettingZooWrapper(PettingZooWrapper):
         target = out.get((group, name))
         target.copy_(torch.tensor(values, device=self.device, dtype=dtype).reshape(target.shape))
 
-    def _make_plan(self) -> tuple[dict[str, Any], dict[str, list[Any]]]:
+    def _aggregate_flags(self, out: TensorDictBase, group_done_keys: list[tuple[str, str]], use_any: bool) -> tuple[torch.Tensor, ...]:
+        # upstream's _aggregate_done over the group flags, listed once (its done_keys sorts the spec's keys per call);
+        # its early exits skip keys that cannot change the result, so visiting them all gives the same flags
+        flags = {name: not use_any for name in ("done", "terminated", "truncated")}
+        for key in group_done_keys:
+            value = out.get(key)
+            flags[key[-1]] = flags[key[-1]] | value.any() if use_any else flags[key[-1]] & value.all()
+        return tuple(torch.tensor([flags[name]], device=self.device) for name in ("done", "terminated", "truncated"))
+
+    def _make_plan(self) -> tuple[dict[str, Any], dict[str, list[Any]], list[tuple[str, str]]]:
         action_specs = {group: self.input_spec["full_action_spec", group, "action"] for group in self.group_map}
         observation_specs = {
             group: [self.observation_spec[group, "observation"][index] for index in range(len(agents))]
             for group, agents in self.group_map.items()
         }
-        return action_specs, observation_specs
+        group_done_keys = [
+            key for key in self.done_keys if isinstance(key, tuple) and key[-1] in ("done", "terminated", "truncated")
+        ]
+        return action_specs, observation_specs, group_done_keys
