@@ -1,6 +1,7 @@
-"""rlplug's ``LeanPettingZooWrapper`` steps MPE as TorchRL's ``PettingZooWrapper`` does.
+"""rlplug's ``LeanPettingZooWrapper`` and ``LeanSerialEnv`` step MPE as TorchRL's ``PettingZooWrapper`` and
+``SerialEnv`` do.
 
-mappo-simple-spread on a fixed seed, once with the lean step and once with upstream's (``lean_step = False``):
+mappo-simple-spread on a fixed seed, once with the lean steps and once with upstream's (``lean_step = False``):
 every rollout (keys, order, values; after the advantages too), the logged losses, the parameters and torch's
 random state after training are bitwise equal. The run crosses an episode's 25-step limit (truncations, resets).
 """
@@ -14,13 +15,14 @@ pytest.importorskip("torchrl")
 pytest.importorskip("mpe2")
 
 import rlplug  # noqa: E402
-from rlplug.backends.torchrl.lean_pettingzoo import LeanPettingZooWrapper  # noqa: E402
+from rlplug.backends.torchrl.lean_pettingzoo import LeanPettingZooWrapper, LeanSerialEnv  # noqa: E402
 
 OVERRIDES = ["num_envs=2", "rollout_steps=30", "epochs=2", "minibatches=2", "hidden_sizes=[16]"]
 
 
 def _trained(lean: bool, monkeypatch) -> dict:
     monkeypatch.setattr(LeanPettingZooWrapper, "lean_step", lean)
+    monkeypatch.setattr(LeanSerialEnv, "lean_step", lean)
     build = rlplug.build("mappo-simple-spread", backend="torchrl", overrides=OVERRIDES)
     trainer = build.trainer
     try:
@@ -35,6 +37,7 @@ def _trained(lean: bool, monkeypatch) -> dict:
         rows = []
         trainer.train(180, [lambda _, metrics: rows.append(metrics)])
         plans = [wrapper.__dict__.get("_lean_plan") for wrapper in trainer.env._envs]
+        plans.append(trainer.env.__dict__.get("_lean_views_cache", (None, False))[1])
         return {"rollouts": rollouts, "rows": rows, "plans": plans, "rng": torch.get_rng_state(),
                 "parameters": [p.detach().clone() for p in build.loss.parameters()]}  # fmt: skip
     finally:
@@ -43,7 +46,7 @@ def _trained(lean: bool, monkeypatch) -> dict:
 
 def test_lean_step_trains_as_upstreams_step(monkeypatch):
     upstream, lean = _trained(False, monkeypatch), _trained(True, monkeypatch)
-    assert all(plan is False for plan in upstream["plans"]) and all(plan for plan in lean["plans"])
+    assert not any(upstream["plans"]) and all(lean["plans"])
     assert len(lean["rollouts"]) == len(upstream["rollouts"]) == 3
     for a, b in zip(upstream["rollouts"], lean["rollouts"]):
         assert list(a.keys(True, True)) == list(b.keys(True, True))

@@ -10,6 +10,11 @@ indexed out of the composite spec for every agent and step, and one ``torch.tens
 its own spec's ``encode`` (the specs indexed once), the rewards and flags of a group as one tensor each, cast as
 upstream casts them, then upstream's ``_aggregate_done`` over the group flags listed once. Any other configuration takes upstream's ``_step``
 (``lean_step = False`` always does); tests/test_lean_pettingzoo.py compares rollouts, losses and parameters.
+
+``LeanSerialEnv`` is ``SerialEnv`` whose full steps (every sub-env steps, the common case) write each wrapper's
+output into the shared buffer through views of it indexed once (upstream indexes ``next[i]`` and runs
+``update_`` per sub-env and step); a partial step, an env off the batched env's device, non-tensor outputs or
+``lean_step = False`` take upstream's ``_step``.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import Any
 
 import torch
 from tensordict import TensorDictBase
+from torchrl.envs import SerialEnv
 from torchrl.envs.libs.pettingzoo import PettingZooWrapper, _extract_nested_with_index
 
 
@@ -99,3 +105,40 @@ class LeanPettingZooWrapper(PettingZooWrapper):
             key for key in self.done_keys if isinstance(key, tuple) and key[-1] in ("done", "terminated", "truncated")
         ]
         return action_specs, observation_specs, group_done_keys
+
+
+class LeanSerialEnv(SerialEnv):
+    """``SerialEnv`` whose full steps copy each sub-env's output into per-worker buffer views made once (above)."""
+
+    lean_step = True
+
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        partial_steps = tensordict.get("_step", None)
+        views = self._lean_views() if self.lean_step and not self.is_closed else None
+        if views is None or (partial_steps is not None and not partial_steps.all()):
+            return super()._step(tensordict)
+        # upstream's full step with buffers: each worker steps on its row, its outputs go into next[i] in place
+        self._sync_m2w()
+        for env, data_in, view in zip(self._envs, tensordict.copy().unbind(0), views):
+            out_td = env._step(data_in)
+            for key, target in view:
+                value = out_td.get(key, None)
+                if value is not None:
+                    target.copy_(value)
+        selected_keys = self._selected_step_keys
+        return self.shared_tensordict_parent.get("next").named_apply(
+            lambda *args: self.select_and_clone(*args, selected_keys), nested_keys=True, filter_empty=True
+        )
+
+    def _lean_views(self) -> list[list[tuple[Any, torch.Tensor]]] | None:
+        parent = self.shared_tensordict_parent
+        cached = self.__dict__.get("_lean_views_cache")
+        if cached is not None and cached[0] is parent:
+            return cached[1]
+        views = None
+        same_device = parent.device == self.device and all(env.device == self.device for env in self._envs)
+        if self._use_buffers and not self._non_tensor_keys and same_device:
+            next_td, keys = parent.get("next"), list(self._env_output_keys)
+            views = [[(key, next_td[i].get(key)) for key in keys] for i in range(self.num_workers)]
+        self.__dict__["_lean_views_cache"] = (parent, views)
+        return views

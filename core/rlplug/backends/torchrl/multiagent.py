@@ -46,7 +46,7 @@ from ...contract.multiagent_trainer import MultiAgentTrainerBase
 from ..common.export import ExportedPolicy, policy_signature
 from ..common.nets import ACTIVATIONS
 from .export import agent_nets
-from .lean_pettingzoo import LeanPettingZooWrapper
+from .lean_pettingzoo import LeanPettingZooWrapper, LeanSerialEnv
 from .onpolicy import TorchRLRolloutTrainer
 
 # ---- environments -------------------------------------------------------------------------------
@@ -67,7 +67,7 @@ def make_multiagent_env(env_id: str, env_kwargs: Mapping[str, Any], num_envs: in
     with env_errors(env_id, dict(env_kwargs), "training environment"):
         if family == "vmas":
             return VmasWrapper(make_vmas_env(name, dict(env_kwargs), num_envs, seed, device), categorical_actions=True)
-        env = SerialEnv(num_envs, partial(_pettingzoo_env, env_id, dict(env_kwargs)))
+        env = LeanSerialEnv(num_envs, partial(_pettingzoo_env, env_id, dict(env_kwargs)))
         env.set_seed(seed)  # makes the envs
     return env
 
