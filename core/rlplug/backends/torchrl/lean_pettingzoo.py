@@ -7,9 +7,10 @@ indexed out of the composite spec for every agent and step, and one ``torch.tens
 
 ``LeanPettingZooWrapper._step`` writes the same tensordict for a parallel env whose agents all stay alive
 (``use_mask=False``), without action masks, per-agent infos or a global state: each agent's observation through
-its own spec's ``encode`` (the specs indexed once), the rewards and flags of a group as one tensor each, cast as
-upstream casts them, then upstream's ``_aggregate_done`` over the group flags listed once. Any other configuration takes upstream's ``_step``
-(``lean_step = False`` always does); tests/test_lean_pettingzoo.py compares rollouts, losses and parameters.
+its own spec's ``encode`` (the specs indexed once), a group's rewards in one tensor, its flags in another, cast
+as upstream casts them, and the team's flags reduced (any / all) from the values ``_aggregate_done`` reduces. Any other
+configuration takes upstream's ``_step`` (``lean_step = False`` always does); tests/test_lean_pettingzoo.py
+compares rollouts, losses and parameters with upstream's steps.
 
 ``LeanSerialEnv`` is ``SerialEnv`` whose full steps (every sub-env steps, the common case) write each wrapper's
 output into the shared buffer through views of it indexed once (upstream indexes ``next[i]`` and runs
@@ -25,6 +26,8 @@ import torch
 from tensordict import TensorDictBase
 from torchrl.envs import SerialEnv
 from torchrl.envs.libs.pettingzoo import PettingZooWrapper, _extract_nested_with_index
+
+FLAGS = ("done", "terminated", "truncated")  # upstream's order of the root flags it sets
 
 
 class LeanPettingZooWrapper(PettingZooWrapper):
@@ -53,7 +56,7 @@ class LeanPettingZooWrapper(PettingZooWrapper):
             plan = self.__dict__["_lean_plan"] = self._make_plan() if self._lean_applies() else False
         if not plan:
             return super()._step(tensordict)
-        action_specs, observation_specs, group_done_keys = plan
+        action_specs, observation_specs = plan
 
         action_dict = {}
         for group, agents in self.group_map.items():
@@ -63,48 +66,41 @@ class LeanPettingZooWrapper(PettingZooWrapper):
         observations, rewards, terminations, truncations, _ = self._env.step(action_dict)
 
         out = self.cached_step_output_zero.clone()
+        team: dict[str, list[Any]] = {name: [] for name in FLAGS}
         for group, agents in self.group_map.items():
             if any(agent not in observations for agent in agents):
                 raise ValueError("Dead agents found in the environment, you need to set use_mask=True to allow this.")
             group_observation = out.get((group, "observation"))
             for index, agent in enumerate(agents):
                 group_observation[index] = observation_specs[group][index].encode(observations[agent])
-            self._set_flags(out, group, "reward", [rewards[a] for a in agents], torch.float32)
-            done = [terminations[a] or truncations[a] for a in agents]
-            self._set_flags(out, group, "done", done, torch.bool)
-            self._set_flags(out, group, "truncated", [truncations[a] for a in agents], torch.bool)
-            self._set_flags(out, group, "terminated", [terminations[a] for a in agents], torch.bool)
+            # upstream: target[index] = torch.tensor(value, dtype=...) per agent and flag; one tensor of the same casts
+            reward = out.get((group, "reward"))
+            per_agent = torch.tensor([rewards[a] for a in agents], device=self.device, dtype=torch.float32)
+            reward.copy_(per_agent.reshape(reward.shape))
+            flags = {
+                "done": [terminations[a] or truncations[a] for a in agents],
+                "terminated": [terminations[a] for a in agents],
+                "truncated": [truncations[a] for a in agents],
+            }
+            as_tensor = torch.tensor([flags[name] for name in FLAGS], device=self.device, dtype=torch.bool)
+            for name, row in zip(FLAGS, as_tensor):
+                target = out.get((group, name))
+                target.copy_(row.reshape(target.shape))
+                team[name] += flags[name]
 
-        done, terminated, truncated = self._aggregate_flags(out, group_done_keys, self.done_on_any)
-        out.set("done", done)
-        out.set("terminated", terminated)
-        out.set("truncated", truncated)
+        # upstream's _aggregate_done: any (done_on_any) or all of the agents' flags, over every group
+        reduce = any if self.done_on_any else all
+        for name in FLAGS:
+            out.set(name, torch.tensor([reduce(bool(value) for value in team[name])], device=self.device))
         return out
 
-    def _set_flags(self, out: TensorDictBase, group: str, name: str, values: list[Any], dtype: torch.dtype) -> None:
-        # upstream: target[index] = torch.tensor(value, dtype=dtype) per agent; one tensor of the same casts here
-        target = out.get((group, name))
-        target.copy_(torch.tensor(values, device=self.device, dtype=dtype).reshape(target.shape))
-
-    def _aggregate_flags(self, out: TensorDictBase, group_done_keys: list[tuple[str, str]], use_any: bool) -> tuple[torch.Tensor, ...]:
-        # upstream's _aggregate_done over the group flags, listed once (its done_keys sorts the spec's keys per call);
-        # its early exits skip keys that cannot change the result, so visiting them all gives the same flags
-        flags = {name: not use_any for name in ("done", "terminated", "truncated")}
-        for key in group_done_keys:
-            value = out.get(key)
-            flags[key[-1]] = flags[key[-1]] | value.any() if use_any else flags[key[-1]] & value.all()
-        return tuple(torch.tensor([flags[name]], device=self.device) for name in ("done", "terminated", "truncated"))
-
-    def _make_plan(self) -> tuple[dict[str, Any], dict[str, list[Any]], list[tuple[str, str]]]:
+    def _make_plan(self) -> tuple[dict[str, Any], dict[str, list[Any]]]:
         action_specs = {group: self.input_spec["full_action_spec", group, "action"] for group in self.group_map}
         observation_specs = {
             group: [self.observation_spec[group, "observation"][index] for index in range(len(agents))]
             for group, agents in self.group_map.items()
         }
-        group_done_keys = [
-            key for key in self.done_keys if isinstance(key, tuple) and key[-1] in ("done", "terminated", "truncated")
-        ]
-        return action_specs, observation_specs, group_done_keys
+        return action_specs, observation_specs
 
 
 class LeanSerialEnv(SerialEnv):
