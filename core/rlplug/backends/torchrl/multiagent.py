@@ -6,7 +6,8 @@ agent dimension, batch size ``[num_envs]``:
 
 * MPE and ``pz:`` envs: ``SerialEnv(num_envs, PettingZooWrapper(parallel env))`` (one process: worker
   processes never pay off for cheap envs on small CPUs, reference §5); a ``pz:`` env's agents form one
-  group ``"agents"`` whatever their names;
+  group ``"agents"`` whatever their names; both classes are rlplug's lean subclasses (``lean_pettingzoo``:
+  upstream's step outputs, bit for bit, with less per-step plumbing);
 * VMAS: ``VmasWrapper`` around the same ``vmas.make_env`` env rlplug's skrl wrapper uses.
 
 Actors and critics are ``MultiAgentMLP``s over the group's observations: the actor decentralised,
