@@ -4,6 +4,7 @@
 mappo-simple-spread on a fixed seed, once with the lean steps and once with upstream's (``lean_step = False``):
 every rollout (keys, order, values; after the advantages too), the logged losses, the parameters and torch's
 random state after training are bitwise equal. The run crosses an episode's 25-step limit (truncations, resets).
+On a masked ``pz:`` env (the wrapper keeps upstream's step) the lean ``SerialEnv`` step gives the same rollouts.
 """
 
 from __future__ import annotations
@@ -56,3 +57,29 @@ def test_lean_step_trains_as_upstreams_step(monkeypatch):
     assert lean["rows"] == upstream["rows"] and any("loss/" in key for key in lean["rows"][-1])
     assert all(torch.equal(a, b) for a, b in zip(upstream["parameters"], lean["parameters"], strict=True))
     assert torch.equal(upstream["rng"], lean["rng"])
+
+
+def _masked_rollouts(lean: bool, monkeypatch) -> tuple[list, list]:
+    from mappo_builds import make_mappo_build
+
+    monkeypatch.setattr(LeanPettingZooWrapper, "lean_step", lean)
+    monkeypatch.setattr(LeanSerialEnv, "lean_step", lean)
+    build = make_mappo_build("torchrl", env=("pz:masked_ma_envs:make_pick", {"mask_in": "info"}), num_envs=2, steps=200)
+    trainer = build.trainer
+    try:
+        batches, rollouts = trainer._batches, []
+        trainer._batches = (rollouts.append(rollout) or rollout for rollout in batches)
+        metrics = [trainer.step() for _ in range(2)]
+        assert not any(wrapper.__dict__.get("_lean_plan") for wrapper in trainer.env._envs)  # masks: upstream's step
+        assert bool(trainer.env.__dict__.get("_lean_views_cache", (None, None))[1]) == lean
+        return rollouts, metrics
+    finally:
+        trainer.close()
+
+
+def test_lean_serial_env_steps_a_masked_env_as_upstreams(monkeypatch):
+    (upstream, upstream_metrics), (lean, lean_metrics) = (_masked_rollouts(flag, monkeypatch) for flag in (False, True))
+    assert lean_metrics == upstream_metrics and len(lean) == len(upstream) == 2
+    for a, b in zip(upstream, lean):
+        assert list(a.keys(True, True)) == list(b.keys(True, True)) and any("action_mask" in k for k in a.keys(True, True))
+        assert all(a[key].dtype == b[key].dtype and torch.equal(a[key], b[key]) for key in a.keys(True, True))
