@@ -6,7 +6,8 @@ agent dimension, batch size ``[num_envs]``:
 
 * MPE and ``pz:`` envs: ``SerialEnv(num_envs, PettingZooWrapper(parallel env))`` (one process: worker
   processes never pay off for cheap envs on small CPUs, reference §5); a ``pz:`` env's agents form one
-  group ``"agents"`` whatever their names;
+  group ``"agents"`` whatever their names; both classes are rlplug's lean subclasses (``lean_pettingzoo``:
+  upstream's step outputs, bit for bit, with less per-step plumbing);
 * VMAS: ``VmasWrapper`` around the same ``vmas.make_env`` env rlplug's skrl wrapper uses.
 
 Actors and critics are ``MultiAgentMLP``s over the group's observations: the actor decentralised,
@@ -46,17 +47,19 @@ from ...contract.multiagent_trainer import MultiAgentTrainerBase
 from ..common.export import ExportedPolicy, policy_signature
 from ..common.nets import ACTIVATIONS
 from .export import agent_nets
+from .lean_pettingzoo import LeanPettingZooWrapper, LeanSerialEnv
 from .onpolicy import TorchRLRolloutTrainer
 
 # ---- environments -------------------------------------------------------------------------------
 
 
 def _pettingzoo_env(env_id: str, env_kwargs: Mapping[str, Any]) -> PettingZooWrapper:
+    # upstream's wrapper with a leaner step where it applies (lean_pettingzoo.py), the same step outputs
     env = make_pettingzoo_env(env_id, dict(env_kwargs))
     group_map = {AGENT_GROUPS["pz"]: list(env.possible_agents)} if parse_env_id(env_id)[0] == "pz" else None
     with warnings.catch_warnings():  # "PettingZoo in TorchRL is tested using version == 1.24.3"
         warnings.simplefilter("ignore", UserWarning)
-        return PettingZooWrapper(env, categorical_actions=True, use_mask=False, group_map=group_map)
+        return LeanPettingZooWrapper(env, categorical_actions=True, use_mask=False, group_map=group_map)
 
 
 def make_multiagent_env(env_id: str, env_kwargs: Mapping[str, Any], num_envs: int, seed: int, device: str = "cpu") -> EnvBase:
@@ -65,7 +68,7 @@ def make_multiagent_env(env_id: str, env_kwargs: Mapping[str, Any], num_envs: in
     with env_errors(env_id, dict(env_kwargs), "training environment"):
         if family == "vmas":
             return VmasWrapper(make_vmas_env(name, dict(env_kwargs), num_envs, seed, device), categorical_actions=True)
-        env = SerialEnv(num_envs, partial(_pettingzoo_env, env_id, dict(env_kwargs)))
+        env = LeanSerialEnv(num_envs, partial(_pettingzoo_env, env_id, dict(env_kwargs)))
         env.set_seed(seed)  # makes the envs
     return env
 
