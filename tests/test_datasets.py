@@ -300,3 +300,16 @@ def test_arrays_of_the_wrong_size_or_dtype_fail_verify(tmp_path, capsys):
     assert _refused_in_process(capsys, "dataset", "info", path).endswith(
         "cannot be trained on: it has no truncated array (a dataset holds observation, action, reward, next_observation, "
         "terminated, truncated)")
+
+
+def test_a_recurrent_or_masked_observation_behaviour_policy_is_refused(tmp_path):
+    """dataset collect acts one full observation at a time: a run trained with hidden observations (or a recurrent
+    core) is refused in one line, and nothing is written."""
+    data_dir = tmp_path / "data"
+    run = tmp_path / "novel"
+    trained = run_cli("train", "ppo-cartpole-novel", "--steps", "256", "--set", "rollout_steps=32", "--set", "epochs=1",
+                      "--run-dir", str(run))  # fmt: skip
+    assert trained.returncode == 0, trained.stderr
+    refused = run_data_cli(data_dir, "dataset", "collect", "x", "--env", "CartPole-v1", "--policy", str(run), "--steps", "50")
+    assert_one_line_error(refused, "was trained with observation indices [1, 3] hidden; dataset collect rolls out feed-forward")
+    assert not (data_dir / "x").exists()

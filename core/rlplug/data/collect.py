@@ -128,6 +128,19 @@ def open_policy_run(session: Any, run_dir: str | Path, env_id: str | None = None
     return build
 
 
+def check_behaviour_policy(build: Build, run_dir: str | Path) -> None:
+    """The rollout acts one observation at a time on the env's own observations: a recurrent policy (its state is
+    not carried there) or one trained with ``hide_observation`` would act on what it was not trained on."""
+    hidden = list(getattr(build.recipe, "hide_observation", None) or ())
+    if build.trainer.recurrent_state_shape is None and not hidden:
+        return
+    what = "a recurrent policy" if build.trainer.recurrent_state_shape is not None else f"observation indices {hidden} hidden"
+    raise DatasetError(
+        f"run {run_dir} was trained with {what}; dataset collect rolls out feed-forward policies of the env's full "
+        f"observation ({build.env_id}); collect with another run, or none for a random dataset"
+    )
+
+
 def reference_returns(env_id: str, env_kwargs: dict[str, Any], expert: Build | None, seed: int, how: str) -> dict[str, Any]:
     reference: dict[str, Any] = {"random_return": random_return(env_id, env_kwargs, REFERENCE_EPISODES, seed), "episodes": REFERENCE_EPISODES}
     if expert is not None:
@@ -180,6 +193,7 @@ def _collect(session: Any, name: str, env_id: str, policy_run: str | Path | None
         policy = open_policy_run(session, policy_run, env_id) if policy_run else None
         if policy is not None:
             opened.append(policy)
+            check_behaviour_policy(policy, policy_run)
         expert = open_policy_run(session, expert_run, env_id) if expert_run else None
         if expert is not None:
             opened.append(expert)
