@@ -306,6 +306,23 @@ def test_exported_files_take_the_mask_and_never_pick_a_masked_action(built, tmp_
         np.testing.assert_array_equal(actions, build.trainer.act_deterministic(batch))
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_recurrent_ppo_policy_never_takes_a_masked_action(built, tmp_path, backend):
+    """An LSTM between the encoder and the head: the mask still reaches the head (sampled, greedy and exported)."""
+    from rlplug.results.export import export_policy, load_exported
+
+    build = built("ppo", backend, extra=['recurrent="lstm"', "recurrent_hidden_size=8", "sequence_length=8"])
+    build.trainer.train(256)
+    actions, masks = _stored(build)
+    assert len(actions) >= 64 and _valid(actions, masks)
+    batch = _random_batch(256, seed=1)
+    build.trainer.reset_acting_state()
+    assert _valid(build.trainer.act_deterministic(batch), batch["action_mask"])
+    written = export_policy(build, tmp_path / "policy.torchscript", "torchscript")  # checked against act_deterministic
+    assert [spec["name"] for spec in written["metadata"]["inputs"]] == ["action_mask", "observation"]
+    assert _valid(load_exported(written["path"]).act(batch), batch["action_mask"])
+
+
 # ---- DQN's target: the max over the next step's valid actions -------------------------------------------
 
 Q_VALUES = torch.tensor([1.0, 5.0, 3.0, 10.0, 2.0])  # Q(s', .) for every s'

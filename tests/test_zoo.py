@@ -45,8 +45,12 @@ def test_ppo_entry_translates_sb3_semantics(session):
     assert (atari.atari, atari.terminal_on_life_loss, atari.frame_stack, atari.encoder) == (True, True, 4, "nature_cnn")
     assert (atari.hyperparameters["learning_rate"], atari.hyperparameters["lr_schedule"]) == (2.5e-4, "linear")
     assert atari.hyperparameters["hidden_sizes"] == []  # SB3 puts CnnPolicy's heads straight on NatureCNN
-    _, dropped = rows("zoo:ppo/ALE/Breakout-v5")
-    assert "clip_range (schedule)" in dropped and "env_wrapper AtariWrapper (FireResetEnv)" in dropped
+    # clip_range lin_0.1: the clip follows SB3's schedule too (rlplug.families.ClipSchedule)
+    assert (atari.hyperparameters["clip_ratio"], atari.hyperparameters["clip_schedule"]) == (0.1, "linear")
+    assert (h["clip_ratio"], h["clip_schedule"]) == (0.2, "constant")  # Acrobot's SB3 default 0.2
+    translated, dropped = rows("zoo:ppo/ALE/Breakout-v5")
+    assert translated["clip_range"].text == "clip_ratio = 0.1, clip_schedule = \"linear\""
+    assert not any(key.startswith("clip_range") for key in dropped) and "env_wrapper AtariWrapper (FireResetEnv)" in dropped
 
 
 def test_policy_kwargs_are_read_as_data_not_evaluated(session):

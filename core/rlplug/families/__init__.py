@@ -30,6 +30,7 @@ from .onpolicy import (
     RECURRENT_RULES,
     ROLLOUT_RULES,
     SCHEDULE_PARAMS,
+    ClipSchedule,
     adjusted,
     clipped_family,
     skrl_onpolicy_settings,
@@ -40,6 +41,7 @@ from .optim import OPTIMIZER_PARAMS, optimizer_settings
 __all__ = [
     # on-policy
     "CLIP_PARAMS",
+    "ClipSchedule",
     "GYMNASIUM_PARAMS",
     "NETWORK_PARAMS",
     "ONPOLICY_PARAMS",

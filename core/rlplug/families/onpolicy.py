@@ -17,7 +17,9 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..errors import UnknownNameError
 from ..schema import LossSpec, Param, Rule, Search, both_backends
+from ..util.suggest import did_you_mean
 
 MAX_ROLLOUT = 2**24
 """Transitions one rollout may hold (``rollout_steps x num_envs``); they are all in memory at once."""
@@ -61,12 +63,53 @@ SCHEDULE_PARAMS = (
 )
 """Learning-rate schedules and KL early stopping (the loss must report an approximate KL)."""
 
+CLIP_SCHEDULES = ("constant", "linear")
+
 CLIP_PARAMS = (
-    Param("clip_ratio", 0.2, "PPO probability-ratio clip (below 1: the ratio's lower bound 1 - clip stays positive)",
-          bounds="[0, 1)", search=(0.1, 0.2, 0.3, 0.4)),
+    Param("clip_ratio", 0.2, "PPO probability-ratio clip (below 1: the ratio's lower bound 1 - clip stays positive; "
+          "the initial value when scheduled)", bounds="[0, 1)", search=(0.1, 0.2, 0.3, 0.4)),
+    Param("clip_schedule", "constant", "clip-ratio schedule: 'linear' anneals it to 0 over the step budget as SB3's "
+          "lin_ schedule does (an update clips at clip_ratio x (1 - env steps so far, its own rollout included / steps))",
+          choices=CLIP_SCHEDULES),
     Param("value_clip", 0.0, "clip of the value change per update (0 disables)", bounds="[0, inf)"),
 )
 """PPO's clipped objective (PPO, MAPPO)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ClipSchedule:
+    """The probability-ratio clip each update uses, a function of the env steps done (so a resumed run, whose
+    counters come back, clips as an uninterrupted one).
+
+    ``linear`` is SB3's ``lin_X``: SB3 evaluates ``clip_range(progress_remaining)`` once at the start of each
+    ``train()``, after ``collect_rollouts``, with ``progress_remaining = 1 - num_timesteps / total_timesteps``
+    (``num_timesteps`` counting the rollout just collected; ``OnPolicyAlgorithm.learn``). Here ``total_steps``
+    is the recipe's step budget (per rank, as every budget); a run past it (one rollout larger than the budget)
+    clips at 0, not below.
+    """
+
+    clip: float
+    kind: str = "constant"
+    total_steps: int = 1
+
+    @classmethod
+    def of(cls, settings: Mapping[str, Any], clip_key: str, total_steps: int) -> ClipSchedule | None:
+        """The schedule of a cell's settings (``clip_key``: the backend's name of the clip), or ``None`` for a cell
+        without ``clip_schedule``; an unknown kind (a raw per-backend override) is refused in one line."""
+        if "clip_schedule" not in settings:
+            return None
+        kind = settings["clip_schedule"]
+        if kind not in CLIP_SCHEDULES:
+            raise UnknownNameError(f"unknown clip_schedule '{kind}': expected one of {', '.join(CLIP_SCHEDULES)}"
+                                   + did_you_mean(str(kind), CLIP_SCHEDULES))  # fmt: skip
+        return cls(float(settings[clip_key]), kind, max(1, int(total_steps)))
+
+    def at(self, steps_done: int) -> float:
+        """The clip of the update that starts after ``steps_done`` env steps (its rollout included)."""
+        if self.kind == "constant":
+            return self.clip
+        return self.clip * max(0.0, 1.0 - steps_done / self.total_steps)
+
 
 GYMNASIUM_PARAMS = (
     Param("normalize_observations", False, "standardise observations with running statistics"),
@@ -168,7 +211,7 @@ def skrl_onpolicy_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]
 
     Class names stay strings (the backend maps them to classes); the model settings are added.
     ``learning_epochs`` is left out without ``epochs`` (skrl's A2C makes one pass), the clip fields
-    without ``clip_ratio``, the scheduler without ``lr_schedule``, ``kl_threshold`` without
+    without ``clip_ratio`` / ``clip_schedule``, the scheduler without ``lr_schedule``, ``kl_threshold`` without
     ``kl_early_stop``, the observation preprocessor and ``time_limit_bootstrap`` without
     ``normalize_observations`` / ``bootstrap_truncated``.
     """
@@ -198,6 +241,8 @@ def skrl_onpolicy_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]
     )
     if "clip_ratio" in hp:
         settings.update(ratio_clip=hp["clip_ratio"], value_clip=hp["value_clip"])
+    if "clip_schedule" in hp:  # rlplug's trainer sets the loss's ratio_clip before each update (ClipSchedule)
+        settings["clip_schedule"] = hp["clip_schedule"]
     settings.update(entropy_loss_scale=hp["entropy_coef"], value_loss_scale=hp["value_coef"])
     if "kl_early_stop" in hp:
         settings["kl_threshold"] = hp["kl_early_stop"]
@@ -225,6 +270,8 @@ def torchrl_onpolicy_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, A
     }
     if "clip_ratio" in hp:
         settings.update(clip_epsilon=hp["clip_ratio"], clip_value=hp["value_clip"] or None)
+    if "clip_schedule" in hp:  # rlplug's loop sets the loss's clip_epsilon buffer before each update (ClipSchedule)
+        settings["clip_schedule"] = hp["clip_schedule"]
     settings.update(entropy_coeff=hp["entropy_coef"], critic_coeff=hp["value_coef"], loss_critic_type="l2", lr=hp["learning_rate"])
     if "lr_schedule" in hp:
         settings.update(lr_schedule=hp["lr_schedule"], kl_target=hp["kl_target"], total_updates=_updates(hp, recipe) * epochs)

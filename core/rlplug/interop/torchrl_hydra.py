@@ -262,6 +262,8 @@ def _ppo(x: Export) -> None:
               episode_reward_key="reward_sum", **x.clip(s["max_grad_norm"]))  # fmt: skip
     x.drop("lr_schedule", s["lr_schedule"], "no KL-adaptive or linear learning-rate schedule in PPOTrainer's config "
            "(the exported lr stays constant)", "constant")  # fmt: skip
+    x.drop("clip_schedule", s.get("clip_schedule", "constant"), "no clip schedule in PPOTrainer's config (the exported "
+           "clip_epsilon stays constant)", "constant")  # fmt: skip
     x.drop("normalize_observations", s["normalize_observations"], "no running observation normaliser in the exported env",
            False)  # fmt: skip
     x.drop("normalize_values", s["normalize_values"], "PPOTrainer's GAE has no value normalisation", False)

@@ -20,6 +20,8 @@ from skrl.models.torch import Model
 
 from ...contract.hookspecs import Build
 from ...contract.trainer import TrainerBase
+from ...errors import RecipeError
+from ...families.onpolicy import ClipSchedule
 from ...hooks import LOOPS
 from ...hooks.views import write_back
 from ...util.rng import capture_rng_state, restore_rng_state
@@ -121,6 +123,11 @@ class SkrlRolloutTrainer(SkrlPolicyActing, TrainerBase):
         self.agent.enable_training_mode(True)
         self.rollouts = build.settings["rollouts"]
         self.steps_per_iteration = self.rollouts * build.num_envs
+        # clip_schedule (PPO, MAPPO): the loss's ratio_clip, set before each update from the env steps done
+        self.clip_schedule = ClipSchedule.of(build.settings, "ratio_clip", build.recipe.steps)
+        if self.clip_schedule and self.clip_schedule.kind != "constant" and not hasattr(self.agent.loss, "ratio_clip"):
+            raise RecipeError(f"clip_schedule '{self.clip_schedule.kind}' needs a loss with a ratio_clip attribute; "
+                              f"{type(self.agent.loss).__name__} has none")  # fmt: skip
         # skrl without time-limit bootstrapping cuts GAE only at `terminated`: a truncated step would
         # bootstrap from the next stored observation, under SAME_STEP autoreset the next episode's first
         # state (Pendulum, where every episode is truncated, then never learns). rlplug's meaning of
@@ -150,6 +157,7 @@ class SkrlRolloutTrainer(SkrlPolicyActing, TrainerBase):
     def step(self) -> dict[str, float]:
         agent, env = self.agent, self.env
         observations, states = self._observations, self._states
+        clip = self.scheduled_clip()
         timestep = self.env_steps // self.build.num_envs
         for step in range(self.rollouts):
             with torch.no_grad():
@@ -182,7 +190,20 @@ class SkrlRolloutTrainer(SkrlPolicyActing, TrainerBase):
         self._observations, self._states = observations, states
         self.env_steps += self.steps_per_iteration
         self.iterations += 1
-        return self._metrics()
+        metrics = self._metrics()
+        if clip is not None:
+            metrics["train/clip_ratio"] = clip
+        return metrics
+
+    def scheduled_clip(self) -> float | None:
+        """The clip of this iteration's update (SB3: once per update, its rollout counted as done), set on the loss
+        when scheduled; ``None`` for a cell without a clip schedule."""
+        if self.clip_schedule is None:
+            return None
+        clip = self.clip_schedule.at(self.env_steps + self.steps_per_iteration)
+        if self.clip_schedule.kind != "constant":
+            self.agent.loss.ratio_clip = clip
+        return clip
 
     def track_episodes(self, rewards: Any, terminated: Any, truncated: Any) -> None:
         self.episodes.update(rewards.cpu().numpy(), (terminated | truncated).cpu().numpy())

@@ -160,24 +160,36 @@ class RecurrentDeterministicPolicy(nn.Module):
 
     ``hidden`` is float32 ``[B, layers, width]``: a GRU's h, or an LSTM's h then c on the last axis
     (``width = 2 x hidden size``); zeros start an episode. The torch RNN is the one inside TorchRL's
-    ``LSTMModule`` / ``GRUModule`` (batch first), run on a sequence of one step."""
+    ``LSTMModule`` / ``GRUModule`` (batch first), run on a sequence of one step. With ``mask_index`` the
+    observation input there is the action mask: the features read the others, and the action is the argmax
+    of the valid actions' logits (``MaskedArgmax``'s rule)."""
 
-    def __init__(self, features: nn.Module, rnn: nn.Module, head: nn.Module, then: nn.Module, bounds: nn.Module | None) -> None:
+    def __init__(
+        self, features: nn.Module, rnn: nn.Module, head: nn.Module, then: nn.Module, bounds: nn.Module | None,
+        mask_index: int | None = None,
+    ) -> None:  # fmt: skip
         super().__init__()
         self.features, self.rnn, self.head, self.then = features, rnn, head, then
         self.bounds = bounds if bounds is not None else nn.Identity()
         self.lstm = isinstance(rnn, nn.LSTM)
+        self.mask_index = mask_index
 
     def forward(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         hidden = inputs[-1].transpose(0, 1)  # the RNN's [layers, B, width]
-        x = self.features(*inputs[:-1]).unsqueeze(1)
+        observations, i = inputs[:-1], self.mask_index
+        if i is not None:
+            observations = (*observations[:i], *observations[i + 1 :])
+        x = self.features(*observations).unsqueeze(1)
         if self.lstm:
             h, c = hidden.chunk(2, dim=-1)
             y, (h, c) = self.rnn(x, (h.contiguous(), c.contiguous()))
             hidden = torch.cat([h, c], dim=-1)
         else:
             y, hidden = self.rnn(x, hidden.contiguous())
-        action = self.bounds(self.then(self.head(y.squeeze(1))))
+        out = self.head(y.squeeze(1))
+        if i is not None:
+            out = out.masked_fill(inputs[i] < 0.5, torch.finfo(out.dtype).min)
+        action = self.bounds(self.then(out))
         return action, hidden.transpose(0, 1)
 
 
@@ -190,5 +202,7 @@ def recurrent_policy_export(build: Any, actor: ProbabilisticActor, clamp: bool =
     features, rnn, params, sampler = actor_parts(actor)
     signature = policy_signature(build, hidden=state_shape(actor))
     bounds = ClampToBounds(build.action_space.low, build.action_space.high) if clamp and signature["action"]["kind"] == "box" else None
-    policy = RecurrentDeterministicPolicy(features, rnn, params.module, distribution_mode(sampler), bounds)
+    names = [spec["name"] for spec in signature["inputs"]]
+    mask_index = names.index(ACTION_MASK_KEY) if ACTION_MASK_KEY in names else None
+    policy = RecurrentDeterministicPolicy(features, rnn, params.module, distribution_mode(sampler), bounds, mask_index)
     return ExportedPolicy(policy, signature)

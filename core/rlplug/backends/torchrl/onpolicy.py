@@ -22,9 +22,10 @@ from torch import nn
 from torchrl.data import LazyTensorStorage, ReplayBuffer, SamplerWithoutReplacement
 from torchrl.envs import EnvBase, ExplorationType, set_exploration_type
 
-from ...errors import UnknownNameError
+from ...errors import RecipeError, UnknownNameError
 from ...contract.hookspecs import Build
 from ...contract.trainer import TrainerBase
+from ...families.onpolicy import ClipSchedule
 from ...hooks import LOOPS
 from ...util.rng import capture_rng_state, restore_rng_state
 from ...util.suggest import did_you_mean
@@ -294,6 +295,12 @@ class TorchRLRolloutTrainer(TrainerBase):
         )
         if (self.lr_schedule.needs_kl or self.kl_early_stop) and "kl_approx" not in self.logged_terms:
             raise ValueError("kl_adaptive and kl_early_stop need a loss that reports a 'kl_approx' term")
+        # clip_schedule (PPO, MAPPO): ClipPPOLoss's clip_epsilon buffer (what its forward and the lean one clip
+        # with), set before each update from the env steps done
+        self.clip_schedule = ClipSchedule.of(s, "clip_epsilon", build.recipe.steps)
+        if self.clip_schedule and self.clip_schedule.kind != "constant" and "clip_epsilon" not in dict(self.loss.named_buffers()):
+            raise RecipeError(f"clip_schedule '{self.clip_schedule.kind}' needs a loss with a clip_epsilon buffer (ClipPPOLoss "
+                              f"built with a float clip_epsilon); {type(self.loss).__name__} has none")  # fmt: skip
 
         self.env = self.make_env(build)
         policy = self.actor
@@ -321,6 +328,7 @@ class TorchRLRolloutTrainer(TrainerBase):
 
     def step(self) -> dict[str, float]:
         batch = next(self._batches)
+        clip = self.scheduled_clip(self.env_steps + batch.numel())
         self._track_episodes(batch)
         batch = self.hooks.batch_process(batch)
         self.hooks.pre_steps_log(batch)
@@ -338,7 +346,19 @@ class TorchRLRolloutTrainer(TrainerBase):
         episode_return = self.episodes.pop_mean()
         if episode_return is not None:
             metrics["train/episode_return"] = episode_return
+        if clip is not None:
+            metrics["train/clip_ratio"] = clip
         return metrics
+
+    def scheduled_clip(self, steps_done: int) -> float | None:
+        """The clip of the update after ``steps_done`` env steps (SB3: once per update, its rollout counted as done),
+        set on the loss when scheduled; ``None`` for a cell without a clip schedule."""
+        if self.clip_schedule is None:
+            return None
+        clip = self.clip_schedule.at(steps_done)
+        if self.clip_schedule.kind != "constant":
+            self.loss.clip_epsilon = clip  # a schedulable buffer: copied in place, device and dtype kept
+        return clip
 
     def memory_rows(self, batch: TensorDict) -> TensorDict:
         """What the rollout buffer holds of a ``[num_envs, steps]`` batch: its transitions, or (recurrent) its

@@ -25,10 +25,11 @@ from torchrl.envs import EnvBase, InitTracker
 from torchrl.modules import GRUModule, LSTMModule, ProbabilisticActor
 from torchrl.modules.utils import get_primers_from_module
 
+from ...envs.masks import feature_space
 from ...errors import RecipeError
 from ..common.encoders import observation_encoder
 from ..common.nets import mlp
-from .modules import EncodedNet, observation_keys, stochastic_actor, value_operator
+from .modules import EncodedNet, action_mask_key, observation_keys, stochastic_actor, value_operator
 
 RNN_KINDS = ("lstm", "gru")
 INIT_KEY = "is_init"
@@ -57,7 +58,7 @@ def features_net(build: Any, normalizer: nn.Module | None) -> tuple[nn.Module, i
     encoder = observation_encoder(build)
     if encoder is None:
         net: nn.Module = nn.Identity()
-        size = int(np.prod(build.observation_space.shape))
+        size = int(np.prod(feature_space(build.observation_space).shape))  # an action mask is no feature
     else:
         net, size = EncodedNet(encoder, nn.Identity(), observation_keys(build)), int(encoder.features)
     return (net if normalizer is None else nn.Sequential(normalizer, net)), size
@@ -79,7 +80,9 @@ def recurrent_actor_critic(build: Any, normalizer: nn.Module | None) -> dict[str
     def head(output_size: int) -> nn.Module:
         return mlp(width, s["hidden_sizes"], output_size, s["activation"])
 
-    actor = stochastic_actor(head, build.action_space, s["initial_log_std"], "actor_core", before("actor"))
+    # an action mask reaches the head's MaskedCategorical from the step's tensordict, beside the core's output
+    actor = stochastic_actor(head, build.action_space, s["initial_log_std"], "actor_core", before("actor"),
+                             mask_key=action_mask_key(build))
     # the critic returns its value only: the loss's estimator, with skip_existing, then skips it as it skips a
     # feed-forward critic when the values are in the batch already (the trainer computes them itself)
     critic = TensorDictSequential(*before("critic"), value_operator(head(1), "critic_core"), selected_out_keys=["state_value"])

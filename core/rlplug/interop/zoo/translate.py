@@ -352,9 +352,8 @@ def _gae_lambda(c: _Context, key: str, value: Any) -> None:
 
 def _clip_range(c: _Context, key: str, value: Any) -> None:
     clip, linear = schedule(value)
-    c.hyper(key, value, clip_ratio=clip)
-    if linear:
-        c.drop(f"{key} (schedule)", value, f"rlplug's clip ratio is constant: {_text(clip)} throughout")
+    # PPO.train evaluates clip_range(progress_remaining) once per update, as rlplug's ClipSchedule does
+    c.hyper(key, value, clip_ratio=clip, clip_schedule="linear" if linear else "constant")
 
 
 def _clip_range_vf(c: _Context, key: str, value: Any) -> None:
