@@ -180,10 +180,11 @@ def test_wrapper_fields_build_the_same_chain_on_both_backends_and_evaluation_kee
     env = make_gym_env(spec)
     assert env.observation_space.shape == (3, 3)
     chains = _chains(spec, env.action_space)
-    training = ["TransformAction", "NormalizeReward", "FrameStackObservation", "TimeLimit", "OrderEnforcing",
-                "EnvContractChecker", "PendulumEnv"]
+    training = ["TransformAction", "NormalizeReward", "RecordEpisodeStatistics", "FrameStackObservation", "TimeLimit",
+                "OrderEnforcing", "EnvContractChecker", "PendulumEnv"]  # the recorder: the raw return, reported
     assert chains["skrl"][0] == chains["torchrl"][0] == training
-    assert chains["evaluation"][0] == [n for n in training if n != "NormalizeReward"]  # raw rewards in evaluation
+    raw = [n for n in training if n not in ("NormalizeReward", "RecordEpisodeStatistics")]
+    assert chains["evaluation"][0] == raw  # raw rewards in evaluation
     limits = [layer._max_episode_steps for _, layers in chains.values() for layer in layers if type(layer).__name__ == "TimeLimit"]
     assert limits == [20, 20, 20]
 
@@ -231,6 +232,8 @@ def _continues_identically(make, steps: int = 60) -> None:
     for action in actions[steps:]:
         a, b = first.step(action), second.step(action)
         assert np.array_equal(a[0], b[0]) and a[1:4] == b[1:4]
+        if "episode" in a[4]:  # normalize_reward's recorder: the episode's raw return, counted across the resume
+            assert a[4]["episode"]["r"] == b[4]["episode"]["r"] and a[4]["episode"]["l"] == b[4]["episode"]["l"]
         if any(a[2:4]):
             assert np.array_equal(first.reset()[0], second.reset()[0])
 

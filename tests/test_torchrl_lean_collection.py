@@ -36,6 +36,9 @@ CASES = {
     # upstream's EGreedyModule, its epsilon set once per batch
     "dqn-batch-epsilon": ("dqn-cartpole", 300, ["num_envs=2", "train_every=4", "learning_starts=40", "utd_ratio=0.25",
                                                 "torchrl.epsilon_per_step=false"], True),  # fmt: skip
+    # normalised rewards learnt from, the env's own returns reported (the lean path reads them from the step's info)
+    "dqn-normalized-reward": ("dqn-cartpole", 300, ["num_envs=2", "train_every=4", "learning_starts=40", "utd_ratio=0.25",
+                                                    "normalize_reward=true", "log_every=40"], True),  # fmt: skip
     # an action mask (Dict key): the warm-up, epsilon-greedy and the argmax among the valid actions, on tensors
     "dqn-masked": ("dqn-cartpole", 300, ["env=tiny_envs:TinyMasked-v0", "num_envs=3", "train_every=4", "learning_starts=40",
                                          "utd_ratio=0.25"], True),  # fmt: skip

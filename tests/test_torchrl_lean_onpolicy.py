@@ -33,6 +33,8 @@ CASES = {
                                          "bootstrap_truncated=true"]),  # fmt: skip
     # without the bootstrap (a cut ends the return), the loop's ("next", "terminated") replacement
     "discrete-no-bootstrap": ("ppo-cartpole", 192, ["time_limit=25", "bootstrap_truncated=false", "normalize_values=false"]),
+    # normalised rewards learnt from, the env's own returns reported (the lean path reads them from the step's info)
+    "discrete-normalized-reward": ("ppo-cartpole", 192, ["time_limit=25", "normalize_reward=true"]),
 }
 
 DICT_RECIPE = """

@@ -16,7 +16,9 @@ from .hookspecs import Build
 
 class EpisodeTracker:
     """Sums rewards per vectorised environment and reports returns of episodes that ended; ``lengths`` counts
-    the steps of each environment's running episode (0: it has just begun)."""
+    the steps of each environment's running episode (0: it has just begun). Where the env records its own
+    returns (``normalize_reward``: the rewards the agent sees are normalised, their sum is not the env's return),
+    ``update`` is given those of the episodes that ended and reports them instead (``rlplug.envs.wrappers``)."""
 
     def __init__(self, num_envs: int) -> None:
         self.running = np.zeros(num_envs, dtype=np.float64)
@@ -24,13 +26,21 @@ class EpisodeTracker:
         self.finished: list[float] = []
         self.episodes = 0
 
-    def update(self, rewards: Any, dones: Any) -> None:
+    def update(self, rewards: Any, dones: Any, returns: Any = None) -> None:
+        """One vector step. ``returns``: the env's own returns of the episodes that ended on it, in env order
+        (``rlplug.envs.wrappers.ended_returns``), or ``None``: the summed rewards are their returns."""
         rewards = np.asarray(rewards, dtype=np.float64).reshape(-1)
         dones = np.asarray(dones, dtype=bool).reshape(-1)
         self.running += rewards
         self.lengths += 1
         if dones.any():
-            self.finished.extend(self.running[dones].tolist())
+            if returns is None:
+                self.finished.extend(self.running[dones].tolist())
+            else:
+                returns = np.asarray(returns, dtype=np.float64).reshape(-1)
+                if returns.size != dones.sum():  # a recorded return for each episode that ended, or a wrapper is amiss
+                    raise RuntimeError(f"{returns.size} recorded episode returns for {int(dones.sum())} episodes that ended")
+                self.finished.extend(returns.tolist())
             self.episodes += int(dones.sum())
             self.running[dones] = 0.0
             self.lengths[dones] = 0

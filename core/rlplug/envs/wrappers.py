@@ -17,7 +17,11 @@ of Gymnasium's own wrappers, innermost first:
   episode; then ``TimeLimit`` counting agent steps when ``time_limit`` is given;
 * ``ClipReward(-1, 1)`` (``atari``, training only);
 * ``FrameStackObservation`` (``frame_stack`` > 1): the last k observations on a new leading axis;
-* ``NormalizeReward`` (``normalize_reward``, training only, with the algorithm's ``gamma``);
+* ``RecordEpisodeStatistics`` then ``NormalizeReward`` (``normalize_reward``, training only, with the algorithm's
+  ``gamma``): the agent learns from the normalised rewards, while the training return rlplug reports
+  (``train/episode_return``, the progress bar's ``ret=``, training curves, hooks monitoring it) stays the env's own:
+  the recorder below the normalisation files each ended episode's return in its info (under ``final_info``,
+  SAME_STEP autoreset), and the trackers read it there (``ended_returns``) instead of summing normalised rewards;
 * ``TransformAction(np.clip)`` (``clip_actions``, Box actions): actions clipped to the space's bounds on
   their way in while the space itself stays bounded (gymnasium's ``ClipAction`` would widen it to
   ±inf, and the models scale their outputs to those bounds). The agents keep the unclipped sample.
@@ -66,12 +70,28 @@ def wrap(made: Any, spec: EnvSpec, training: bool) -> Any:
     if spec.frame_stack > 1:
         made = gym.wrappers.FrameStackObservation(made, spec.frame_stack)
     if spec.normalize_reward and training:
+        # the return before normalisation, filed at episode ends only (its queues unused: one entry each)
+        made = gym.wrappers.RecordEpisodeStatistics(made, buffer_length=1, stats_key=EPISODE_KEY)
         made = gym.wrappers.NormalizeReward(made, gamma=spec.gamma)
     space = made.action_space
     if spec.clip_actions and isinstance(space, gym.spaces.Box):
         low, high = space.low, space.high
         made = gym.wrappers.TransformAction(made, lambda action: np.clip(action, low, high), space)
     return wrap_action_mask(made, spec)
+
+
+EPISODE_KEY = "episode"
+"""The info key ``RecordEpisodeStatistics`` files an ended episode's ``{"r": return, "l": length, "t": time}`` under."""
+
+
+def ended_returns(infos: Any) -> Any:
+    """The env's own returns of the episodes that ended on a vector env's step (float64 array, in env order) where
+    the env records them (``normalize_reward``: ``RecordEpisodeStatistics`` under ``NormalizeReward``), else ``None``.
+    A SAME_STEP vector env files an ended episode's last info under ``final_info``; there is none on most steps."""
+    final = infos.get("final_info")
+    if final is None or EPISODE_KEY not in final:
+        return None
+    return final[EPISODE_KEY]["r"][final["_" + EPISODE_KEY]]
 
 
 def wrap_action_mask(made: Any, spec: EnvSpec) -> Any:

@@ -128,7 +128,7 @@ FIELD_PARAMS: dict[str, Param] = {p.name: p for p in (
           "grey; rewards clipped to [-1, 1] in training, never in evaluation"),
     Param("terminal_on_life_loss", False, "with atari: a lost life ends a training episode (evaluation plays whole games)"),
     Param("normalize_reward", False, "scale training rewards by a running estimate of the discounted return's "
-          "std (gymnasium NormalizeReward; evaluation returns stay raw)"),
+          "std (gymnasium NormalizeReward; training and evaluation returns are reported raw)"),
     Param("clip_actions", True, "clip Box actions to the action space's bounds before they reach the environment"),
     Param("time_limit", 0, "episode length cap in agent steps (gymnasium TimeLimit); 0: the environment's "
           "registered limit", bounds="[0, 2**31 - 1]"),

@@ -373,7 +373,7 @@ class SkrlMultiAgentRolloutTrainer(MultiAgentTrainerBase, SkrlRolloutTrainer):
             reported=build.loss_entry.reported,
         )
 
-    def track_episodes(self, rewards: Any, terminated: Any, truncated: Any) -> None:
+    def track_episodes(self, rewards: Any, terminated: Any, truncated: Any, infos: Any) -> None:
         """Per-agent returns: the agents' rewards averaged each step; the wrappers end episodes for the whole team."""
         team_reward = torch.stack([rewards[uid] for uid in self.agents]).mean(0)
         self.episodes.update(team_reward.cpu().numpy(), terminated[self.agents[0]].cpu().numpy())

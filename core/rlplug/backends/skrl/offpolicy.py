@@ -20,6 +20,7 @@ from torch import nn
 from ...families.offpolicy import gradient_steps_due
 from ...contract.hookspecs import Build
 from ...contract.trainer import TrainerBase
+from ...envs.wrappers import ended_returns
 from ...hooks import LOOPS
 from ...util.rng import capture_rng_state, restore_rng_state
 from ..common.encoders import flat_mask_columns, split_flat_mask
@@ -144,7 +145,7 @@ class SkrlOffPolicyTrainer(StagedAgentTrainer, TrainerBase):
                 actions = self._actions(observations, timestep)
                 next_observations, rewards, terminated, truncated, infos = env.step(actions)
                 ended = terminated | truncated
-                self.episodes.update(rewards.cpu().numpy(), ended.cpu().numpy())
+                self.episodes.update(rewards.cpu().numpy(), ended.cpu().numpy(), ended_returns(infos))
                 # a truncated step bootstraps from the state it was cut in, not the next episode's first
                 stored_next = true_next_observations(next_observations, infos) if ended.any() else next_observations
                 transition = self.hooks.batch_process({

@@ -20,6 +20,7 @@ from skrl.models.torch import Model
 
 from ...contract.hookspecs import Build
 from ...contract.trainer import TrainerBase
+from ...envs.wrappers import ended_returns
 from ...errors import RecipeError
 from ...families.onpolicy import ClipSchedule
 from ...hooks import LOOPS
@@ -164,7 +165,7 @@ class SkrlRolloutTrainer(SkrlPolicyActing, TrainerBase):
                 actions, _ = agent.act(observations, states, timestep=timestep, timesteps=self.total_timesteps)
                 next_observations, rewards, terminated, truncated, infos = env.step(actions)
                 next_states = env.state() if self._has_states else None
-                self.track_episodes(rewards, terminated, truncated)
+                self.track_episodes(rewards, terminated, truncated, infos)
                 stored_next_observations, stored_terminated = self.stored_outcome(next_observations, terminated, truncated, infos)
                 agent.record_transition(
                     observations=observations,
@@ -205,8 +206,9 @@ class SkrlRolloutTrainer(SkrlPolicyActing, TrainerBase):
             self.agent.loss.ratio_clip = clip
         return clip
 
-    def track_episodes(self, rewards: Any, terminated: Any, truncated: Any) -> None:
-        self.episodes.update(rewards.cpu().numpy(), (terminated | truncated).cpu().numpy())
+    def track_episodes(self, rewards: Any, terminated: Any, truncated: Any, infos: Any) -> None:
+        """The step's rewards and ends into ``self.episodes``; the env's own returns where it records them (``infos``)."""
+        self.episodes.update(rewards.cpu().numpy(), (terminated | truncated).cpu().numpy(), ended_returns(infos))
 
     def stored_outcome(self, next_observations: Any, terminated: Any, truncated: Any, infos: Any) -> tuple[Any, Any]:
         """``(next observations, terminated)`` as the agent stores them: without bootstrapping a

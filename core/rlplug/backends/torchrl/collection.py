@@ -30,7 +30,7 @@ from torchrl.envs import EnvBase, ExplorationType, set_exploration_type
 from ...envs.masks import ACTION_MASK_KEY
 from .acting import tensor_policy
 from .buffers import extend_quietly
-from .env import collector_state, load_collector_state, make_collector
+from .env import EndedReturns, collector_state, load_collector_state, make_collector, returns_reader
 
 
 class CollectorCollection:
@@ -103,6 +103,7 @@ class LeanCollection:
         self._action_slot = self.block.get("action")
         self._flags = [self.block.get(("next", key)) for key in ("reward", "terminated", "truncated", "done")]
         self._bind_observations()
+        self.returns_reader = returns_reader(env)  # fed each step's info where the env records its own returns
         # the policy on tensors where all its modules allow (acting.py), else on the carrier
         self.tensor_policy = tensor_policy(policy, self.observation_keys, self.carrier.batch_size)
 
@@ -137,7 +138,8 @@ class LeanCollection:
         for slot, observation in zip(self._obs_slots, self._observations):
             slot[:, t] = observation
         self._action_slot[:, t] = action
-        step_vector_env(self.vector_env, action, t, self.observation_keys, self._flags, self._next_slots, self._observations)
+        step_vector_env(self.vector_env, action, t, self.observation_keys, self._flags, self._next_slots, self._observations,
+                        self.returns_reader)
 
     def own_batch(self, batch: TensorDict) -> TensorDict:
         """A batch hook ops may change at will (``set`` a new reward): a shallow copy, so the block the next
@@ -185,7 +187,8 @@ def restore_envs(vector_env: Any, env: EnvBase, carrier: TensorDict, state: dict
 
 
 def step_vector_env(vector_env: Any, action: torch.Tensor, t: int, observation_keys: Sequence[str], flags: Sequence[torch.Tensor],
-                    next_slots: Sequence[torch.Tensor], observations: Sequence[torch.Tensor]) -> np.ndarray:  # fmt: skip
+                    next_slots: Sequence[torch.Tensor], observations: Sequence[torch.Tensor],
+                    returns: EndedReturns | None = None) -> np.ndarray:  # fmt: skip
     """One step of the gymnasium vector env (SAME_STEP autoreset) as TorchRL's ``GymWrapper`` steps it, written
     into column ``t`` of a ``[num_envs, steps]`` block: ``flags`` are its ``("next", reward / terminated /
     truncated / done)`` tensors, ``next_slots`` its ``("next", key)`` ones by observation key, and
@@ -193,8 +196,11 @@ def step_vector_env(vector_env: Any, action: torch.Tensor, t: int, observation_k
 
     ``("next", key)`` is the step's observation, or the ended episode's last one (``final_obs``) where a
     sub-env reset; collection goes on from the returned (reset) observation, or, when every sub-env ended on
-    the step, from one more reset of the whole vector env (unseeded), as TorchRL's wrapper does."""
+    the step, from one more reset of the whole vector env (unseeded), as TorchRL's wrapper does. ``returns``: the
+    env's ``EndedReturns`` reader, handed the step's info as TorchRL's wrapper hands it to its readers."""
     observation, reward, terminated, truncated, info = vector_env.step(action.cpu().numpy())
+    if returns is not None:
+        returns(info, None)
     reward_slot, terminated_slot, truncated_slot, done_slot = flags
     reward_slot[:, t, 0] = torch.as_tensor(reward)
     terminated_slot[:, t, 0] = torch.as_tensor(terminated)

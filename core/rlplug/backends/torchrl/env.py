@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -19,6 +20,7 @@ from torchrl.envs.libs.gym import terminal_obs_reader
 from ...envs.factory import env_errors, make_gym_vector_env
 from ...envs.masks import ACTION_MASK_KEY, has_action_mask
 from ...envs.spec import EnvSpec
+from ...envs.wrappers import ended_returns
 
 # ---- environments -------------------------------------------------------------------------------
 
@@ -86,6 +88,33 @@ def dict_final_observations() -> Iterator[None]:
         gym_library.terminal_obs_reader = upstream
 
 
+class EndedReturns:
+    """An info reader of ``make_env``'s ``GymWrapper`` where the env records its own returns (``normalize_reward``:
+    ``rlplug.envs.wrappers``): the returns of the episodes that ended on a step, queued in step order for the
+    trainer's tracker, which takes one entry at each step with ends (``take``). It writes nothing into the step's
+    tensordict: the batches, their keys and ``lean_obstacle``'s verdict are as without it. The lean paths step the
+    gymnasium vector env themselves and hand it each step's info (``step_vector_env``)."""
+
+    def __init__(self) -> None:
+        self.queue: deque[np.ndarray] = deque()
+
+    def __call__(self, info: Mapping[str, Any], tensordict: Any) -> Any:
+        returns = ended_returns(info)
+        if returns is not None:
+            self.queue.append(returns)
+        return tensordict
+
+    def take(self, dones: np.ndarray) -> np.ndarray | None:
+        """The recorded returns of the next step with ends (``dones``: that step's flags), ``None`` where none ended."""
+        return self.queue.popleft() if dones.any() else None
+
+
+def returns_reader(env: EnvBase) -> EndedReturns | None:
+    """The ``EndedReturns`` reader ``make_env`` registered on ``env``, or ``None``: summed rewards are its returns."""
+    readers = getattr(getattr(env, "base_env", env), "info_dict_reader", None) or ()
+    return next((reader for reader in readers if isinstance(reader, EndedReturns)), None)
+
+
 def make_env(env: str | EnvSpec, env_kwargs: Mapping[str, Any] | None, num_envs: int, seed: int, device: str = "cpu") -> EnvBase:
     """``num_envs`` copies of a gymnasium env stepped in this process, batch size ``[num_envs]``, seeded.
 
@@ -103,7 +132,7 @@ def make_env(env: str | EnvSpec, env_kwargs: Mapping[str, Any] | None, num_envs:
     Box actions are clipped to their bounds inside each sub-env (``clip_actions``; the collected batch keeps
     the unclipped sample); float64 observations become float32. An action mask (``rlplug.envs.masks``: a bool
     ``"action_mask"`` entry) also masks the action spec (TorchRL's ``ActionMask``), so ``env.rand_action`` draws
-    valid actions.
+    valid actions. Where the env records its own returns (``normalize_reward``), an ``EndedReturns`` reader reads them.
     """
     spec = EnvSpec.of(env, env_kwargs)
     with env_errors(spec.id, dict(spec.kwargs), "training environment"):
@@ -121,6 +150,8 @@ def make_env(env: str | EnvSpec, env_kwargs: Mapping[str, Any] | None, num_envs:
         wrapped.append_transform(DoubleToFloat())
     if has_action_mask(observation_space):  # random actions (a warm-up's env.rand_action) among the valid ones
         wrapped.append_transform(ActionMask())
+    if spec.normalize_reward:  # the training returns to report: the env's own, not the normalised rewards' sums
+        wrapped.base_env.set_info_dict_reader(EndedReturns())
     wrapped.set_seed(seed)
     return wrapped
 

@@ -29,7 +29,7 @@ from ..common.seeding import configure_threads, seed_everything
 from ..common.terms import TermMeans
 from .buffers import TransitionMemmapStorage, TransitionStorage
 from .collection import make_collection
-from .env import make_env
+from .env import make_env, returns_reader
 from .modules import action_mask_key, observation_keys
 from .staged import TorchRLStagedUpdates
 
@@ -224,6 +224,7 @@ class TorchRLOffPolicyTrainer(TorchRLStagedUpdates, TrainerBase):
         self.init_updates(build)
         self.exploration_policy = self.make_exploration_policy(build)
         self.env = make_env(build.env_spec, None, build.num_envs, build.seed, build.device)
+        self.returns_reader = returns_reader(self.env)  # the env's own episode returns, where it records them
         # the random warm-up counts in batches: learning_starts is rounded up to whole batches
         self.collection = make_collection(
             not s.get("collector", False), self.env, self.exploration_policy, build.num_envs, s["train_every"],
@@ -273,8 +274,10 @@ class TorchRLOffPolicyTrainer(TorchRLStagedUpdates, TrainerBase):
     def _track_episodes(self, batch: TensorDict) -> None:
         rewards = batch["next", "reward"].reshape(batch.shape[0], -1).cpu().numpy()
         dones = batch["next", "done"].reshape(batch.shape[0], -1).cpu().numpy()
+        reader = self.returns_reader
         for t in range(rewards.shape[1]):
-            self.episodes.update(rewards[:, t], dones[:, t])
+            done = dones[:, t]
+            self.episodes.update(rewards[:, t], done, reader.take(done) if reader else None)
 
     def _metrics(self, terms: TermMeans, updates: int) -> dict[str, float]:
         metrics = {f"loss/{name}": value for name, value in terms.pop().items()}  # one reduction per iteration

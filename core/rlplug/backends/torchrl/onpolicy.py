@@ -33,7 +33,7 @@ from ..common.encoders import standardised_observations
 from ..common.parallel import mean_over_ranks, sync_gradients
 from ..common.seeding import configure_threads, seed_everything
 from .buffers import extend_quietly
-from .env import make_env
+from .env import make_env, returns_reader
 from .export import recurrent_policy_export, torchrl_policy_export
 from .modules import (
     RunningNormalizer,
@@ -303,6 +303,7 @@ class TorchRLRolloutTrainer(TrainerBase):
                               f"built with a float clip_epsilon); {type(self.loss).__name__} has none")  # fmt: skip
 
         self.env = self.make_env(build)
+        self.returns_reader = returns_reader(self.env)  # the env's own episode returns, where it records them
         policy = self.actor
         if self.sequence_length:
             # the critic steps with the actor, so its hidden state is carried and stored with each step too
@@ -372,8 +373,10 @@ class TorchRLRolloutTrainer(TrainerBase):
     def _track_episodes(self, batch: TensorDict) -> None:
         rewards = self.step_rewards(batch).cpu().numpy()
         dones = batch["next", "done"].reshape(batch.shape).cpu().numpy()
+        reader = self.returns_reader
         for t in range(batch.shape[1]):
-            self.episodes.update(rewards[:, t], dones[:, t])
+            done = dones[:, t]
+            self.episodes.update(rewards[:, t], done, reader.take(done) if reader else None)
 
     def _compute_advantages(self, batch: TensorDict) -> None:
         """Values of every observation and next observation in one critic call, then the loss's estimator.

@@ -34,7 +34,7 @@ from torchrl.envs.transforms import VecGymEnvTransform
 
 from .acting import tensor_policy
 from .collection import restore_envs, step_vector_env
-from .env import collector_state, load_collector_state, make_collector
+from .env import collector_state, load_collector_state, make_collector, returns_reader
 
 TRAJ_IDS = ("collector", "traj_ids")
 FLAGS = ("reward", "terminated", "truncated", "done")
@@ -126,6 +126,7 @@ class LeanRollouts:
             layout.refine_names(..., "time")
         self.layout = layout
         self._bind_carrier()
+        self.returns_reader = returns_reader(env)  # fed each step's info where the env records its own returns
         self.tensor_policy = tensor_policy(policy, self.observation_keys, self.carrier.batch_size)
 
     def _probe(self, policy: nn.Module) -> tuple[list[Any], TensorDict]:
@@ -187,7 +188,8 @@ class LeanRollouts:
             slot[:, t] = value
         traj_slot[:, t] = self.traj_ids
         action = outputs[self.policy_keys.index("action")]
-        done = step_vector_env(self.vector_env, action, t, self.observation_keys, flags, next_slots, self._observations)
+        done = step_vector_env(self.vector_env, action, t, self.observation_keys, flags, next_slots, self._observations,
+                               self.returns_reader)
         if done.any():  # each ended sub-env starts a new trajectory, numbered in env order
             ended = torch.as_tensor(np.flatnonzero(done))
             self.traj_ids[ended] = torch.arange(self.next_traj_id, self.next_traj_id + len(ended))
