@@ -55,3 +55,50 @@ def test_gradient_steps_are_the_same_on_skrl_and_torchrl(builds):
     lr = agent.optimizer.param_groups[0]["lr"]
     assert trainer.optimizer.param_groups[0]["lr"] == pytest.approx(lr) and 0 < lr < HP["learning_rate"]
     assert not all(torch.equal(t, o) for t, o in zip(targets[0], online[0]))  # the target lags between copies
+
+
+def test_runs_on_aligned_random_streams_are_the_same(builds):
+    """The whole loop (epsilon-greedy per transition, replay, cadence, updates, target copies) on both backends,
+    given the same random numbers: the env reset with one seed, torch's generator seeded once the cells are
+    built, no uniformly random warm-up (skrl draws it from numpy, TorchRL from torch), and TorchRL's extra
+    reset of a one-env vector env after each episode end left out (it only draws the next start state again)."""
+    hp = {**HP, "learning_starts": 0, "epsilon_start": 0.9, "train_every": 32, "target_update_period": 8, "epsilon_decay_steps": 400, "log_every": 128}
+    runs = {}
+    for backend in ("skrl", "torchrl"):
+        build = builds("rlplug_dqn", backend, "CartPole-v1", num_envs=1, steps=512, seed=0, **hp)
+        trainer, actions = build.trainer, []
+        if backend == "skrl":
+            observations, _ = trainer.env._env.reset(seed=123)
+            trainer._observations = torch.as_tensor(observations)
+            act = trainer.agent.act
+
+            def recorded_act(*args, **kwargs):
+                chosen = act(*args, **kwargs)
+                actions.append(int(chosen[0].reshape(-1)[0]))
+                return chosen
+
+            trainer.agent.act = recorded_act
+            online = list(trainer.agent.q_network.parameters())
+        else:
+            vector_env = trainer.collection.vector_env
+            observations, _ = vector_env.reset(seed=123)
+            trainer.collection._observations[0].copy_(torch.as_tensor(observations))
+            step, last = vector_env.step, {}
+
+            def recorded_step(action):
+                actions.append(int(action.reshape(-1)[0]))
+                last["step"] = step(action)
+                return last["step"]
+
+            vector_env.step = recorded_step
+            vector_env.reset = lambda **kwargs: (last["step"][0], {})  # on from the autoreset observation, as skrl
+            online = list(build.loss.value_network_params.values(True, True))
+        torch.manual_seed(7)
+        while trainer.env_steps < 512:
+            trainer.step()
+        runs[backend] = (actions, [p.detach().clone() for p in online], trainer.gradient_steps)
+    (skrl_actions, skrl_weights, skrl_steps), (torchrl_actions, torchrl_weights, torchrl_steps) = runs["skrl"], runs["torchrl"]
+    assert skrl_steps == torchrl_steps == 256 and len(skrl_actions) == len(torchrl_actions) == 512
+    assert skrl_actions == torchrl_actions
+    for a, b in zip(skrl_weights, torchrl_weights, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
