@@ -28,8 +28,9 @@ def test_gradient_steps_are_the_same_on_skrl_and_torchrl(builds):
     stored = torchrl.memory._storage[: len(torchrl.memory)]
     rows = len(stored)
     memory = agent.memory
-    for name, key in (("observations", "observation"), ("next_observations", ("next", "observation")),
-                      ("actions", "action"), ("rewards", ("next", "reward")), ("terminated", ("next", "terminated"))):  # fmt: skip
+    columns = (("observations", "observation"), ("next_observations", ("next", "observation")), ("actions", "action"),
+               ("rewards", ("next", "reward")), ("terminated", ("next", "terminated")))  # fmt: skip
+    for name, key in columns:
         memory.tensors[name][:rows, 0] = stored[key].reshape(rows, -1)
     memory.memory_index = rows
     assert stored["next", "done"].any()
@@ -62,7 +63,8 @@ def test_runs_on_aligned_random_streams_are_the_same(builds):
     given the same random numbers: the env reset with one seed, torch's generator seeded once the cells are
     built, no uniformly random warm-up (skrl draws it from numpy, TorchRL from torch), and TorchRL's extra
     reset of a one-env vector env after each episode end left out (it only draws the next start state again)."""
-    hp = {**HP, "learning_starts": 0, "epsilon_start": 0.9, "train_every": 32, "target_update_period": 8, "epsilon_decay_steps": 400, "log_every": 128}
+    hp = {**HP, "learning_starts": 0, "epsilon_start": 0.9, "epsilon_decay_steps": 400, "train_every": 32,
+          "target_update_period": 8, "log_every": 128}
     runs = {}
     for backend in ("skrl", "torchrl"):
         build = builds("rlplug_dqn", backend, "CartPole-v1", num_envs=1, steps=512, seed=0, **hp)

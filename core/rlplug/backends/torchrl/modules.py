@@ -119,7 +119,9 @@ class RunningNormalizer(nn.Module):
     eps)`` and ``x * sqrt(var) + mean`` back.
     """
 
-    def __init__(self, shape: int | Sequence[int], epsilon: float = 1e-8, clip: float = 5.0, convention: str = "baselines") -> None:
+    def __init__(
+        self, shape: int | Sequence[int], epsilon: float = 1e-8, clip: float = 5.0, convention: str = "baselines"
+    ) -> None:
         super().__init__()
         if convention not in NORMALIZER_CONVENTIONS:
             raise ValueError(f"unknown normalizer convention '{convention}': expected one of {', '.join(NORMALIZER_CONVENTIONS)}")
