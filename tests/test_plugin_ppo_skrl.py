@@ -247,6 +247,18 @@ def test_truncation_is_bootstrapped_or_ends_the_return(builds, bootstrap):
     assert bool(terminated[-1].all()) is not bootstrap and not terminated[:-1].any()
 
 
+def test_a_step_that_terminates_at_the_time_limit_is_not_bootstrapped(builds):
+    # gymnasium flags both when the episode ends in a terminal state on its last allowed step; skrl adds
+    # gamma * V(next) to every truncated step's reward, so the trainer stores the cut only where it did not terminate
+    trainer = builds(num_envs=3, bootstrap_truncated=True).trainer
+    terminated, truncated = torch.tensor([[True], [False], [False]]), torch.tensor([[True], [True], [False]])
+    next_observations = torch.zeros(3, 4)
+    infos = {"final_obs": np.array([np.ones(4), np.ones(4), None], dtype=object), "_final_obs": np.array([True, True, False])}
+    _, stored_terminated, stored_truncated = trainer.stored_outcome(next_observations, terminated, truncated, infos)
+    assert stored_terminated[:, 0].tolist() == [True, False, False]
+    assert stored_truncated[:, 0].tolist() == [False, True, False]
+
+
 @pytest.mark.parametrize(("lr_schedule", "expected_lr"), [("constant", 1e-3), ("linear", 1e-3 * (1 - 2 / 16))])
 def test_learning_rate_schedules(builds, lr_schedule, expected_lr):
     # 8 updates x 2 epochs: LinearLR steps once per epoch, from 1e-3 down to 0 over 16 steps

@@ -248,8 +248,8 @@ def test_value_statistics_follow_skrls_scaler(builds):
     batch = next(trainer._batches)
     with torch.no_grad():
         trainer._compute_advantages(batch)
-    # skrl's value preprocessor is trained on the rollout's values, then on its returns
-    assert trainer.value_normalizer.count.item() == pytest.approx(1e-4 + 2 * batch.numel())
+    # skrl's value preprocessor is trained on the rollout's values, then on its returns (its count starts at 1)
+    assert trainer.value_normalizer.count.item() == pytest.approx(1 + 2 * batch.numel())
 
 
 def test_observation_statistics_update_during_the_first_epoch(builds):
@@ -259,8 +259,8 @@ def test_observation_statistics_update_during_the_first_epoch(builds):
     trainer.loss.register_forward_pre_hook(lambda module, args: seen.append(normalizer.count.item()))
     trainer.step()
     # skrl: each first-epoch minibatch enters the statistics just before it is read; none after the update
-    assert seen == pytest.approx([1e-4 + half, 1e-4 + 2 * half, 1e-4 + 2 * half, 1e-4 + 2 * half])
-    assert normalizer.count.item() == pytest.approx(1e-4 + 2 * half)
+    assert seen == pytest.approx([1 + half, 1 + 2 * half, 1 + 2 * half, 1 + 2 * half])  # skrl's count starts at 1
+    assert normalizer.count.item() == pytest.approx(1 + 2 * half)
 
 
 # ---- state_dict round trip ----------------------------------------------------------------------
@@ -389,6 +389,27 @@ def test_running_normalizer_matches_batch_statistics():
     x = torch.randn(5, 3)
     assert torch.allclose(normalizer.denormalize(normalizer(x)), x, atol=1e-5)
     assert normalizer(torch.full((1, 3), 1e6)).max().item() == normalizer.clip
+
+
+def test_skrl_convention_is_skrls_running_standard_scaler():
+    from skrl.resources.preprocessors.torch import RunningStandardScaler
+
+    scaler, normalizer = RunningStandardScaler(4, device="cpu"), RunningNormalizer(4, convention="skrl")
+    for chunk in (torch.randn(128, 4) * 0.07, torch.randn(128, 4) * 0.07 + 0.01, torch.randn(256, 4) * 0.5):
+        scaler(chunk, train=True)
+        normalizer.update(chunk)
+        torch.testing.assert_close(normalizer.var.double(), scaler.running_variance, rtol=1e-5, atol=1e-7)
+    x = torch.randn(64, 4) * 0.3
+    torch.testing.assert_close(normalizer(x), scaler(x), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(normalizer.denormalize(x), scaler(x, inverse=True), rtol=1e-5, atol=1e-5)
+    # skrl's statistics start from one sample of variance 1 (it still shows after 128 samples of variance ~0.005)
+    assert RunningNormalizer(4, convention="skrl").count.item() == 1.0
+    assert RunningNormalizer(4).count.item() == pytest.approx(1e-4)
+
+
+def test_ppo_standardises_with_skrls_scaler(builds):
+    trainer = builds(normalize_observations=True, normalize_values=True).trainer
+    assert trainer.observation_normalizer.convention == "skrl" and trainer.value_normalizer.convention == "skrl"
 
 
 def test_learning_rate_schedules():

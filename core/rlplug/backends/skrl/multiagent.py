@@ -378,8 +378,8 @@ class SkrlMultiAgentRolloutTrainer(MultiAgentTrainerBase, SkrlRolloutTrainer):
         team_reward = torch.stack([rewards[uid] for uid in self.agents]).mean(0)
         self.episodes.update(team_reward.cpu().numpy(), terminated[self.agents[0]].cpu().numpy())
 
-    def stored_outcome(self, next_observations: Any, terminated: Any, truncated: Any, infos: Any) -> tuple[Any, Any]:
-        return next_observations, terminated  # the wrappers mark every episode end terminated
+    def stored_outcome(self, next_observations: Any, terminated: Any, truncated: Any, infos: Any) -> tuple[Any, Any, Any]:
+        return next_observations, terminated, truncated  # the wrappers mark every episode end terminated
 
     def update_metrics(self, tracked: Any) -> dict[str, float]:
         """Per-term means over agents."""

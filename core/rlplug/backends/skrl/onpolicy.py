@@ -166,7 +166,9 @@ class SkrlRolloutTrainer(SkrlPolicyActing, TrainerBase):
                 next_observations, rewards, terminated, truncated, infos = env.step(actions)
                 next_states = env.state() if self._has_states else None
                 self.track_episodes(rewards, terminated, truncated, infos)
-                stored_next_observations, stored_terminated = self.stored_outcome(next_observations, terminated, truncated, infos)
+                stored_next_observations, stored_terminated, stored_truncated = self.stored_outcome(
+                    next_observations, terminated, truncated, infos
+                )
                 agent.record_transition(
                     observations=observations,
                     states=states,
@@ -175,7 +177,7 @@ class SkrlRolloutTrainer(SkrlPolicyActing, TrainerBase):
                     next_observations=stored_next_observations,
                     next_states=next_states,
                     terminated=stored_terminated,
-                    truncated=truncated,
+                    truncated=stored_truncated,
                     infos=infos,
                     timestep=timestep,
                     timesteps=self.total_timesteps,
@@ -210,15 +212,17 @@ class SkrlRolloutTrainer(SkrlPolicyActing, TrainerBase):
         """The step's rewards and ends into ``self.episodes``; the env's own returns where it records them (``infos``)."""
         self.episodes.update(rewards.cpu().numpy(), (terminated | truncated).cpu().numpy(), ended_returns(infos))
 
-    def stored_outcome(self, next_observations: Any, terminated: Any, truncated: Any, infos: Any) -> tuple[Any, Any]:
-        """``(next observations, terminated)`` as the agent stores them: without bootstrapping a
-        time-limit cut ends the return like a termination; with it, skrl bootstraps V(next
-        observation), which must be the state the episode was cut in (not the next one's first)."""
+    def stored_outcome(self, next_observations: Any, terminated: Any, truncated: Any, infos: Any) -> tuple[Any, Any, Any]:
+        """``(next observations, terminated, truncated)`` as the agent stores them: without bootstrapping a
+        time-limit cut ends the return like a termination; with it, skrl bootstraps V(next observation) on
+        truncated steps, which must be the state the episode was cut in (not the next one's first), and only
+        where the episode did not terminate on the same step (skrl adds the bootstrap to every truncated
+        step's reward; a step that ends in a terminal state has no value after it, as on TorchRL)."""
         if not self.bootstrap_truncated:
-            return next_observations, terminated | truncated
+            return next_observations, terminated | truncated, truncated
         if truncated.any():
-            return true_next_observations(next_observations, infos), terminated
-        return next_observations, terminated
+            return true_next_observations(next_observations, infos), terminated, truncated & ~terminated
+        return next_observations, terminated, truncated
 
     def _metrics(self) -> dict[str, float]:
         """The update's tracked values, then clear them (skrl only clears when it writes, §14.9)."""

@@ -98,6 +98,10 @@ def _keys(observation_key: str | Sequence[str]) -> list[Any]:
 
 
 
+NORMALIZER_CONVENTIONS = ("baselines", "skrl")
+"""How ``RunningNormalizer`` starts and standardises (see its docstring); the first is the default."""
+
+
 class RunningNormalizer(nn.Module):
     """Standardises inputs with a running mean and variance, clipped to ``±clip`` standard deviations.
 
@@ -105,16 +109,30 @@ class RunningNormalizer(nn.Module):
     by ``update``; in-place matters because TorchRL losses hold references to module buffers.
     Put it first in a network (``nn.Sequential(normalizer, mlp)``) so policy, critic and
     deterministic evaluation all see the same standardised inputs.
+
+    ``convention`` (``NORMALIZER_CONVENTIONS``): ``"baselines"`` is OpenAI baselines' ``RunningMeanStd``
+    (Stable-Baselines3's ``VecNormalize``): a prior count of 1e-4, each batch's population variance,
+    ``(x - mean) / sqrt(var + eps)``. ``"skrl"`` is skrl's ``RunningStandardScaler``, which skrl's PPO
+    standardises observations and values with: the statistics start as one virtual sample of mean 0 and
+    variance 1 (count 1, which weighs noticeably while few samples are in: a feature of variance 0.005
+    reads 0.007 after the first 512), each batch's Bessel-corrected variance, ``(x - mean) / (sqrt(var) +
+    eps)`` and ``x * sqrt(var) + mean`` back.
     """
 
-    def __init__(self, shape: int | Sequence[int], epsilon: float = 1e-8, clip: float = 5.0) -> None:
+    def __init__(
+        self, shape: int | Sequence[int], epsilon: float = 1e-8, clip: float = 5.0, convention: str = "baselines"
+    ) -> None:
         super().__init__()
+        if convention not in NORMALIZER_CONVENTIONS:
+            raise ValueError(f"unknown normalizer convention '{convention}': expected one of {', '.join(NORMALIZER_CONVENTIONS)}")
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
         self.epsilon = epsilon
         self.clip = clip
+        self.convention = convention
+        self._skrl = convention == "skrl"
         self.register_buffer("mean", torch.zeros(shape))
         self.register_buffer("var", torch.ones(shape))
-        self.register_buffer("count", torch.tensor(1e-4, dtype=torch.float64))
+        self.register_buffer("count", torch.tensor(1.0 if self._skrl else 1e-4, dtype=torch.float64))
 
     @torch.no_grad()
     def update(self, x: torch.Tensor) -> None:
@@ -126,6 +144,8 @@ class RunningNormalizer(nn.Module):
         batch_mean, batch_var = x.mean(0), x.var(0, correction=0)
         # distributed runs: the moments of every rank's batch together, the same on every rank
         batch_mean, batch_var, batch_count = pooled_moments(batch_mean, batch_var, batch_count)
+        if self._skrl and batch_count > 1:  # skrl merges torch.var's unbiased estimate
+            batch_var = batch_var * (batch_count / (batch_count - 1))
         count = self.count.item()
         total = count + batch_count
         delta = batch_mean - self.mean
@@ -136,9 +156,13 @@ class RunningNormalizer(nn.Module):
         self.count.fill_(total)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self._skrl:
+            return ((x - self.mean) / (torch.sqrt(self.var) + self.epsilon)).clamp(-self.clip, self.clip)
         return ((x - self.mean) / torch.sqrt(self.var + self.epsilon)).clamp(-self.clip, self.clip)
 
     def denormalize(self, x: torch.Tensor) -> torch.Tensor:
+        if self._skrl:
+            return x * torch.sqrt(self.var) + self.mean
         return x * torch.sqrt(self.var + self.epsilon) + self.mean
 
 

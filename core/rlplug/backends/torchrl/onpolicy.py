@@ -36,6 +36,7 @@ from .buffers import extend_quietly
 from .env import make_env, returns_reader
 from .export import recurrent_policy_export, torchrl_policy_export
 from .modules import (
+    NORMALIZER_CONVENTIONS,
     RunningNormalizer,
     action_mask_key,
     find_module,
@@ -75,7 +76,8 @@ def actor_critic_modules(build: Build) -> dict[str, nn.Module]:
     s = build.settings
     # an image or Dict encoder scales its own input; standardising applies to observation vectors
     standardise = s.get("normalize_observations") and standardised_observations(build)
-    normalizer = RunningNormalizer(int(np.prod(build.observation_space.shape))) if standardise else None
+    convention = setting_choice(s, "normalizer_convention", NORMALIZER_CONVENTIONS)
+    normalizer = RunningNormalizer(int(np.prod(build.observation_space.shape)), convention=convention) if standardise else None
     keys = observation_keys(build)
 
     if s.get("recurrent"):  # features -> LSTM / GRU -> MLP head (recurrent.py)
@@ -223,8 +225,9 @@ class TorchRLRolloutTrainer(TrainerBase):
     ``normalize_values``, and when the algorithm declares them ``lr_schedule`` / ``kl_target`` /
     ``total_updates``, ``kl_early_stop``, ``normalize_observations`` and ``bootstrap_truncated``
     (without it a time-limit cut ends the return), and ``advantage_norm_scope`` (with
-    ``normalize_advantage``), ``value_norm_update`` and ``observation_norm_update``: absent, the loop
-    behaves as before they existed; PPO sets skrl's semantics (``rlplug_ppo.settings``). With ``recurrent``
+    ``normalize_advantage``), ``value_norm_update``, ``observation_norm_update`` and ``normalizer_convention``
+    (``RunningNormalizer``'s): absent, the loop behaves as before they existed; PPO sets skrl's semantics
+    (``rlplug_ppo.settings``). With ``recurrent``
     (``recurrent.py``) TorchRL's collector steps actor and critic together and stores both hidden states with every
     step, the critic values each step from the state stored with it, GAE runs over each env's whole rollout
     as before, and the buffer holds the rollout cut into ``sequence_length`` steps per env: minibatches of
@@ -279,7 +282,8 @@ class TorchRLRolloutTrainer(TrainerBase):
         # GAE -> update the statistics with the new returns -> standardise targets and old values
         # with them for the critic loss (and its value clip). value_norm_update = "values_and_returns"
         # is skrl's value preprocessor exactly: statistics from the values too, +-5 clip on the way out.
-        self.value_normalizer = RunningNormalizer(1).to(build.device) if s["normalize_values"] else None
+        convention = setting_choice(s, "normalizer_convention", NORMALIZER_CONVENTIONS)
+        self.value_normalizer = RunningNormalizer(1, convention=convention).to(build.device) if s["normalize_values"] else None
         self.value_norm_update = setting_choice(s, "value_norm_update", VALUE_NORM_UPDATES)
         self.observation_norm_update = setting_choice(s, "observation_norm_update", OBSERVATION_NORM_UPDATES)
         self.rollout_advantage_norm = bool(s.get("normalize_advantage")) and (

@@ -1,0 +1,88 @@
+"""ppo on both backends: the same weights and the same rollout give the same update.
+
+One minibatch per epoch, so the two samplers' different permutations do not matter; two epochs, so the
+observation statistics (trained in the first epoch only) and the KL-adaptive schedule are exercised. The
+rollout is TorchRL's, copied into skrl's memory as ``SkrlRolloutTrainer.step`` records it (values at acting
+time, the truncation bootstrap added to the reward), with time-limit cuts planted on running steps.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import make_ppo_build
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("torchrl")
+pytest.importorskip("skrl")
+
+from torch import nn  # noqa: E402
+
+HP = dict(
+    rollout_steps=16, epochs=2, minibatches=1, learning_rate=1e-3, lr_schedule="kl_adaptive", kl_target=0.008,
+    gamma=0.99, gae_lambda=0.95, clip_ratio=0.2, value_clip=0.2, entropy_coef=0.01, value_coef=1.0, max_grad_norm=0.5,
+    normalize_observations=True, normalize_values=True, bootstrap_truncated=True, hidden_sizes=[32, 32], activation="tanh",
+)  # fmt: skip
+
+
+def _mlp(module):
+    return next(m for m in module.modules() if isinstance(m, nn.Sequential) and any(isinstance(c, nn.Linear) for c in m))
+
+
+def _skrl_values(agent, observations):
+    inputs = {"observations": agent._observation_preprocessor(observations.reshape(-1, observations.shape[-1])), "states": None}
+    values, _ = agent.value.act(inputs, role="value")
+    return agent._value_preprocessor(values, inverse=True).reshape(*observations.shape[:-1], 1)
+
+
+def _max_difference(first, second):
+    return max((a - b).abs().max().item() for a, b in zip(first.parameters(), second.parameters(), strict=True))
+
+
+def test_one_update_is_the_same_on_skrl_and_torchrl(ppo_builds):
+    skrl, torchrl = ppo_builds("skrl", num_envs=4, seed=3, **HP), ppo_builds("torchrl", num_envs=4, seed=3, **HP)
+    agent, trainer = skrl.trainer.agent, torchrl.trainer
+    nets = [(agent.policy.net, _mlp(trainer.actor)), (agent.value.net, _mlp(trainer.critic))]
+    with torch.no_grad():
+        for skrl_net, torchrl_net in nets:
+            for a, b in zip(skrl_net.parameters(), torchrl_net.parameters(), strict=True):
+                b.copy_(a)
+
+    batch = next(trainer._batches)  # [envs, steps]
+    cut = torch.zeros_like(batch["next", "truncated"])
+    cut[0, 5] = cut[2, 11] = cut[3, 15] = True
+    batch["next", "truncated"] |= cut & ~batch["next", "terminated"]
+    batch["next", "done"] = batch["next", "terminated"] | batch["next", "truncated"]
+    assert batch["next", "truncated"].sum() >= 2
+
+    steps, envs = batch.shape[1], batch.shape[0]
+    by_step = {key: batch[key].transpose(0, 1) for key in ("observation", ("next", "observation"), ("next", "reward"),
+                                                          ("next", "terminated"), ("next", "truncated"))}  # fmt: skip
+    truncated = by_step["next", "truncated"]
+    memory = agent.memory
+    with torch.no_grad():
+        memory.tensors["values"][:] = _skrl_values(agent, by_step["observation"])
+        bootstrap = 0.99 * _skrl_values(agent, by_step["next", "observation"]) * truncated
+    memory.tensors["observations"][:] = by_step["observation"]
+    memory.tensors["actions"][:] = batch["action"].transpose(0, 1).reshape(steps, envs, 1)
+    memory.tensors["rewards"][:] = by_step["next", "reward"] + bootstrap
+    memory.tensors["terminated"][:] = by_step["next", "terminated"]
+    memory.tensors["truncated"][:] = truncated
+    memory.tensors["log_prob"][:] = batch["action_log_prob"].transpose(0, 1).reshape(steps, envs, 1)
+    memory.filled, memory.memory_index = True, 0
+    agent._current_next_observations, agent._current_next_states = by_step["next", "observation"][-1], None
+
+    agent.enable_models_training_mode(True)
+    agent.update(timestep=0, timesteps=1)
+    with torch.no_grad():
+        trainer._compute_advantages(batch)
+    trainer.memory.extend(trainer.memory_rows(batch))
+    trainer._update(batch)
+
+    torch.testing.assert_close(batch["value_target"].transpose(0, 1), memory.tensors["returns"], rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(batch["advantage"].transpose(0, 1), memory.tensors["advantages"], rtol=1e-5, atol=1e-5)
+    scaler = agent._observation_preprocessor
+    torch.testing.assert_close(trainer.observation_normalizer.var.double(), scaler.running_variance, rtol=1e-5, atol=1e-7)
+    assert trainer.optimizer.param_groups[0]["lr"] == pytest.approx(agent.optimizer.param_groups[0]["lr"])
+    for skrl_net, torchrl_net in nets:
+        assert _max_difference(skrl_net, torchrl_net) < 1e-5
