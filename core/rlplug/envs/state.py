@@ -25,6 +25,8 @@ from typing import Any
 import numpy as np
 
 _SCALARS = (bool, int, float, str, type(None))
+# wall-clock readings (gymnasium's RecordEpisodeStatistics): another process's clock, not env state
+_WALL_CLOCK = frozenset({"episode_start_time", "time_queue"})
 
 
 def _encode(value: Any) -> Any:
@@ -112,6 +114,8 @@ def snapshot(obj: Any) -> dict[str, Any]:
     """``obj``'s plain attributes (see the module doc) by name."""
     out = {}
     for name, value in vars(obj).items():
+        if name in _WALL_CLOCK:
+            continue
         encoded = _encode(value)
         if encoded is not _SKIP:
             out[name] = encoded
@@ -307,12 +311,12 @@ def deep_snapshot(root: Any, max_depth: int = 12) -> dict[str, Any]:
             if id(value) in seen:
                 return _SKIP
             seen.add(id(value))
-            attributes = {k: value_of(v, depth + 1) for k, v in vars(value).items()}
+            attributes = {k: value_of(v, depth + 1) for k, v in vars(value).items() if k not in _WALL_CLOCK}
             return {"__object__": {k: v for k, v in attributes.items() if v is not _SKIP}}
         return _SKIP
 
     seen.add(id(root))
-    return {k: v for k, v in ((k, value_of(v, 1)) for k, v in vars(root).items()) if v is not _SKIP}
+    return {k: v for k, v in ((k, value_of(v, 1)) for k, v in vars(root).items() if k not in _WALL_CLOCK) if v is not _SKIP}
 
 
 def deep_restore(root: Any, state: dict[str, Any]) -> None:
