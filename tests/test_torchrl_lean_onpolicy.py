@@ -32,9 +32,9 @@ CASES = {
     "continuous": ("ppo-pendulum", 320, ["num_envs=2", "time_limit=20", "normalize_observations=true",
                                          "bootstrap_truncated=true"]),  # fmt: skip
     # without the bootstrap (a cut ends the return), the loop's ("next", "terminated") replacement
-    "discrete-no-bootstrap": ("ppo-cartpole", 192, ["time_limit=25", "bootstrap_truncated=false", "normalize_values=false"]),
+    "discrete-no-bootstrap": ("ppo-cartpole", 288, ["time_limit=25", "bootstrap_truncated=false", "normalize_values=false"]),
     # normalised rewards learnt from, the env's own returns reported (the lean path reads them from the step's info)
-    "discrete-normalized-reward": ("ppo-cartpole", 192, ["time_limit=25", "normalize_reward=true"]),
+    "discrete-normalized-reward": ("ppo-cartpole", 288, ["time_limit=25", "normalize_reward=true"]),
 }
 
 DICT_RECIPE = """

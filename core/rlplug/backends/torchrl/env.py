@@ -141,7 +141,10 @@ def make_env(env: str | EnvSpec, env_kwargs: Mapping[str, Any] | None, num_envs:
     # frames/s when collecting CartPole; without one, tensors are created on the CPU anyway
     placement = {} if torch.device(device).type == "cpu" else {"device": device}
     dict_finals = dict_final_observations() if isinstance(vector_env.single_observation_space, gym.spaces.Dict) else contextlib.nullcontext()
-    with quiet_torchrl_info(), dict_finals:  # it logs the spec probe (one dummy step) it runs
+    # the wrapper's spec probe steps the not yet seeded envs with random actions from torch's global RNG until
+    # one ends (an invalid masked action ends TinyMasked at once): a varying number of draws, so it gets a fork
+    # of the RNG and a seeded run's random stream does not depend on it
+    with quiet_torchrl_info(), dict_finals, torch.random.fork_rng(devices=[]):  # quiet: it logs the probe
         wrapped = GymWrapper(vector_env, categorical_action_encoding=True, **placement)
     if not isinstance(wrapped, TransformedEnv):
         wrapped = TransformedEnv(wrapped)
