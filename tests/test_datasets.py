@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -313,3 +314,24 @@ def test_a_recurrent_or_masked_observation_behaviour_policy_is_refused(tmp_path)
     refused = run_data_cli(data_dir, "dataset", "collect", "x", "--env", "CartPole-v1", "--policy", str(run), "--steps", "50")
     assert_one_line_error(refused, "was trained with observation indices [1, 3] hidden; dataset collect rolls out feed-forward")
     assert not (data_dir / "x").exists()
+
+
+def test_a_build_off_its_verified_return_is_flagged():
+    """``verified_return`` in a declaration: a build whose mean return is elsewhere (a behaviour policy trained
+    by other code) gets one warning naming both numbers; a build on it, or no declared value, gets none."""
+    from types import SimpleNamespace
+
+    from rlplug.data.collect import declared, drift
+    from rlplug.data.datasets import DatasetError, DatasetInfo
+
+    table = {"env": "Pendulum-v1", "policy": "sac-pendulum", "steps": 10, "verified_return": -573.3}
+    session = SimpleNamespace(book=SimpleNamespace(datasets={"p": table, "q": {**table, "verified_retrun": 1.0}}))
+    spec = declared(session, "p")
+    assert spec["verified_return"] == -573.3
+    built = lambda mean: DatasetInfo("p", Path("."), {"returns": {"mean": mean}})  # noqa: E731
+    assert drift("p", spec, built(-573.26)) is None
+    warning = drift("p", spec, built(-533.9))
+    assert "-533.9" in warning and "-573.3" in warning and "re-verify" in warning
+    assert drift("p", {**spec, "verified_return": None}, built(-533.9)) is None
+    with pytest.raises(DatasetError, match="unknown field 'verified_retrun'.*verified_return"):
+        declared(session, "q")

@@ -36,6 +36,9 @@ DECLARED_FIELDS = {
     "seed": (int, 0),
     "source": (str, ""),
 }
+OPTIONAL_FIELDS = {"verified_return": float}
+"""Declared fields without a default: ``verified_return`` is the mean episode return of the build the recipes on
+the dataset were verified on (a build from other code can train a different behaviour policy: see ``drift``)."""
 
 
 # ---- policies -----------------------------------------------------------------------------------
@@ -263,11 +266,12 @@ def declared(session: Any, name: str) -> dict[str, Any]:
     table = dict(tables[name])
     where = f"dataset '{name}' in {table.get('source', '?')}"
     out = {}
+    known = {**{key: kind for key, (kind, _) in DECLARED_FIELDS.items()}, **OPTIONAL_FIELDS}
     for key, value in table.items():
-        if key not in DECLARED_FIELDS:
-            raise DatasetError(f"{where}: unknown field '{key}'" + did_you_mean(key, DECLARED_FIELDS))
+        if key not in known:
+            raise DatasetError(f"{where}: unknown field '{key}'" + did_you_mean(key, known))
         try:
-            out[key] = check_type(value, DECLARED_FIELDS[key][0], f"'{key}'")
+            out[key] = check_type(value, known[key], f"'{key}'")
         except TypeError as err:
             raise DatasetError(f"{where}: {err}") from None
     for key, (_, default) in DECLARED_FIELDS.items():
@@ -339,6 +343,22 @@ def build_declared(session: Any, name: str, *, progress: bool = True, overwrite:
     log(f"dataset {name}: training the expert reference ({expert_recipe}, {spec['expert_steps'] or 'recipe'} steps)")
     expert_dir = _trained_run(session, expert_recipe, spec["policy_backend"], spec["expert_steps"], spec["seed"], runs / f"{name}-expert", progress)
     log(f"dataset {name}: collecting {spec['steps']} transitions")
-    return collect(session, name, spec["env"], policy_run=policy_dir, expert_run=expert_dir, noise=spec["noise"],
+    info = collect(session, name, spec["env"], policy_run=policy_dir, expert_run=expert_dir, noise=spec["noise"],
                    steps=spec["steps"], seed=spec["seed"], overwrite=overwrite, progress=progress,
                    extra_source={"declared": spec.get("source", ""), "description": spec["description"]})
+    warning = drift(name, spec, info)
+    if warning:
+        log(f"rlplug: warning: {warning}")
+    return info
+
+
+def drift(name: str, spec: dict[str, Any], info: DatasetInfo) -> str | None:
+    """Why this build is not the dataset its recipes were verified on (its mean return is off the declared
+    ``verified_return`` by more than 1 %), or ``None``. Builds are deterministic for one version of the code,
+    but the behaviour policy is trained, and a change to its training path trains a different one."""
+    verified = spec.get("verified_return")
+    built = (info.metadata.get("returns") or {}).get("mean")
+    if verified is None or built is None or abs(built - verified) <= 0.01 * abs(verified) + 0.1:
+        return None
+    return (f"dataset {name}: this build's mean return is {built:.1f}, the recipes on it were verified on a build with "
+            f"{verified:.1f} (the behaviour policy trained differently): their targets may not hold; re-verify them with rlplug bench")
