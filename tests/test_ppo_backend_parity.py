@@ -41,6 +41,16 @@ def _max_difference(first, second):
     return max((a - b).abs().max().item() for a, b in zip(first.parameters(), second.parameters(), strict=True))
 
 
+def _update_both(agent, trainer, batch):
+    """skrl's update from the memory it was given, then TorchRL's from ``batch`` (advantages computed first)."""
+    agent.enable_models_training_mode(True)
+    agent.update(timestep=0, timesteps=1)
+    with torch.no_grad():
+        trainer._compute_advantages(batch)
+    trainer.memory.extend(trainer.memory_rows(batch))
+    trainer._update(batch)
+
+
 def test_one_update_is_the_same_on_skrl_and_torchrl(ppo_builds):
     skrl, torchrl = ppo_builds("skrl", num_envs=4, seed=3, **HP), ppo_builds("torchrl", num_envs=4, seed=3, **HP)
     agent, trainer = skrl.trainer.agent, torchrl.trainer
@@ -74,12 +84,7 @@ def test_one_update_is_the_same_on_skrl_and_torchrl(ppo_builds):
     memory.filled, memory.memory_index = True, 0
     agent._current_next_observations, agent._current_next_states = by_step["next", "observation"][-1], None
 
-    agent.enable_models_training_mode(True)
-    agent.update(timestep=0, timesteps=1)
-    with torch.no_grad():
-        trainer._compute_advantages(batch)
-    trainer.memory.extend(trainer.memory_rows(batch))
-    trainer._update(batch)
+    _update_both(agent, trainer, batch)
 
     torch.testing.assert_close(batch["value_target"].transpose(0, 1), memory.tensors["returns"], rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(batch["advantage"].transpose(0, 1), memory.tensors["advantages"], rtol=1e-5, atol=1e-5)
@@ -153,12 +158,7 @@ def test_one_recurrent_update_is_the_same_on_skrl_and_torchrl(ppo_builds):
     agent._rnn_initial_states = {**agent._rnn_initial_states,
                                  "value": [by_step(s[:, -1]).contiguous() * still_running for s in states("critic", True)]}  # fmt: skip
 
-    agent.enable_models_training_mode(True)
-    agent.update(timestep=0, timesteps=1)
-    with torch.no_grad():
-        trainer._compute_advantages(batch)
-    trainer.memory.extend(trainer.memory_rows(batch))
-    trainer._update(batch)
+    _update_both(agent, trainer, batch)
 
     torch.testing.assert_close(by_step(batch["state_value"]), memory.tensors["values"], rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(by_step(batch["value_target"]), memory.tensors["returns"], rtol=1e-5, atol=1e-5)
