@@ -51,8 +51,9 @@ def _update_both(agent, trainer, batch):
     trainer._update(batch)
 
 
-def test_one_update_is_the_same_on_skrl_and_torchrl(ppo_builds):
-    skrl, torchrl = ppo_builds("skrl", num_envs=4, seed=3, **HP), ppo_builds("torchrl", num_envs=4, seed=3, **HP)
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])  # categorical; Gaussian with a learnt log-std
+def test_one_update_is_the_same_on_skrl_and_torchrl(ppo_builds, env_id):
+    skrl, torchrl = (ppo_builds(backend, env_id=env_id, num_envs=4, seed=3, **HP) for backend in ("skrl", "torchrl"))
     agent, trainer = skrl.trainer.agent, torchrl.trainer
     nets = [(agent.policy.net, _mlp(trainer.actor)), (agent.value.net, _mlp(trainer.critic))]
     with torch.no_grad():
@@ -93,6 +94,10 @@ def test_one_update_is_the_same_on_skrl_and_torchrl(ppo_builds):
     assert trainer.optimizer.param_groups[0]["lr"] == pytest.approx(agent.optimizer.param_groups[0]["lr"])
     for skrl_net, torchrl_net in nets:
         assert _max_difference(skrl_net, torchrl_net) < 1e-5
+    if env_id == "Pendulum-v1":
+        (scale,) = [p for name, p in trainer.actor.named_parameters() if name.endswith("state_independent_scale")]
+        assert agent.policy.log_std_parameter.item() != 0.0  # moved by the update, from 0 on both
+        torch.testing.assert_close(scale, agent.policy.log_std_parameter, rtol=1e-5, atol=1e-6)
 
 
 RECURRENT_HP = dict(
