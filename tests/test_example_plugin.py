@@ -115,7 +115,7 @@ def policy():
 
 initial = policy()
 history = []
-trainer.train(2048, callbacks=[lambda t, metrics: history.append(metrics)])
+trainer.train(8192, callbacks=[lambda t, metrics: history.append(metrics)])
 trained_steps = trainer.env_steps
 returns = [m["train/episode_return"] for m in history if "train/episode_return" in m]
 quarter = max(1, len(returns) // 4)
@@ -190,8 +190,9 @@ def test_example_plugin_installs_trains_and_uninstalls(tmp_path: Path) -> None:
         terms = {"skrl": ["loss/approx_kl", "loss/loss_entropy", "loss/loss_policy", "loss/loss_value"],
                  "torchrl": ["loss/entropy", "loss/loss_critic", "loss/loss_entropy", "loss/loss_objective"]}[backend]
         assert report["terms"] == terms and report["finite"], report
-        assert (report["iterations"], report["env_steps"]) == (32, 2048), report
-        # it learns: every policy parameter moved, and the episodes of the last quarter last longer
+        assert (report["iterations"], report["env_steps"]) == (128, 8192), report
+        # it learns: every policy parameter moved, and the episodes of the last quarter last longer (at 8192
+        # steps: 1.6-3.0x the first quarter's over four seeds on each backend; at 2048 one seed read 1.08)
         assert report["moved"] == report["parameters"] > 0, report
         assert report["late_return"] > 1.2 * report["early_return"], report
         # a saved build loads into a fresh one that acts and trains on exactly like the original
