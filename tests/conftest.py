@@ -127,6 +127,20 @@ def make_build(plugin_module, backend, env_id, num_envs=4, steps=2048, seed=0, r
     return build
 
 
+def share_replay(torchrl_build, agent):
+    """One batch of a TorchRL off-policy cell's collection, copied into the skrl ``agent``'s memory as skrl stores
+    transitions (the comparisons then feed both the same batches); returns what TorchRL stored."""
+    torchrl_build.trainer.step()
+    stored = torchrl_build.memory._storage[: len(torchrl_build.memory)]
+    rows, memory = len(stored), agent.memory
+    columns = (("observations", "observation"), ("next_observations", ("next", "observation")), ("actions", "action"),
+               ("rewards", ("next", "reward")), ("terminated", ("next", "terminated")))  # fmt: skip
+    for name, key in columns:
+        memory.tensors[name][:rows, 0] = stored[key].reshape(rows, -1)
+    memory.memory_index = rows
+    return stored
+
+
 def make_ppo_build(backend, env_id="CartPole-v1", num_envs=4, steps=2048, seed=0, registry=None, loss="clip", **hp_over):
     """A PPO ``Build`` wired stage by stage through the plugin's hooks, without recipes or discovery."""
     return make_build("rlplug_ppo", backend, env_id, num_envs, steps, seed, registry, loss, **hp_over)

@@ -8,6 +8,7 @@ TorchRL's collection stored (time-limit cuts included: they bootstrap, terminati
 from __future__ import annotations
 
 import pytest
+from conftest import share_replay
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("torchrl")
@@ -24,15 +25,9 @@ def test_gradient_steps_are_the_same_on_skrl_and_torchrl(builds):
     skrl = builds("rlplug_dqn", "skrl", "CartPole-v1", num_envs=1, steps=100_000, seed=0, **HP)
     torchrl = builds("rlplug_dqn", "torchrl", "CartPole-v1", num_envs=1, steps=100_000, seed=0, **HP)
     agent, trainer = skrl.trainer.agent, torchrl.trainer
-    trainer.step()  # 256 uniformly random transitions into TorchRL's replay
-    stored = torchrl.memory._storage[: len(torchrl.memory)]
+    stored = share_replay(torchrl, agent)  # 256 uniformly random transitions, in both replays
     rows = len(stored)
     memory = agent.memory
-    columns = (("observations", "observation"), ("next_observations", ("next", "observation")), ("actions", "action"),
-               ("rewards", ("next", "reward")), ("terminated", ("next", "terminated")))  # fmt: skip
-    for name, key in columns:
-        memory.tensors[name][:rows, 0] = stored[key].reshape(rows, -1)
-    memory.memory_index = rows
     assert stored["next", "done"].any()
 
     online = (list(agent.q_network.parameters()), list(torchrl.loss.value_network_params.values(True, True)))

@@ -9,6 +9,7 @@ generator state on both sides.
 from __future__ import annotations
 
 import pytest
+from conftest import share_replay
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("torchrl")
@@ -23,16 +24,10 @@ def test_gradient_steps_are_the_same_on_skrl_and_torchrl(builds):
     skrl = builds("rlplug_td3", "skrl", "LunarLanderContinuous-v3", num_envs=1, steps=100_000, seed=0, **HP)
     torchrl = builds("rlplug_td3", "torchrl", "LunarLanderContinuous-v3", num_envs=1, steps=100_000, seed=0, **HP)
     agent, trainer, loss = skrl.trainer.agent, torchrl.trainer, torchrl.loss
-    trainer.step()  # 256 uniformly random transitions into TorchRL's replay
-    stored = torchrl.memory._storage[: len(torchrl.memory)]
+    stored = share_replay(torchrl, agent)  # 256 uniformly random transitions, in both replays
     rows = len(stored)
     assert stored["next", "terminated"].any()
     memory = agent.memory
-    columns = (("observations", "observation"), ("next_observations", ("next", "observation")), ("actions", "action"),
-               ("rewards", ("next", "reward")), ("terminated", ("next", "terminated")))  # fmt: skip
-    for name, key in columns:
-        memory.tensors[name][:rows, 0] = stored[key].reshape(rows, -1)
-    memory.memory_index = rows
 
     def tensors(params):
         return list(params.values(True, True))
