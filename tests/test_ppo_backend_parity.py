@@ -150,7 +150,7 @@ def test_one_recurrent_update_is_the_same_on_skrl_and_torchrl(ppo_builds):
     memory.tensors["values"][:] = torch.stack(values)
     memory.tensors["observations"][:] = by_step(batch["observation"])
     memory.tensors["actions"][:] = by_step(batch["action"]).reshape(steps, envs, 1)
-    memory.tensors["rewards"][:] = by_step(batch["next", "reward"]) + 0.98 * torch.stack(bootstraps) * by_step(batch["next", "truncated"])
+    memory.tensors["rewards"][:] = by_step(batch["next", "reward"]) + RECURRENT_HP["gamma"] * torch.stack(bootstraps) * by_step(batch["next", "truncated"])
     memory.tensors["terminated"][:] = by_step(batch["next", "terminated"])
     memory.tensors["truncated"][:] = by_step(batch["next", "truncated"])
     memory.tensors["log_prob"][:] = by_step(batch["action_log_prob"]).reshape(steps, envs, 1)
