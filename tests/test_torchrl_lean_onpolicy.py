@@ -219,16 +219,27 @@ def test_a_checkpoint_resumes_on_the_other_path(first):
     assert got["collector"]["frames"] == expected["collector"]["frames"] == 288
 
 
-def test_recurrent_ppo_falls_back_to_the_collector():
-    build = rlplug.build("ppo-cartpole", backend="torchrl", overrides=[*SMALL, "recurrent=gru", "sequence_length=8"])
-    try:
-        trainer = build.trainer
-        assert isinstance(trainer.collection, CollectorRollouts) and trainer.collector is not None
-        assert "recurrent" in trainer.collection_fallback
-        trainer.train(48)
-        assert trainer.env_steps == 48
-    finally:
-        build.trainer.close()
+RECURRENT = {
+    # LSTM: episodes end by termination or the time limit on different steps in different envs, inside sequences
+    "lstm-partial-resets": ("ppo-cartpole", 288, ["recurrent=lstm", "sequence_length=8", "time_limit=25",
+                                                  "normalize_observations=true", "bootstrap_truncated=true"]),  # fmt: skip
+    # GRU, Gaussian actions: every env truncated on one step, where TorchRL's wrapper resets the vector env again
+    "gru-all-ended": ("ppo-pendulum", 160, ["num_envs=2", "recurrent=gru", "sequence_length=8", "time_limit=20",
+                                           "bootstrap_truncated=true"]),  # fmt: skip
+}
+
+
+@pytest.mark.parametrize("case", RECURRENT)
+def test_recurrent_lean_rollouts_carry_hidden_states_as_the_collector_does(case):
+    """A recurrent policy acts on the carrier; the lean path carries its hidden states and ``is_init`` as TorchRL's
+    InitTracker, primers and ``step_mdp`` do (zeros and true where an episode starts): the same rollouts, stored
+    states, losses and parameters as the collector's."""
+    recipe, steps, overrides = RECURRENT[case]
+    collector, lean = (_trained(recipe, steps, overrides, flag, prepare=lambda _: False) for flag in (True, False))
+    _assert_same_training(collector, lean)
+    starts = torch.cat([rollout["is_init"] for rollout in lean["rollouts"]])
+    assert starts[:, 1:].any()  # episodes started inside the rollouts, from zeros
+    assert torch.cat([rollout["actor_rnn_h"] for rollout in lean["rollouts"]])[starts.squeeze(-1)].abs().sum() == 0
 
 
 def test_info_entries_in_the_steps_fall_back_to_the_collector():

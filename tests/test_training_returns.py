@@ -1,8 +1,8 @@
 """With ``normalize_reward = true`` the agent learns from normalised rewards, but the training return rlplug reports
 (``train/episode_return``) is the env's own: on CartPole, where every step pays 1, each ended episode's return is
 its length, an integer (a sum of normalised rewards would not be one). Every single-agent collection path: skrl's
-on-policy (feed-forward and recurrent) and off-policy loops, TorchRL's lean paths and its Collector (asked for,
-and the recurrent fallback), sync and async vector envs."""
+on-policy (feed-forward and recurrent) and off-policy loops, TorchRL's lean paths (feed-forward and recurrent) and its
+Collector (asked for), sync and async vector envs."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ CASES = {
     "dqn-skrl": ("dqn-cartpole", "skrl", DQN),
     "ppo-torchrl": ("ppo-cartpole", "torchrl", PPO),
     "ppo-torchrl-collector-async": ("ppo-cartpole", "torchrl", [*PPO, "torchrl.collector=true", "vector_mode=async"]),
-    "ppo-lstm-torchrl": ("ppo-lstm-cartpole-novel", "torchrl", LSTM),  # the Collector: recurrent falls back to it
+    "ppo-lstm-torchrl": ("ppo-lstm-cartpole-novel", "torchrl", LSTM),  # the lean path, carrying hidden states
     "dqn-torchrl": ("dqn-cartpole", "torchrl", DQN),
     "dqn-torchrl-collector": ("dqn-cartpole", "torchrl", [*DQN, "torchrl.collector=true"]),
 }

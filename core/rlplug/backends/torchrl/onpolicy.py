@@ -228,7 +228,7 @@ class TorchRLRolloutTrainer(TrainerBase):
     ``normalize_advantage``), ``value_norm_update``, ``observation_norm_update`` and ``normalizer_convention``
     (``RunningNormalizer``'s): absent, the loop behaves as before they existed; PPO sets skrl's semantics
     (``rlplug_ppo.settings``). With ``recurrent``
-    (``recurrent.py``) TorchRL's collector steps actor and critic together and stores both hidden states with every
+    (``recurrent.py``) collection steps actor and critic together and stores both hidden states with every
     step, the critic values each step from the state stored with it, GAE runs over each env's whole rollout
     as before, and the buffer holds the rollout cut into ``sequence_length`` steps per env: minibatches of
     whole sequences, which the loss replays in TorchRL's recurrent mode from the stored state at each
@@ -314,7 +314,7 @@ class TorchRLRolloutTrainer(TrainerBase):
             policy = rollout_policy(self.actor, self.critic)
             carry_hidden_states(self.env, policy)
         # the lean path unless the setting collector = true asks for TorchRL's Collector; where the lean path
-        # does not apply (recurrent, multi-agent, ...), the Collector, and collection_fallback says why
+        # does not apply (multi-agent, info entries, ...), the Collector, and collection_fallback says why
         self.collection_fallback = None if s.get("collector", False) else lean_obstacle(self.env, bool(self.sequence_length))
         lean = not s.get("collector", False) and self.collection_fallback is None
         self.collection = make_rollouts(lean, self.env, policy, build.num_envs, s["frames_per_batch"] // build.num_envs)

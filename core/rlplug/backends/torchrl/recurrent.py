@@ -5,8 +5,8 @@ deterministic acting carries from one call to the next.
 Actor and critic each read ``features -> core -> MLP head``: the features are the cell's observation
 encoder (with the shared ``RunningNormalizer`` first, when standardising), or the observation itself for a
 flat vector; the core is TorchRL's ``LSTMModule`` / ``GRUModule``. Each has its own core and hidden state
-(skrl's PPO keeps a policy and a value state too). The collector steps actor and critic together, so
-both hidden states travel through the env's tensordicts: ``InitTracker`` marks each episode's first step
+(skrl's PPO keeps a policy and a value state too). Collection (the lean path or TorchRL's collector) steps
+actor and critic together, so both hidden states travel through the env's tensordicts: ``InitTracker`` marks each episode's first step
 (``is_init``), the cores' ``TensorDictPrimer`` put zeros there, and every collected step stores the
 hidden state it was acted from (root keys) and the one after it (``("next", key)``).
 """

@@ -12,7 +12,8 @@ parameters and random state of both). They differ in what each step costs:
 * ``LeanRollouts``: steps the gymnasium vector env under ``make_env``'s TorchRL env itself (``step_vector_env``,
   the off-policy lean path's step), runs the policy on tensors (``acting.tensor_policy``; on a reused
   tensordict, the carrier, where a module needs one or a hook was registered) and writes each step into a
-  rollout allocated once per batch.
+  rollout allocated once per batch. A recurrent policy acts on the carrier, whose hidden states and ``is_init``
+  the lean path carries as TorchRL's ``InitTracker``, primers and ``step_mdp`` would (``LeanRollouts._carry``).
 
 One difference, TorchRL's: where an episode of a Dict observation space ends, TorchRL 0.14's vector
 ``GymWrapper`` stores zeros as ``("next", key)`` (its terminal-observation reader files the ended episode's
@@ -29,37 +30,53 @@ import numpy as np
 import torch
 from tensordict import TensorDict
 from torch import nn
-from torchrl.envs import Compose, DoubleToFloat, EnvBase, ExplorationType, GymWrapper, set_exploration_type
-from torchrl.envs.transforms import VecGymEnvTransform
+from torchrl.envs import Compose, DoubleToFloat, EnvBase, ExplorationType, GymWrapper, InitTracker, set_exploration_type
+from torchrl.envs.transforms import TensorDictPrimer, VecGymEnvTransform
 
 from .acting import tensor_policy
 from .collection import restore_envs, step_vector_env
 from .env import collector_state, load_collector_state, make_collector, returns_reader
+from .recurrent import INIT_KEY
 
 TRAJ_IDS = ("collector", "traj_ids")
 FLAGS = ("reward", "terminated", "truncated", "done")
 
 
+def _transforms(env: EnvBase) -> list[Any]:
+    transform = getattr(env, "transform", None)
+    return [] if transform is None else list(transform) if isinstance(transform, Compose) else [transform]
+
+
+def carried_keys(env: EnvBase) -> list[str]:
+    """What a recurrent policy's transforms carry from step to step (``recurrent.carry_hidden_states``):
+    ``InitTracker``'s episode-start flag, then each primer's hidden-state keys."""
+    keys = []
+    for transform in _transforms(env):
+        if isinstance(transform, InitTracker):
+            keys.extend(transform.out_keys)
+        elif isinstance(transform, TensorDictPrimer):
+            keys.extend(transform.primers.keys())
+    return keys
+
+
 def lean_obstacle(env: EnvBase, recurrent: bool) -> str | None:
     """Why the lean path cannot stand in for the collector on ``env`` (``None``: it can). It knows ``make_env``'s
     env only: one ``GymWrapper`` over a gymnasium vector env on the CPU, with no transform but the wrapper's
-    own and ``DoubleToFloat``, whose steps hold the observation space's keys and no info entries (MuJoCo's
-    ``reward_survive``, ...), and a feed-forward policy."""
-    if recurrent:
-        return "a recurrent policy's hidden states are carried by the env's InitTracker and primers"
+    own and ``DoubleToFloat`` (and, for a recurrent policy, ``InitTracker`` and the hidden states' primers),
+    whose steps hold the observation space's keys and no info entries (MuJoCo's ``reward_survive``, ...)."""
     base = getattr(env, "base_env", None)
     if type(base) is not GymWrapper or not isinstance(getattr(base, "_env", None), gym.vector.VectorEnv):
         return f"the env is not a gymnasium vector env under TorchRL's GymWrapper ({type(base or env).__name__})"
     if env.device is not None and env.device.type != "cpu":
         return f"the env is on {env.device}: the lean path is verified on the CPU only"
-    transform = getattr(env, "transform", None)
-    transforms = [] if transform is None else list(transform) if isinstance(transform, Compose) else [transform]
-    unknown = [type(t).__name__ for t in transforms if type(t) not in (VecGymEnvTransform, DoubleToFloat)]
+    replayed = (VecGymEnvTransform, DoubleToFloat, *((InitTracker, TensorDictPrimer) if recurrent else ()))
+    unknown = [type(t).__name__ for t in _transforms(env) if type(t) not in replayed]
     if unknown:
         return f"the env has transforms the lean path does not replay: {', '.join(unknown)}"
     space = base._env.single_observation_space
     spaces = sorted(space.spaces) if isinstance(space, gym.spaces.Dict) else ["observation"]
-    extra = [str(key) for key in env.observation_spec.keys() if key not in spaces]
+    carried = carried_keys(env) if recurrent else []
+    extra = [str(key) for key in env.observation_spec.keys() if key not in spaces and key not in carried]
     if extra:  # what the reader writes for ended and reset sub-envs is TorchRL's own business
         return f"TorchRL's info reader adds the env's info entries to each step ({', '.join(extra)})"
     return None
@@ -110,7 +127,11 @@ class LeanRollouts:
         self.vector_env = env.base_env._env
         self.steps, self.frames_per_batch = steps, num_envs * steps
         self.frames, self.batches = 0, 0
-        self.observation_keys = list(env.observation_spec.keys())
+        # a recurrent policy's episode-start flag and hidden states, carried from step to step as TorchRL's
+        # InitTracker and primers carry them (empty for a feed-forward policy)
+        self.carried = carried_keys(env)
+        self.hidden_keys = [key for key in self.carried if key != INIT_KEY]
+        self.observation_keys = [key for key in env.observation_spec.keys() if key not in self.carried]
         with torch.no_grad():
             self.carrier = env.reset()
             self.carrier.set(TRAJ_IDS, torch.arange(num_envs))
@@ -127,7 +148,8 @@ class LeanRollouts:
         self.layout = layout
         self._bind_carrier()
         self.returns_reader = returns_reader(env)  # fed each step's info where the env records its own returns
-        self.tensor_policy = tensor_policy(policy, self.observation_keys, self.carrier.batch_size)
+        # a recurrent policy reads its hidden states from the carrier
+        self.tensor_policy = None if self.carried else tensor_policy(policy, self.observation_keys, self.carrier.batch_size)
 
     def _probe(self, policy: nn.Module) -> tuple[list[Any], TensorDict]:
         """The collector's probe: the policy on a copy of the carrier; its output keys are those it added or
@@ -163,19 +185,25 @@ class LeanRollouts:
             rollout.get(TRAJ_IDS),
             [rollout.get(("next", key)) for key in FLAGS],
             [rollout.get(("next", key)) for key in self.observation_keys],
+            [rollout.get(key) for key in self.carried],
         )
         on_tensors = self.tensor_policy is not None and not self.tensor_policy.hooked()
         with torch.no_grad(), set_exploration_type(ExplorationType.RANDOM):
             for t in range(self.steps):
-                outputs = self._step(t, slots, on_tensors)
-        for key, value in zip(self.policy_keys, outputs):
-            self.carrier.set(key, value)  # the last step's outputs stay in the carrier, as in the collector's
+                self._step(t, slots, on_tensors)
+        for key, slot in zip(self.policy_keys, slots[1]):
+            if not (isinstance(key, tuple) and key[0] == "next"):  # next hidden states: carried to the root already
+                # the last step's outputs stay in the carrier, as in the collector's: as stored, since an identity
+                # features module returns the very observation tensor the env step then overwrote
+                self.carrier.set(key, slot[:, -1].clone())
         self.frames += self.frames_per_batch
         self.batches += 1
         return rollout
 
-    def _step(self, t: int, slots: tuple[Any, ...], on_tensors: bool) -> list[torch.Tensor]:
-        observation_slots, policy_slots, traj_slot, flags, next_slots = slots
+    def _step(self, t: int, slots: tuple[Any, ...], on_tensors: bool) -> None:
+        observation_slots, policy_slots, traj_slot, flags, next_slots, carried_slots = slots
+        for key, slot in zip(self.carried, carried_slots):
+            slot[:, t] = self.carrier.get(key)  # the hidden state acted from, and whether the episode starts here
         if on_tensors:
             values = self.tensor_policy(dict(self._inputs))
             outputs = [values[key] for key in self.policy_keys]
@@ -190,11 +218,23 @@ class LeanRollouts:
         action = outputs[self.policy_keys.index("action")]
         done = step_vector_env(self.vector_env, action, t, self.observation_keys, flags, next_slots, self._observations,
                                self.returns_reader)
+        if self.carried:
+            self._carry(torch.as_tensor(done))
         if done.any():  # each ended sub-env starts a new trajectory, numbered in env order
             ended = torch.as_tensor(np.flatnonzero(done))
             self.traj_ids[ended] = torch.arange(self.next_traj_id, self.next_traj_id + len(ended))
             self.next_traj_id += len(ended)
-        return outputs
+
+    def _carry(self, done: torch.Tensor) -> None:
+        """What ``step_mdp`` and the reset's transforms leave in the carrier: the policy's ``("next", key)`` hidden
+        states at the root, the primers' zeros where an episode ended, ``is_init`` true there only."""
+        following = self.carrier.get("next")
+        for key in self.hidden_keys:
+            state = following.get(key)
+            ended = done.view(-1, *[1] * (state.dim() - 1))
+            self.carrier.set(key, torch.where(ended, torch.zeros((), dtype=state.dtype), state))
+        self.carrier.set(INIT_KEY, done.view(-1, 1).clone())
+        del self.carrier["next"]
 
     # -- checkpoints: the collector's keys, so a checkpoint resumes on either path -------------------
 
