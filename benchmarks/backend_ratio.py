@@ -55,6 +55,19 @@ WORKLOADS = {
     "iql-pendulum-medium": Workload(200, 2_000),
     "cql-pendulum-medium": Workload(100, 800),
     "cql-cartpole-medium": Workload(500, 5_000),
+    "ddpg-pendulum": Workload(1_000, 3_000),
+    "td3-halfcheetah": Workload(10_000, 1_500),
+    "ppo-halfcheetah": Workload(1_024, 4_096),
+    "ppo-minatar-breakout": Workload(2_048, 16_384),
+    "dqn-minatar-breakout": Workload(5_000, 3_000),
+    "ppo-cartpole-novel": Workload(2_048, 16_384),
+    "ppo-lstm-cartpole-novel": Workload(2_048, 16_384),
+    "ppo-pendulum-novel": Workload(4_096, 12_288),
+    "ppo-lstm-pendulum-novel": Workload(4_096, 8_192),
+    "iql-halfcheetah-medium": Workload(200, 2_000),
+    "cql-halfcheetah-medium": Workload(100, 800),
+    "td3bc-pendulum-medium": Workload(200, 3_000),
+    "td3bc-halfcheetah-medium": Workload(200, 2_000),
 }
 BACKENDS = ("skrl", "torchrl")
 

@@ -171,9 +171,51 @@ def test_lean_ppo_matches_clipppoloss_bitwise(recipe, kl_estimator, value_clip_m
             assert torch.equal(x, y)
 
 
+@pytest.mark.parametrize(("recipe", "core"), [("ppo-cartpole", "lstm"), ("ppo-pendulum", "gru")])
+def test_lean_recurrent_ppo_matches_upstreams_recurrent_mode(recipe, core):
+    """A recurrent update's minibatch of sequences, episodes starting inside them: the lean forward replays each
+    stretch between episode starts with the torch RNN (``replay_sequences``) where upstream splits and pads the
+    tensordict; the same terms and gradients to float rounding (the RNN runs over other row groupings)."""
+    from torchrl.modules import set_recurrent_mode
+
+    from rlplug.backends.torchrl import lean_ppo_obstacle
+
+    b = rlplug.build(recipe, backend="torchrl", overrides=[
+        "num_envs=4", "rollout_steps=32", "sequence_length=8", "hidden_sizes=[16]", f"recurrent={core}",
+        "recurrent_hidden_size=16", "epochs=1", "minibatches=2", "time_limit=13", "normalize_observations=true",
+        "value_clip=0.2"])  # fmt: skip
+    minibatches = []
+    b.trainer.register_op("process_optim_batch", lambda batch: minibatches.append(batch.clone()) or batch)
+    b.trainer.train(256)
+    b.trainer.close()
+    data = minibatches[-1]
+    assert data.batch_dims == 2 and data["is_init"][:, 1:].any()  # episodes start inside the sequences
+    with set_recurrent_mode(True):  # as inside the loss's forward
+        assert lean_ppo_obstacle(b.loss, data) is None
+    assert lean_ppo_obstacle(b.loss, data) is not None  # outside recurrent mode each step would start afresh
+    terms = (*PPO_TERMS, "value_clip_fraction")
+    up, up_grads, up_out = ppo_terms_and_grads(b.loss, data, terms, lean=False)
+    lean, lean_grads, lean_out = ppo_terms_and_grads(b.loss, data, terms, lean=True)
+    assert list(lean_out.keys()) == list(up_out.keys())
+    for name in terms:
+        torch.testing.assert_close(lean[name], up[name], rtol=1e-5, atol=1e-6, msg=name)
+    for x, y in zip(up_grads, lean_grads, strict=True):
+        assert (x is None) == (y is None)
+        if x is not None:
+            torch.testing.assert_close(y, x, rtol=1e-5, atol=1e-6)
+    upstream = importlib.import_module("torchrl.objectives").ClipPPOLoss
+    seen, original = [], upstream.forward
+    upstream.forward = lambda self, *args, **kwargs: seen.append(1) or original(self, *args, **kwargs)
+    try:
+        ppo_terms_and_grads(b.loss, data, terms, lean=True)
+        assert not seen  # the lean forward ran, not upstream's
+    finally:
+        upstream.forward = original
+
+
 def test_lean_ppo_falls_back_to_upstream():
     """Where the lean forward does not know the setup it is upstream's forward that runs: an advantage the loss
-    computes itself, a loss mask, a forward hook on the actor, a recurrent actor, a masked one."""
+    computes itself, a loss mask, a forward hook on the actor, a recurrent actor given single steps, a masked one."""
     from rlplug.backends.torchrl import lean_ppo_obstacle
 
     b = rlplug.build("ppo-cartpole", backend="torchrl", overrides=["hidden_sizes=[16,16]"])

@@ -57,7 +57,7 @@ def _choice(name: str, value: str, choices: tuple[str, ...]) -> str:
 class SettingsClipPPOLoss(LeanClipPPOLoss, ClipPPOLoss):
     """``ClipPPOLoss`` with two of its conventions as settings, through its own overridable hooks, and
     ``LeanClipPPOLoss``'s forward: upstream's values and gradients without its tensordict plumbing, upstream's
-    own forward where the lean one does not apply (recurrent or masked actors, ...; ``lean_ppo_obstacle``).
+    own forward where the lean one does not apply (masked actors, hooks, ...; ``lean_ppo_obstacle``).
 
     ``value_clip_mode`` (with ``clip_value``): ``"clipped"`` fits the clipped prediction only, skrl's value
     loss; ``"pessimistic"`` is upstream's ``max(clipped, unclipped)`` error. ``kl_estimator``: ``"k3"``

@@ -10,8 +10,11 @@ finds nothing it does not know, its ``forward`` runs the same operations as upst
 the tensors the batch holds: the actor's inner ``nn.Module`` on its in-keys, the distribution built as
 ``get_dist`` builds it, ``log_prob``, the clipped surrogate, upstream's own ``_get_entropy``,
 ``_weighted_loss_entropy``, ``_critic_loss_inputs``, ``distance_loss``, ``_clip_value_loss`` and
-``_reduce_loss``. The values and gradients are upstream's bit for bit (tests/test_lean_losses.py). Anything
-else (a recurrent or multi-module actor, ``MaskedCategorical`` or a composite distribution, a module with hooks,
+``_reduce_loss``. The values and gradients are upstream's bit for bit (tests/test_lean_losses.py). A recurrent
+actor-critic (``recurrent.recurrent_actor_critic``) on a minibatch of sequences runs features, the torch RNN over
+each stretch between episode starts (``recurrent.replay_sequences``) and the head, where upstream's core splits
+and pads the tensordict at those starts: the same values and gradients to float rounding. Anything
+else (a multi-module actor, ``MaskedCategorical`` or a composite distribution, a module with hooks,
 the functional or delayed-actor modes, an advantage the loss must compute itself, loss masks, ``reduction !=
 "mean"``) goes to upstream's ``forward``.
 """
@@ -19,18 +22,20 @@ the functional or delayed-actor modes, an advantage the loss must compute itself
 from __future__ import annotations
 
 import weakref
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 from tensordict import TensorDictBase
-from tensordict.nn import ProbabilisticTensorDictModule, ProbabilisticTensorDictSequential, TensorDictModule
+from tensordict.nn import ProbabilisticTensorDictModule, ProbabilisticTensorDictSequential, TensorDictModule, TensorDictSequential
 from torch.distributions import Categorical
 from torchrl._utils import _standardize
-from torchrl.modules import IndependentNormal
+from torchrl.modules import GRUModule, IndependentNormal, LSTMModule
 from torchrl.objectives.utils import _clip_value_loss, distance_loss
 
 from .acting import _global_hooks, _hooked
 from .lean import loss_output
+from .recurrent import INIT_KEY, replay_sequences
 
 # exact types: a subclass (MaskedCategorical) may read more than the parameters' keys
 LEAN_DISTRIBUTIONS = (Categorical, IndependentNormal)
@@ -47,63 +52,123 @@ def _plain_module(module: Any) -> bool:
     )
 
 
+@dataclass(frozen=True)
+class NetworkParts:
+    """A network as the lean forward runs it: ``head``'s inner module on its in-keys (the actor's distribution
+    parameters, or the critic's value); for a recurrent network (``recurrent.recurrent_actor_critic``) first
+    ``features`` on the observations and ``core`` replaying the batch's sequences (``replay_sequences``)."""
+
+    head: TensorDictModule
+    features: TensorDictModule | None = None
+    core: Any = None
+
+    def modules(self) -> list[Any]:
+        return [module for module in (self.features, self.core, self.head) if module is not None]
+
+    def in_keys(self) -> list[Any]:
+        if self.core is None:
+            return list(self.head.in_keys)
+        return [*self.features.in_keys, *self.core.in_keys[1:]]  # the observations, hidden states, is_init
+
+    def __call__(self, tensordict: TensorDictBase) -> Any:
+        if self.core is None:
+            return self.head.module(*[tensordict.get(key) for key in self.head.in_keys])
+        features = self.features.module(*[tensordict.get(key) for key in self.features.in_keys])
+        *states, is_init = (tensordict.get(key) for key in self.core.in_keys[1:])
+        return self.head.module(replay_sequences(self.core, features, states, is_init))
+
+
+def _recurrent_parts(sequence: Any) -> NetworkParts | None:
+    """``features -> core -> head`` of a ``TensorDictSequential``, each reading what the one before wrote."""
+    if type(sequence) is not TensorDictSequential or len(sequence.module) != 3:
+        return None
+    features, core, head = sequence.module
+    if not (_plain_module(features) and _plain_module(head) and type(core) in (LSTMModule, GRUModule)):
+        return None
+    if list(features.out_keys) != core.in_keys[:1] or list(head.in_keys) != core.out_keys[:1] or core.in_keys[-1] != INIT_KEY:
+        return None
+    return NetworkParts(head, features, core)
+
+
 _PARTS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
-def actor_parts(actor: Any) -> tuple[TensorDictModule, ProbabilisticTensorDictModule] | None:
-    """The actor's parameter module and distribution module, when it is one of each (rlplug's feed-forward
-    ``ProbabilisticActor``) with a known distribution; else ``None``. Read once per actor (every minibatch asks)."""
+def _cached(network: Any, read: Any) -> Any:
+    """``read(network)``, read once per network (every minibatch asks)."""
     try:
-        return _PARTS[actor]
+        return _PARTS[network]
     except (KeyError, TypeError):
         pass
-    parts = _actor_parts(actor)
+    parts = read(network)
     try:
-        _PARTS[actor] = parts
+        _PARTS[network] = parts
     except TypeError:
         pass
     return parts
 
 
-def _actor_parts(actor: Any) -> tuple[TensorDictModule, ProbabilisticTensorDictModule] | None:
+def actor_parts(actor: Any) -> tuple[NetworkParts, ProbabilisticTensorDictModule] | None:
+    """The actor's parameter network and distribution module, when it is one of each (rlplug's feed-forward or
+    recurrent ``ProbabilisticActor``) with a known distribution; else ``None``."""
+    return _cached(actor, _actor_parts)
+
+
+def _actor_parts(actor: Any) -> tuple[NetworkParts, ProbabilisticTensorDictModule] | None:
     if not isinstance(actor, ProbabilisticTensorDictSequential) or actor.return_composite:
         return None
     modules = list(actor.module)
     if len(modules) != 2:
         return None
     params, dist = modules
-    if not _plain_module(params) or type(dist).get_dist is not ProbabilisticTensorDictModule.get_dist:
+    parts = NetworkParts(params) if _plain_module(params) else _recurrent_parts(params)
+    if parts is None or type(dist).get_dist is not ProbabilisticTensorDictModule.get_dist:
         return None
     if dist.distribution_class not in LEAN_DISTRIBUTIONS or len(dist.dist_sample_keys) != 1:
         return None
-    if set(dist.in_keys) != set(params.out_keys):
+    if set(dist.in_keys) != set(parts.head.out_keys):
         return None
-    return params, dist
+    return parts, dist
+
+
+def critic_parts(critic: Any, value_key: Any) -> NetworkParts | None:
+    """The critic as the lean forward runs it: a plain value module, or ``features -> core -> value``."""
+    parts = _cached(critic, lambda c: NetworkParts(c) if _plain_module(c) else _recurrent_parts(c))
+    return parts if parts is not None and list(parts.head.out_keys) == [value_key] else None
 
 
 def lean_ppo_obstacle(loss: Any, tensordict: Any) -> str | None:
     """Why the lean forward cannot compute what upstream's would on ``tensordict`` (``None``: it can)."""
-    if not isinstance(tensordict, TensorDictBase) or tensordict.batch_dims != 1:
-        return "the batch is not a flat tensordict"
+    if not isinstance(tensordict, TensorDictBase) or tensordict.batch_dims not in (1, 2):
+        return "the batch is not a flat tensordict or a batch of sequences"
     if loss.functional or loss.delay_actor or loss.max_importance_ratio is not None or loss.advantage_norm is not None:
         return "functional, delayed-actor, capped-ratio and advantage_norm modes are upstream's"
     if loss.reduction != "mean" or loss.separate_losses or loss._entropy_coeff_map is not None:
         return "a reduction other than mean, separate losses or per-head entropy coefficients"
     parts = actor_parts(loss.actor_network)
     if parts is None:
-        return "the actor is not one parameter module and one known distribution"
-    critic = loss.critic_network
-    if loss._has_critic and (not _plain_module(critic) or list(critic.out_keys) != [loss.tensor_keys.value]):
-        return "the critic is not a plain value module"
-    modules = (loss.actor_network, *parts, critic) if loss._has_critic else (loss.actor_network, *parts)
+        return "the actor is not one parameter network and one known distribution"
+    keys = loss.tensor_keys
+    networks = [parts[0]]
+    if loss._has_critic:
+        critic = critic_parts(loss.critic_network, keys.value)
+        if critic is None:
+            return "the critic is not a plain value module or a recurrent value network"
+        networks.append(critic)
+    sequences = tensordict.batch_dims == 2  # a recurrent update's [sequences, steps]
+    if any((network.core is not None) != sequences or (sequences and not network.core.recurrent_mode) for network in networks):
+        return "a recurrent network outside recurrent mode, or a batch of sequences for a feed-forward one"
+    modules = [loss.actor_network, parts[1], *(m for network in networks for m in network.modules())]
+    if loss._has_critic:
+        modules.append(loss.critic_network)
+    if sequences:
+        modules.append(loss.actor_network.module[0])
     if _global_hooks() or any(_hooked(module) for module in modules):
         return "a module has forward hooks"
-    keys = loss.tensor_keys
     if not all(isinstance(key, (str, tuple)) for key in (keys.action, keys.sample_log_prob)):
         return "several action heads"
-    needed = [keys.advantage, keys.action, keys.sample_log_prob, *parts[0].in_keys]
+    needed = [keys.advantage, keys.action, keys.sample_log_prob, *parts[0].in_keys()]
     if loss._has_critic:
-        needed += [keys.value_target, *critic.in_keys] + ([keys.value] if loss.clip_value else [])
+        needed += [keys.value_target, *networks[1].in_keys()] + ([keys.value] if loss.clip_value else [])
     values = [tensordict.get(key, None) for key in needed]
     if any(not isinstance(value, torch.Tensor) for value in values):
         return "the batch lacks an entry the lean forward reads (the advantage is computed upstream)"
@@ -138,11 +203,11 @@ class LeanClipPPOLoss:
             advantage = _standardize(advantage, self.normalize_advantage_exclude_dims)
 
         prev_log_prob = tensordict.get(keys.sample_log_prob)
-        params_module, dist_module = actor_parts(self.actor_network)
-        out = params_module.module(*[tensordict.get(key) for key in params_module.in_keys])
+        network, dist_module = actor_parts(self.actor_network)
+        out = network(tensordict)
         if isinstance(out, torch.Tensor):
             out = (out,)
-        produced = dict(zip(params_module.out_keys, out))
+        produced = dict(zip(network.head.out_keys, out))
         dist_kwargs = {}
         for dist_key, td_key in zip(dist_module.dist_keys, dist_module.in_keys):
             dist_kwargs[dist_key[-1] if isinstance(dist_key, tuple) else dist_key] = produced[td_key]
@@ -184,8 +249,7 @@ class LeanClipPPOLoss:
         keys = self.tensor_keys
         target_return = tensordict.get(keys.value_target)
         old_state_value = tensordict.get(keys.value) if self.clip_value else None
-        critic = self.critic_network
-        state_value = critic.module(*[tensordict.get(key) for key in critic.in_keys])
+        state_value = critic_parts(self.critic_network, keys.value)(tensordict)
         target_return, state_value, old_state_value = self._critic_loss_inputs(target_return, state_value, old_state_value)
         loss_value = distance_loss(target_return, state_value, loss_function=self.loss_critic_type)
         terms: dict[str, torch.Tensor] = {}

@@ -154,6 +154,28 @@ def value_inputs(batch: TensorDictBase, observation_keys: Sequence[Any], critic_
     return TensorDict(parts, batch_size=[2, *batch.shape])
 
 
+def replay_sequences(core: LSTMModule | GRUModule, features: torch.Tensor, states: Sequence[torch.Tensor],
+                     is_init: torch.Tensor) -> torch.Tensor:
+    """``core``'s outputs ``[S, L, hidden]`` over ``S`` sequences of ``L`` steps (``features`` ``[S, L, F]``), each
+    from the state stored at its first step (``states``: h (and c), ``[S, L, layers, hidden]``), starting again from
+    zeros at every step ``is_init`` (``[S, L, 1]``) marks: what the core computes in TorchRL's recurrent mode,
+    without its split-and-pad of the tensordict. The torch RNN runs once per stretch between such steps (over all
+    sequences at once, the sequences whose episode starts there zeroed first), as skrl's recurrent models do."""
+    rnn = core.lstm if isinstance(core, LSTMModule) else core.gru
+    starts = is_init.squeeze(-1)
+    carried = [state[:, 0].transpose(0, 1).contiguous() for state in states]  # [layers, S, hidden]
+    cuts = [0, *(starts[:, 1:].any(dim=0).nonzero(as_tuple=True)[0] + 1).tolist(), features.shape[1]]
+    outputs = []
+    for start, stop in zip(cuts[:-1], cuts[1:]):
+        if start:
+            keep = (~starts[:, start]).to(features.dtype).view(1, -1, 1)
+            carried = [state * keep for state in carried]  # out of place: autograd keeps the originals
+        output, hidden = rnn(features[:, start:stop], tuple(carried) if len(carried) == 2 else carried[0])
+        carried = list(hidden) if isinstance(hidden, tuple) else [hidden]
+        outputs.append(output)
+    return outputs[0] if len(outputs) == 1 else torch.cat(outputs, dim=1)
+
+
 # ---- deterministic acting -----------------------------------------------------------------------
 
 
