@@ -1,6 +1,6 @@
-"""The lean TorchRL losses ("sac-lean", "td3-lean", "iql-lean", "cql-lean" (Box and Discrete), "dqn-lean") compute
-upstream's terms: same parameters, same batch, same seed, the same values and gradients as SACLoss / TD3Loss / IQLLoss /
-CQLLoss / DiscreteCQLLoss / DQNLoss."""
+"""The lean TorchRL losses ("sac-lean", "td3-lean", "ddpg-lean", "iql-lean", "cql-lean" (Box and Discrete), "dqn-lean")
+compute upstream's terms: same parameters, same batch, same seed, the same values and gradients as SACLoss / TD3Loss /
+DDPGLoss / IQLLoss / CQLLoss / DiscreteCQLLoss / DQNLoss; the lean PPO forward, ClipPPOLoss's."""
 
 from __future__ import annotations
 
@@ -59,6 +59,22 @@ def test_td3_lean_matches_td3loss():
     data = batch()
     both = lambda loss: {"loss_qvalue": loss.value_loss(data.clone())[0], "loss_actor": loss.actor_loss(data.clone())[0]}  # noqa: E731
     same(b.loss, lean, ("loss_qvalue", "loss_actor"), both)
+
+
+def test_ddpg_lean_matches_ddpgloss():
+    b = rlplug.build("ddpg-pendulum", backend="torchrl", overrides=["hidden_sizes=[16,16]", "loss=ddpg"])
+    backend = importlib.import_module("rlplug_ddpg.torchrl_backend")
+    lean = backend.make_lean_ddpg_loss(b)
+    assert type(b.loss) is backend.DDPGLoss and type(rlplug.build("ddpg-pendulum", backend="torchrl").loss) is backend.LeanDDPGLoss
+    with torch.no_grad():  # targets away from the online networks: a target read from the wrong network shows
+        for p in (*b.loss.target_value_network_params.values(True, True), *b.loss.target_actor_network_params.values(True, True)):
+            p.add_(0.1 * torch.randn_like(p))
+    data = batch()
+    both = lambda loss: {"loss_qvalue": loss.value_loss(data.clone())[0], "loss_actor": loss.actor_loss(data.clone())[0]}  # noqa: E731
+    same(b.loss, lean, ("loss_qvalue", "loss_actor"), both)
+    written = [data.clone() for _ in range(2)]
+    b.loss.value_loss(written[0]), lean.value_loss(written[1])
+    torch.testing.assert_close(written[1]["td_error"], written[0]["td_error"])  # the priority upstream writes
 
 
 def test_lean_loss_falls_back_to_upstream_for_multi_step_estimators():

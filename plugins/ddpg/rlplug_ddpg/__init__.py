@@ -28,7 +28,7 @@ DDPG = replace(
     backends=both_backends("rlplug_ddpg", ("continuous",), skrl_settings, torchrl_settings, distributed=True),
     params=PARAMS,
     default_loss="ddpg",
-    backend_default_losses={},
+    backend_default_losses={"torchrl": "ddpg-lean"},  # DDPGLoss's values with fewer Python calls per update
     losses=(
         LossSpec(
             name="ddpg",
@@ -47,6 +47,16 @@ DDPG = replace(
             optimisers={"loss_qvalue": "critic", "loss_actor": "actor"},
             doc="torchrl.objectives.DDPGLoss (l2, target actor and critic): loss_value (logged as TD3's "
             "loss_qvalue), loss_actor and the target update on every step",
+            describe="rlplug_ddpg.torchrl_backend:describe_ddpg_loss",
+        ),
+        LossSpec(
+            name="ddpg-lean",
+            backend="torchrl",
+            factory="rlplug_ddpg.torchrl_backend:make_lean_ddpg_loss",
+            terms=("loss_qvalue", "loss_actor"),
+            optimisers={"loss_qvalue": "critic", "loss_actor": "actor"},
+            doc="DDPGLoss's loss_value and loss_actor from plain tensors (no tensordict plumbing on the hot path): "
+            "upstream's values, parameters and keys; falls back to DDPGLoss for TD(1)/TD(lambda)",
             describe="rlplug_ddpg.torchrl_backend:describe_ddpg_loss",
         ),
     ),
