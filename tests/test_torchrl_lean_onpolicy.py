@@ -231,11 +231,17 @@ RECURRENT = {
 
 @pytest.mark.parametrize("case", RECURRENT)
 def test_recurrent_lean_rollouts_carry_hidden_states_as_the_collector_does(case):
-    """A recurrent policy acts on the carrier; the lean path carries its hidden states and ``is_init`` as TorchRL's
-    InitTracker, primers and ``step_mdp`` do (zeros and true where an episode starts): the same rollouts, stored
-    states, losses and parameters as the collector's."""
+    """A recurrent policy acts on tensors (or, hooked, on the carrier); the lean path carries its hidden states and
+    ``is_init`` as TorchRL's InitTracker, primers and ``step_mdp`` do (zeros and true where an episode starts): the
+    same rollouts, stored states, losses and parameters as the collector's, bit for bit."""
     recipe, steps, overrides = RECURRENT[case]
-    collector, lean = (_trained(recipe, steps, overrides, flag, prepare=lambda _: False) for flag in (True, False))
+
+    def on_the_carrier(trainer):  # a hooked actor: the lean path calls the policy on its carrier
+        trainer.actor.register_forward_hook(lambda *_: None)
+        return False
+
+    prepare = on_the_carrier if case.startswith("gru") else None  # LSTM: on tensors (acting.py's RNN step)
+    collector, lean = (_trained(recipe, steps, overrides, flag, prepare=prepare) for flag in (True, False))
     _assert_same_training(collector, lean)
     starts = torch.cat([rollout["is_init"] for rollout in lean["rollouts"]])
     assert starts[:, 1:].any()  # episodes started inside the rollouts, from zeros

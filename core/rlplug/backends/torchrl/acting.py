@@ -12,7 +12,8 @@ policy's (tests/test_torchrl_lean_collection.py compares the collected data with
 Known modules: ``TensorDictSequential`` and the probabilistic sequence (run in order), ``TensorDictModule``
 (and subclasses that keep its ``forward``), ``ProbabilisticTensorDictModule`` / ``SafeProbabilisticModule``
 in RANDOM mode, ``AdditiveGaussianModule``, ``EGreedyModule``, ``QValueModule`` (both with an action mask,
-read from the inputs like an observation), and any module that offers ``tensor_step(batch_size)`` itself (a
+read from the inputs like an observation), ``LSTMModule`` / ``GRUModule`` stepping (their hidden states and
+``is_init`` read from the inputs, the next states written to ``("next", key)``), and any module that offers ``tensor_step(batch_size)`` itself (a
 cell's own exploration module: DQN's per-step epsilon builds on ``egreedy_step``). A module with forward
 hooks, a ``safe`` projection, a generator, an input no earlier step provides, or anything else unknown
 makes ``tensor_policy`` return ``None``: the
@@ -37,7 +38,7 @@ from tensordict.nn import (
 from tensordict.utils import expand_as_right
 from torch import nn
 from torchrl.data import Composite
-from torchrl.modules import AdditiveGaussianModule, EGreedyModule, QValueModule
+from torchrl.modules import AdditiveGaussianModule, EGreedyModule, GRUModule, LSTMModule, QValueModule
 from torchrl.modules.distributions.utils import sample_and_log_prob
 from torchrl.modules.tensordict_module.probabilistic import SafeProbabilisticModule
 
@@ -108,6 +109,8 @@ def _compile(module: nn.Module, steps: list[Step], available: set[Any], batch_si
         step = egreedy_step(module, batch_size)
     elif kind.forward is QValueModule.forward:
         step = _qvalue_step(module)
+    elif kind in (LSTMModule, GRUModule):
+        step = _recurrent_step(module)
     else:
         step = None
     if step is None or not set(module.in_keys) <= available:
@@ -184,6 +187,27 @@ def egreedy_step(module: EGreedyModule, batch_size: torch.Size, before: Callable
         if mask_key is not None:  # upstream's: the random action drawn among the step's valid ones
             shaped.update_mask(values[mask_key])
         values[key] = torch.where(cond, shaped.rand(), action)
+
+    return step
+
+
+def _recurrent_step(module: LSTMModule | GRUModule) -> Step | None:
+    """``LSTMModule`` / ``GRUModule`` outside recurrent mode: one step per env from the hidden state in the inputs
+    (zeros where ``is_init`` starts an episode), the torch RNN called as upstream calls it (a length-1 sequence,
+    layers first); the output and the next state (``("next", key)``) as upstream writes them."""
+    if module.recurrent_mode:
+        return None
+    rnn = module.lstm if isinstance(module, LSTMModule) else module.gru
+    in_keys, out_keys = list(module.in_keys), list(module.out_keys)  # [x, h(, c), is_init], [y, next h(, c)]
+
+    def step(values: Values) -> None:
+        x, *states, is_init = (values[key] for key in in_keys)
+        starts = is_init.view(-1, *[1] * (states[0].dim() - 1))
+        states = [torch.where(starts, torch.zeros_like(state), state).transpose(0, 1).contiguous() for state in states]
+        output, hidden = rnn(x.unsqueeze(1), tuple(states) if len(states) == 2 else states[0])
+        values[out_keys[0]] = output.squeeze(1)
+        for key, state in zip(out_keys[1:], hidden if isinstance(hidden, tuple) else (hidden,)):
+            values[key] = state.transpose(0, 1)
 
     return step
 

@@ -12,8 +12,8 @@ parameters and random state of both). They differ in what each step costs:
 * ``LeanRollouts``: steps the gymnasium vector env under ``make_env``'s TorchRL env itself (``step_vector_env``,
   the off-policy lean path's step), runs the policy on tensors (``acting.tensor_policy``; on a reused
   tensordict, the carrier, where a module needs one or a hook was registered) and writes each step into a
-  rollout allocated once per batch. A recurrent policy acts on the carrier, whose hidden states and ``is_init``
-  the lean path carries as TorchRL's ``InitTracker``, primers and ``step_mdp`` would (``LeanRollouts._carry``).
+  rollout allocated once per batch. A recurrent policy's hidden states and ``is_init`` are carried in the carrier
+  as TorchRL's ``InitTracker``, primers and ``step_mdp`` would carry them (``LeanRollouts._carry``).
 
 One difference, TorchRL's: where an episode of a Dict observation space ends, TorchRL 0.14's vector
 ``GymWrapper`` stores zeros as ``("next", key)`` (its terminal-observation reader files the ended episode's
@@ -148,8 +148,8 @@ class LeanRollouts:
         self.layout = layout
         self._bind_carrier()
         self.returns_reader = returns_reader(env)  # fed each step's info where the env records its own returns
-        # a recurrent policy reads its hidden states from the carrier
-        self.tensor_policy = None if self.carried else tensor_policy(policy, self.observation_keys, self.carrier.batch_size)
+        # a recurrent policy also reads its hidden states and is_init, which the carrier holds
+        self.tensor_policy = tensor_policy(policy, [*self.observation_keys, *self.carried], self.carrier.batch_size)
 
     def _probe(self, policy: nn.Module) -> tuple[list[Any], TensorDict]:
         """The collector's probe: the policy on a copy of the carrier; its output keys are those it added or
@@ -205,11 +205,12 @@ class LeanRollouts:
         for key, slot in zip(self.carried, carried_slots):
             slot[:, t] = self.carrier.get(key)  # the hidden state acted from, and whether the episode starts here
         if on_tensors:
-            values = self.tensor_policy(dict(self._inputs))
+            values = self.tensor_policy({**self._inputs, **{key: self.carrier.get(key) for key in self.carried}})
             outputs = [values[key] for key in self.policy_keys]
         else:
             acted = self.policy(self.carrier)
             outputs = [acted.get(key) for key in self.policy_keys]
+            self.carrier.pop("next", None)  # a recurrent policy's next hidden states: carried below from its outputs
         for slot, observation in zip(observation_slots, self._observations):
             slot[:, t] = observation
         for slot, value in zip(policy_slots, outputs):
@@ -219,22 +220,20 @@ class LeanRollouts:
         done = step_vector_env(self.vector_env, action, t, self.observation_keys, flags, next_slots, self._observations,
                                self.returns_reader)
         if self.carried:
-            self._carry(torch.as_tensor(done))
+            self._carry(torch.as_tensor(done), dict(zip(self.policy_keys, outputs)))
         if done.any():  # each ended sub-env starts a new trajectory, numbered in env order
             ended = torch.as_tensor(np.flatnonzero(done))
             self.traj_ids[ended] = torch.arange(self.next_traj_id, self.next_traj_id + len(ended))
             self.next_traj_id += len(ended)
 
-    def _carry(self, done: torch.Tensor) -> None:
+    def _carry(self, done: torch.Tensor, outputs: dict[Any, torch.Tensor]) -> None:
         """What ``step_mdp`` and the reset's transforms leave in the carrier: the policy's ``("next", key)`` hidden
         states at the root, the primers' zeros where an episode ended, ``is_init`` true there only."""
-        following = self.carrier.get("next")
         for key in self.hidden_keys:
-            state = following.get(key)
+            state = outputs[("next", key)]
             ended = done.view(-1, *[1] * (state.dim() - 1))
             self.carrier.set(key, torch.where(ended, torch.zeros((), dtype=state.dtype), state))
         self.carrier.set(INIT_KEY, done.view(-1, 1).clone())
-        del self.carrier["next"]
 
     # -- checkpoints: the collector's keys, so a checkpoint resumes on either path -------------------
 
