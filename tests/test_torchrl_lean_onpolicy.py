@@ -248,17 +248,20 @@ def test_recurrent_lean_rollouts_carry_hidden_states_as_the_collector_does(case)
     assert torch.cat([rollout["actor_rnn_h"] for rollout in lean["rollouts"]])[starts.squeeze(-1)].abs().sum() == 0
 
 
-def test_info_entries_in_the_steps_fall_back_to_the_collector():
-    """MuJoCo's InvertedPendulum reports ``reward_survive`` in its info, which TorchRL's reader adds to each step."""
+@pytest.mark.parametrize("env", ["Hopper-v5", "HalfCheetah-v5"])
+def test_info_entries_are_stored_as_the_collector_stores_them(env):
+    """MuJoCo's envs report ``x_position``, ``reward_forward``, ... in their info, which TorchRL's reader adds to each
+    step: the ended episode's last values at ``("next", key)``, the reset's at the next root (zeros for an entry
+    a reset's info lacks). Hopper's episodes end by falling on different steps in different envs (partial
+    resets); HalfCheetah's all end on one step (TorchRL's extra reset)."""
     pytest.importorskip("mujoco")
-    build = rlplug.build("ppo-pendulum", backend="torchrl", overrides=[*SMALL, "env=InvertedPendulum-v5"])
-    try:
-        trainer = build.trainer
-        assert isinstance(trainer.collection, CollectorRollouts) and "reward_survive" in trainer.collection_fallback
-        trainer.train(48)
-        assert "reward_survive" in trainer.memory._storage._storage.keys()
-    finally:
-        build.trainer.close()
+    overrides = ["num_envs=2", f"env={env}", "time_limit=12"] + (["time_limit=40"] if env.startswith("Hopper") else [])
+    collector, lean = (_trained("ppo-pendulum", 128, overrides, flag) for flag in (True, False))
+    _assert_same_training(collector, lean)
+    rollout = lean["rollouts"][0]
+    assert "reward_forward" in rollout.keys() and ("next", "x_position") in rollout.keys(True)
+    ended = torch.cat([r["next", "done"] for r in lean["rollouts"]], 1).squeeze(-1)
+    assert ended.any() and (ended.sum(0) == 1).any() == env.startswith("Hopper")
 
 
 def test_a_multiagent_env_falls_back_to_the_collector():

@@ -188,7 +188,7 @@ def restore_envs(vector_env: Any, env: EnvBase, carrier: TensorDict, state: dict
 
 def step_vector_env(vector_env: Any, action: torch.Tensor, t: int, observation_keys: Sequence[str], flags: Sequence[torch.Tensor],
                     next_slots: Sequence[torch.Tensor], observations: Sequence[torch.Tensor],
-                    returns: EndedReturns | None = None) -> np.ndarray:  # fmt: skip
+                    returns: EndedReturns | None = None, infos: Sequence[tuple[str, torch.Tensor, torch.Tensor]] = ()) -> np.ndarray:  # fmt: skip
     """One step of the gymnasium vector env (SAME_STEP autoreset) as TorchRL's ``GymWrapper`` steps it, written
     into column ``t`` of a ``[num_envs, steps]`` block: ``flags`` are its ``("next", reward / terminated /
     truncated / done)`` tensors, ``next_slots`` its ``("next", key)`` ones by observation key, and
@@ -197,7 +197,9 @@ def step_vector_env(vector_env: Any, action: torch.Tensor, t: int, observation_k
     ``("next", key)`` is the step's observation, or the ended episode's last one (``final_obs``) where a
     sub-env reset; collection goes on from the returned (reset) observation, or, when every sub-env ended on
     the step, from one more reset of the whole vector env (unseeded), as TorchRL's wrapper does. ``returns``: the
-    env's ``EndedReturns`` reader, handed the step's info as TorchRL's wrapper hands it to its readers."""
+    env's ``EndedReturns`` reader, handed the step's info as TorchRL's wrapper hands it to its readers. ``infos``:
+    ``(key, next slot, current tensor)`` of each info entry TorchRL's info reader adds to the steps, handled as
+    an observation is: the ended episode's last value (``final_info``) where a sub-env reset, the reset's next."""
     observation, reward, terminated, truncated, info = vector_env.step(action.cpu().numpy())
     if returns is not None:
         returns(info, None)
@@ -210,17 +212,25 @@ def step_vector_env(vector_env: Any, action: torch.Tensor, t: int, observation_k
     by_key = _by_key(observation, observation_keys)
     for key, slot in zip(observation_keys, next_slots):
         slot[:, t] = torch.as_tensor(by_key[key])
+    for key, slot, _ in infos:  # an entry no sub-env's info holds (every one reset: MuJoCo's x_velocity) reads as zeros
+        slot[:, t] = torch.as_tensor(info[key]) if key in info else 0
     done = np.logical_or(terminated, truncated)
+    current = info
     if done.all():
         # the autoreset's observations are dropped: collection goes on from TorchRL's extra reset
-        by_key = _by_key(vector_env.reset()[0], observation_keys)
+        observation, current = vector_env.reset()
+        by_key = _by_key(observation, observation_keys)
     for key, own in zip(observation_keys, observations):
         own.copy_(torch.as_tensor(by_key[key]))
+    for key, _, own in infos:  # an entry a reset's info lacks (MuJoCo's reward_forward) reads as zeros
+        own.copy_(torch.as_tensor(current[key])) if key in current else own.zero_()
     if ended is not None and ended.any():
         for i in np.flatnonzero(ended):
             finals = _by_key(info["final_obs"][i], observation_keys)
             for key, slot in zip(observation_keys, next_slots):
                 slot[i, t] = torch.as_tensor(finals[key])
+            for key, slot, _ in infos:
+                slot[i, t] = torch.as_tensor(info["final_info"][key][i])
     return done
 
 

@@ -31,11 +31,12 @@ import torch
 from tensordict import TensorDict
 from torch import nn
 from torchrl.envs import Compose, DoubleToFloat, EnvBase, ExplorationType, GymWrapper, InitTracker, set_exploration_type
+from torchrl.envs.libs.gym import terminal_obs_reader
 from torchrl.envs.transforms import TensorDictPrimer, VecGymEnvTransform
 
 from .acting import tensor_policy
 from .collection import restore_envs, step_vector_env
-from .env import collector_state, load_collector_state, make_collector, returns_reader
+from .env import EndedReturns, collector_state, load_collector_state, make_collector, returns_reader
 from .recurrent import INIT_KEY
 
 TRAJ_IDS = ("collector", "traj_ids")
@@ -63,7 +64,8 @@ def lean_obstacle(env: EnvBase, recurrent: bool) -> str | None:
     """Why the lean path cannot stand in for the collector on ``env`` (``None``: it can). It knows ``make_env``'s
     env only: one ``GymWrapper`` over a gymnasium vector env on the CPU, with no transform but the wrapper's
     own and ``DoubleToFloat`` (and, for a recurrent policy, ``InitTracker`` and the hidden states' primers),
-    whose steps hold the observation space's keys and no info entries (MuJoCo's ``reward_survive``, ...)."""
+    whose steps hold the observation space's keys, and of a Box space the info entries TorchRL's own reader adds
+    (MuJoCo's ``x_position``, ...)."""
     base = getattr(env, "base_env", None)
     if type(base) is not GymWrapper or not isinstance(getattr(base, "_env", None), gym.vector.VectorEnv):
         return f"the env is not a gymnasium vector env under TorchRL's GymWrapper ({type(base or env).__name__})"
@@ -77,8 +79,10 @@ def lean_obstacle(env: EnvBase, recurrent: bool) -> str | None:
     spaces = sorted(space.spaces) if isinstance(space, gym.spaces.Dict) else ["observation"]
     carried = carried_keys(env) if recurrent else []
     extra = [str(key) for key in env.observation_spec.keys() if key not in spaces and key not in carried]
-    if extra:  # what the reader writes for ended and reset sub-envs is TorchRL's own business
-        return f"TorchRL's info reader adds the env's info entries to each step ({', '.join(extra)})"
+    readers = [type(reader) for reader in base.info_dict_reader]
+    if extra and (isinstance(space, gym.spaces.Dict) or any(kind not in (terminal_obs_reader, EndedReturns) for kind in readers)):
+        # replayed: upstream's terminal reader over a Box space's info; other readers are their own business
+        return f"the env's info entries reach the steps through readers the lean path does not replay ({', '.join(extra)})"
     return None
 
 
@@ -131,7 +135,11 @@ class LeanRollouts:
         # InitTracker and primers carry them (empty for a feed-forward policy)
         self.carried = carried_keys(env)
         self.hidden_keys = [key for key in self.carried if key != INIT_KEY]
-        self.observation_keys = [key for key in env.observation_spec.keys() if key not in self.carried]
+        space = self.vector_env.single_observation_space
+        spaces = set(space.spaces) if isinstance(space, gym.spaces.Dict) else {"observation"}
+        # the info entries TorchRL's info reader adds to each step (MuJoCo's x_position, ...): stored as it stores them
+        self.info_keys = [key for key in env.observation_spec.keys() if key not in spaces and key not in self.carried]
+        self.observation_keys = [key for key in env.observation_spec.keys() if key in spaces]
         with torch.no_grad():
             self.carrier = env.reset()
             self.carrier.set(TRAJ_IDS, torch.arange(num_envs))
@@ -165,11 +173,11 @@ class LeanRollouts:
 
     def _bind_carrier(self) -> None:
         """The carrier's observations and trajectory ids as tensors of its own, updated in place at every step."""
-        self._observations = []
-        for key in self.observation_keys:
+        self._observations, self._infos = [], []
+        for key in [*self.observation_keys, *self.info_keys]:
             own = self.carrier.get(key).clone()
             self.carrier.set(key, own)
-            self._observations.append(own)
+            (self._observations if key in self.observation_keys else self._infos).append(own)
         self.traj_ids = self.carrier.get(TRAJ_IDS).clone()
         self.carrier.set(TRAJ_IDS, self.traj_ids)
         self._inputs = dict(zip(self.observation_keys, self._observations))
@@ -186,6 +194,7 @@ class LeanRollouts:
             [rollout.get(("next", key)) for key in FLAGS],
             [rollout.get(("next", key)) for key in self.observation_keys],
             [rollout.get(key) for key in self.carried],
+            [(key, rollout.get(("next", key)), own, rollout.get(key)) for key, own in zip(self.info_keys, self._infos)],
         )
         on_tensors = self.tensor_policy is not None and not self.tensor_policy.hooked()
         with torch.no_grad(), set_exploration_type(ExplorationType.RANDOM):
@@ -201,7 +210,7 @@ class LeanRollouts:
         return rollout
 
     def _step(self, t: int, slots: tuple[Any, ...], on_tensors: bool) -> None:
-        observation_slots, policy_slots, traj_slot, flags, next_slots, carried_slots = slots
+        observation_slots, policy_slots, traj_slot, flags, next_slots, carried_slots, info_slots = slots
         for key, slot in zip(self.carried, carried_slots):
             slot[:, t] = self.carrier.get(key)  # the hidden state acted from, and whether the episode starts here
         if on_tensors:
@@ -213,12 +222,14 @@ class LeanRollouts:
             self.carrier.pop("next", None)  # a recurrent policy's next hidden states: carried below from its outputs
         for slot, observation in zip(observation_slots, self._observations):
             slot[:, t] = observation
+        for _, _, own, slot in info_slots:
+            slot[:, t] = own
         for slot, value in zip(policy_slots, outputs):
             slot[:, t] = value
         traj_slot[:, t] = self.traj_ids
         action = outputs[self.policy_keys.index("action")]
         done = step_vector_env(self.vector_env, action, t, self.observation_keys, flags, next_slots, self._observations,
-                               self.returns_reader)
+                               self.returns_reader, [slot[:3] for slot in info_slots])
         if self.carried:
             self._carry(torch.as_tensor(done), dict(zip(self.policy_keys, outputs)))
         if done.any():  # each ended sub-env starts a new trajectory, numbered in env order
