@@ -1,6 +1,6 @@
-"""The lean TorchRL losses ("sac-lean", "td3-lean", "ddpg-lean", "iql-lean", "cql-lean" (Box and Discrete), "dqn-lean")
+"""The lean TorchRL losses ("sac-lean", "td3-lean", "ddpg-lean", "td3bc-lean", "iql-lean", "cql-lean" (Box and Discrete), "dqn-lean")
 compute upstream's terms: same parameters, same batch, same seed, the same values and gradients as SACLoss / TD3Loss /
-DDPGLoss / IQLLoss / CQLLoss / DiscreteCQLLoss / DQNLoss; the lean PPO forward, ClipPPOLoss's."""
+DDPGLoss / TD3BCLoss / IQLLoss / CQLLoss / DiscreteCQLLoss / DQNLoss; the lean PPO forward, ClipPPOLoss's."""
 
 from __future__ import annotations
 
@@ -75,6 +75,21 @@ def test_ddpg_lean_matches_ddpgloss():
     written = [data.clone() for _ in range(2)]
     b.loss.value_loss(written[0]), lean.value_loss(written[1])
     torch.testing.assert_close(written[1]["td_error"], written[0]["td_error"])  # the priority upstream writes
+
+
+def test_td3bc_lean_matches_td3bcloss(builds, random_dataset):
+    b = builds("rlplug_td3bc", "torchrl", "Pendulum-v1", num_envs=1, steps=1000, dataset=random_dataset("Pendulum-v1"),
+               loss="td3bc", hidden_sizes=[16, 16], batch_size=32, log_every=10, eval_every=0, alpha=2.5)  # fmt: skip
+    backend = importlib.import_module("rlplug_td3bc.torchrl_backend")
+    lean = backend.make_lean_td3bc_loss(b)
+    assert type(b.loss) is importlib.import_module("torchrl.objectives").TD3BCLoss
+    with torch.no_grad():  # targets away from the online networks: a target read from the wrong network shows
+        for p in (*b.loss.target_qvalue_network_params.values(True, True), *b.loss.target_actor_network_params.values(True, True)):
+            p.add_(0.1 * torch.randn_like(p))
+    data = batch()
+    both = lambda loss: {"loss_qvalue": loss.qvalue_loss(data.clone())[0], "loss_actor": loss.actor_loss(data.clone())[0],  # noqa: E731
+                         "bc_loss": loss.actor_loss(data.clone())[1]["bc_loss"], "lmbd": loss.actor_loss(data.clone())[1]["lmbd"]}  # fmt: skip
+    same(b.loss, lean, ("loss_qvalue", "loss_actor", "bc_loss", "lmbd"), both)
 
 
 def test_lean_loss_falls_back_to_upstream_for_multi_step_estimators():

@@ -106,34 +106,46 @@ class LeanTD3Loss(LeanLoss, TD3Loss):
         self._actor_call = NetworkCall(self.actor_network)
         self._q_call = NetworkCall(self.qvalue_network)
 
-    def _q(self, params: Any, observations: list[torch.Tensor], action: torch.Tensor, indices: range, detach: bool = False) -> torch.Tensor:
-        return torch.stack([self._q_call(params, *observations, action, index=i, detach=detach) for i in indices]).squeeze(-1)
-
     def value_loss(self, tensordict: TensorDictBase) -> tuple[torch.Tensor, dict]:
         if not lean_applies(self, tensordict):
             return super().value_loss(tensordict)
-        keys, in_keys = self.tensor_keys, self.actor_network.in_keys
-        act = tensordict.get(keys.action)
-        noise = (torch.randn_like(act) * self.policy_noise).clamp(-self.noise_clip, self.noise_clip)
-        nets = range(self.num_qvalue_nets)
-        with torch.no_grad():
-            next_obs = [tensordict.get(("next", k)) for k in in_keys]
-            next_action = (self._actor_call(self.target_actor_network_params, *next_obs) + noise).clamp(self.min_action, self.max_action)
-            next_q = self._q(self.target_qvalue_network_params, next_obs, next_action, nets).min(0)[0]
-            target = td0_target(
-                self, tensordict.get(("next", keys.reward)), tensordict.get(("next", keys.terminated)), next_q.unsqueeze(-1)
-            ).squeeze(-1)
-        current = self._q(self.qvalue_network_params, [tensordict.get(k) for k in in_keys], act, nets)
-        loss = distance_loss(current, target.expand_as(current), loss_function=self.loss_function).sum(0).mean()
-        return loss, {"next_state_value": next_q, "pred_value": current.detach(), "target_value": target}
+        return lean_critic_loss(self, tensordict)
 
     def actor_loss(self, tensordict: TensorDictBase) -> tuple[torch.Tensor, dict]:
         if not lean_applies(self, tensordict):
             return super().actor_loss(tensordict)
-        obs = [tensordict.get(k) for k in self.actor_network.in_keys]
-        action = self._actor_call(self.actor_network_params, *obs)
-        q1 = self._q(self.qvalue_network_params, obs, action, range(1), detach=True)
-        return -q1[0].mean(), {"state_action_value_actor": q1.detach()}
+        _, q1 = lean_policy_q1(self, tensordict)
+        return -q1.mean(), {"state_action_value_actor": q1.detach().unsqueeze(0)}
+
+
+def _q(loss: Any, params: Any, observations: list[torch.Tensor], action: torch.Tensor, indices: range, detach: bool = False) -> torch.Tensor:
+    return torch.stack([loss._q_call(params, *observations, action, index=i, detach=detach) for i in indices]).squeeze(-1)
+
+
+def lean_critic_loss(loss: Any, tensordict: TensorDictBase) -> tuple[torch.Tensor, dict]:
+    """TD3's critic term (``TD3Loss.value_loss``, ``TD3BCLoss.qvalue_loss``) on plain tensors: the smoothing noise
+    drawn first, the clipped double-Q TD(0) target from the target networks, both critics' errors summed."""
+    keys, in_keys = loss.tensor_keys, loss.actor_network.in_keys
+    act = tensordict.get(keys.action)
+    noise = (torch.randn_like(act) * loss.policy_noise).clamp(-loss.noise_clip, loss.noise_clip)
+    nets = range(loss.num_qvalue_nets)
+    with torch.no_grad():
+        next_obs = [tensordict.get(("next", k)) for k in in_keys]
+        next_action = (loss._actor_call(loss.target_actor_network_params, *next_obs) + noise).clamp(loss.min_action, loss.max_action)
+        next_q = _q(loss, loss.target_qvalue_network_params, next_obs, next_action, nets).min(0)[0]
+        target = td0_target(
+            loss, tensordict.get(("next", keys.reward)), tensordict.get(("next", keys.terminated)), next_q.unsqueeze(-1)
+        ).squeeze(-1)
+    current = _q(loss, loss.qvalue_network_params, [tensordict.get(k) for k in in_keys], act, nets)
+    value = distance_loss(current, target.expand_as(current), loss_function=loss.loss_function).sum(0).mean()
+    return value, {"next_state_value": next_q, "pred_value": current.detach(), "target_value": target}
+
+
+def lean_policy_q1(loss: Any, tensordict: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
+    """The policy's action on the batch's observations and Q1 of it (the critic's parameters detached)."""
+    obs = [tensordict.get(k) for k in loss.actor_network.in_keys]
+    action = loss._actor_call(loss.actor_network_params, *obs)
+    return action, _q(loss, loss.qvalue_network_params, obs, action, range(1), detach=True)[0]
 
 
 def make_lean_td3_loss(build: Build) -> LeanTD3Loss:

@@ -38,6 +38,7 @@ TD3BC = AlgorithmSpec(
     params=PARAMS,
     api_version=1,
     default_loss="td3bc",
+    backend_default_losses={"torchrl": "td3bc-lean"},  # TD3BCLoss's values with fewer Python calls per update
     losses=(
         LossSpec(
             name="td3bc",
@@ -57,6 +58,17 @@ TD3BC = AlgorithmSpec(
             optimisers={"loss_qvalue": "critic", "loss_actor": "actor"},
             doc="torchrl.objectives.TD3BCLoss (l2): qvalue_loss every step, actor_loss and the target update "
             "every policy_delay steps",
+            describe="rlplug_td3bc.torchrl_backend:describe_td3bc_loss",
+        ),
+        LossSpec(
+            name="td3bc-lean",
+            backend="torchrl",
+            factory="rlplug_td3bc.torchrl_backend:make_lean_td3bc_loss",
+            terms=("loss_qvalue", "loss_actor"),
+            reported=("bc_loss", "lmbda"),
+            optimisers={"loss_qvalue": "critic", "loss_actor": "actor"},
+            doc="TD3BCLoss's qvalue_loss and actor_loss from plain tensors (td3-lean's critic term): upstream's "
+            "values, parameters and draws; falls back to TD3BCLoss for priority weights or loss masks",
             describe="rlplug_td3bc.torchrl_backend:describe_td3bc_loss",
         ),
     ),

@@ -23,8 +23,9 @@ from rlplug.backends.torchrl import (
     observation_keys,
     standardised_observations,
 )
-from rlplug_td3.torchrl_backend import build_models, build_target_updater, make_td3_loss  # noqa: F401 - td3's
-from tensordict import TensorDict
+from rlplug.backends.torchrl import LeanLoss, NetworkCall, lean_applies
+from rlplug_td3.torchrl_backend import build_models, build_target_updater, lean_critic_loss, lean_policy_q1, make_td3_loss  # noqa: F401 - td3's
+from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModule
 from torch import nn
 from torchrl.objectives import TD3BCLoss
@@ -32,11 +33,38 @@ from torchrl.objectives import TD3BCLoss
 build_memory = dataset_buffer
 
 
-def make_td3bc_loss(build: Build) -> TD3BCLoss:
-    """The registered default loss ("td3bc"): ``TD3BCLoss``, constructed as td3's ``TD3Loss``, with ``alpha``."""
-    loss = make_td3_loss(build, TD3BCLoss)
+class LeanTD3BCLoss(LeanLoss, TD3BCLoss):
+    """``TD3BCLoss`` from plain tensors: td3's lean critic term (``lean_critic_loss``), and the actor term
+    ``-lambda * Q1(s, pi(s)) + MSE(pi(s), a)`` with ``lambda = alpha / mean |Q1|``, as upstream computes them."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._actor_call, self._q_call = NetworkCall(self.actor_network), NetworkCall(self.qvalue_network)
+
+    def qvalue_loss(self, tensordict: TensorDictBase) -> tuple[torch.Tensor, dict]:
+        return lean_critic_loss(self, tensordict) if lean_applies(self, tensordict) else super().qvalue_loss(tensordict)
+
+    def actor_loss(self, tensordict: TensorDictBase) -> tuple[torch.Tensor, dict]:
+        if not lean_applies(self, tensordict):
+            return super().actor_loss(tensordict)
+        action, q1 = lean_policy_q1(self, tensordict)
+        bc_loss = nn.functional.mse_loss(action, tensordict.get(self.tensor_keys.action))
+        lmbd = self.alpha / q1.abs().mean().detach()
+        loss = (-lmbd * q1 + bc_loss).mean()
+        return loss, {"state_action_value_actor": q1.detach(), "bc_loss": bc_loss.detach(), "lmbd": lmbd}
+
+
+def make_td3bc_loss(build: Build, loss_class: type[TD3BCLoss] = TD3BCLoss) -> TD3BCLoss:
+    """The registered loss "td3bc" (``loss_class``: "td3bc-lean"'s): ``TD3BCLoss``, constructed as td3's ``TD3Loss``,
+    with ``alpha``."""
+    loss = make_td3_loss(build, loss_class)
     loss.alpha = build.settings["alpha"]
     return loss
+
+
+def make_lean_td3bc_loss(build: Build) -> LeanTD3BCLoss:
+    """The default loss "td3bc-lean": ``LeanTD3BCLoss``, constructed as "td3bc"."""
+    return make_td3bc_loss(build, LeanTD3BCLoss)
 
 
 def describe_td3bc_loss() -> dict[str, Any]:
