@@ -13,18 +13,9 @@ from typing import Any
 
 import torch
 from rlplug import Build
-from rlplug.backends.torchrl import (
-    ObservationStandardizer,
-    TorchRLOfflineTrainer,
-    UpdateStage,
-    adam,
-    dataset_buffer,
-    describe_loss,
-    observation_keys,
-    standardised_observations,
-)
-from rlplug.backends.torchrl import LeanLoss, NetworkCall, lean_applies
-from rlplug_td3.torchrl_backend import build_models, build_target_updater, lean_critic_loss, lean_policy_q1, make_td3_loss  # noqa: F401 - td3's
+from rlplug.backends.torchrl import (LeanLoss, NetworkCall, ObservationStandardizer, TorchRLOfflineTrainer, UpdateStage, adam,
+                                    dataset_buffer, describe_loss, lean_applies, observation_keys, standardised_observations)
+from rlplug_td3.torchrl_backend import build_models, build_target_updater, lean_critic_loss, lean_policy_q1, make_td3_loss  # noqa: F401
 from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModule
 from torch import nn
