@@ -194,7 +194,8 @@ class LeanRollouts:
             [rollout.get(("next", key)) for key in FLAGS],
             [rollout.get(("next", key)) for key in self.observation_keys],
             [rollout.get(key) for key in self.carried],
-            [(key, rollout.get(("next", key)), own, rollout.get(key)) for key, own in zip(self.info_keys, self._infos)],
+            [(key, rollout.get(("next", key)), own) for key, own in zip(self.info_keys, self._infos)],  # step_vector_env's
+            [rollout.get(key) for key in self.info_keys],
         )
         on_tensors = self.tensor_policy is not None and not self.tensor_policy.hooked()
         with torch.no_grad(), set_exploration_type(ExplorationType.RANDOM):
@@ -210,7 +211,7 @@ class LeanRollouts:
         return rollout
 
     def _step(self, t: int, slots: tuple[Any, ...], on_tensors: bool) -> None:
-        observation_slots, policy_slots, traj_slot, flags, next_slots, carried_slots, info_slots = slots
+        observation_slots, policy_slots, traj_slot, flags, next_slots, carried_slots, infos, info_slots = slots
         for key, slot in zip(self.carried, carried_slots):
             slot[:, t] = self.carrier.get(key)  # the hidden state acted from, and whether the episode starts here
         if on_tensors:
@@ -222,14 +223,14 @@ class LeanRollouts:
             self.carrier.pop("next", None)  # a recurrent policy's next hidden states: carried below from its outputs
         for slot, observation in zip(observation_slots, self._observations):
             slot[:, t] = observation
-        for _, _, own, slot in info_slots:
-            slot[:, t] = own
+        for slot, info in zip(info_slots, self._infos):
+            slot[:, t] = info
         for slot, value in zip(policy_slots, outputs):
             slot[:, t] = value
         traj_slot[:, t] = self.traj_ids
         action = outputs[self.policy_keys.index("action")]
         done = step_vector_env(self.vector_env, action, t, self.observation_keys, flags, next_slots, self._observations,
-                               self.returns_reader, [slot[:3] for slot in info_slots])
+                               self.returns_reader, infos)
         if self.carried:
             self._carry(torch.as_tensor(done), dict(zip(self.policy_keys, outputs)))
         if done.any():  # each ended sub-env starts a new trajectory, numbered in env order
