@@ -42,6 +42,8 @@ from torchrl.modules import AdditiveGaussianModule, EGreedyModule, GRUModule, LS
 from torchrl.modules.distributions.utils import sample_and_log_prob
 from torchrl.modules.tensordict_module.probabilistic import SafeProbabilisticModule
 
+from .recurrent import torch_rnn
+
 Values = dict[Any, torch.Tensor]
 Step = Callable[[Values], None]
 
@@ -197,7 +199,7 @@ def _recurrent_step(module: LSTMModule | GRUModule) -> Step | None:
     layers first); the output and the next state (``("next", key)``) as upstream writes them."""
     if module.recurrent_mode:
         return None
-    rnn = module.lstm if isinstance(module, LSTMModule) else module.gru
+    rnn = torch_rnn(module)
     in_keys, out_keys = list(module.in_keys), list(module.out_keys)  # [x, h(, c), is_init], [y, next h(, c)]
 
     def step(values: Values) -> None:

@@ -95,6 +95,11 @@ def rollout_policy(actor: nn.Module, critic: TensorDictSequential) -> TensorDict
     return TensorDictSequential(actor, TensorDictSequential(*critic.module))
 
 
+def torch_rnn(core: LSTMModule | GRUModule) -> nn.LSTM | nn.GRU:
+    """The ``nn.LSTM`` / ``nn.GRU`` a TorchRL core runs."""
+    return core.lstm if isinstance(core, LSTMModule) else core.gru
+
+
 def is_recurrent(actor: nn.Module) -> bool:
     return any(isinstance(m, (LSTMModule, GRUModule)) for m in actor.modules())
 
@@ -161,7 +166,7 @@ def replay_sequences(core: LSTMModule | GRUModule, features: torch.Tensor, state
     zeros at every step ``is_init`` (``[S, L, 1]``) marks: what the core computes in TorchRL's recurrent mode,
     without its split-and-pad of the tensordict. The torch RNN runs once per stretch between such steps (over all
     sequences at once, the sequences whose episode starts there zeroed first), as skrl's recurrent models do."""
-    rnn = core.lstm if isinstance(core, LSTMModule) else core.gru
+    rnn = torch_rnn(core)
     starts = is_init.squeeze(-1)
     carried = [state[:, 0].transpose(0, 1).contiguous() for state in states]  # [layers, S, hidden]
     cuts = [0, *(starts[:, 1:].any(dim=0).nonzero(as_tuple=True)[0] + 1).tolist(), features.shape[1]]
@@ -209,7 +214,7 @@ class ActingState:
 
 def core_shapes(core: LSTMModule | GRUModule) -> dict[str, tuple[int, int]]:
     """``{hidden key: (layers, hidden size)}`` of one core."""
-    rnn = core.lstm if isinstance(core, LSTMModule) else core.gru
+    rnn = torch_rnn(core)
     keys = [key for key in core.in_keys[1:] if key != INIT_KEY]
     return {key: (rnn.num_layers, rnn.hidden_size) for key in keys}
 
@@ -226,4 +231,4 @@ def actor_parts(actor: ProbabilisticActor) -> tuple[nn.Module, nn.Module, Tensor
     """``(features net, torch RNN, head params module, sampler)`` of a ``recurrent_actor_critic`` actor."""
     sequence, sampler = actor.module[0], actor.module[-1]
     features, core, params = sequence.module
-    return features.module, (core.lstm if isinstance(core, LSTMModule) else core.gru), params, sampler
+    return features.module, torch_rnn(core), params, sampler

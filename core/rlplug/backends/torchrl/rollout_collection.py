@@ -23,6 +23,7 @@ as it does for a Box (and as the off-policy lean path does), so a truncated epis
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -60,6 +61,14 @@ def carried_keys(env: EnvBase) -> list[str]:
     return keys
 
 
+def info_keys(env: EnvBase, carried: Sequence[str]) -> list[Any]:
+    """The keys of ``env``'s steps that are neither the gymnasium observation space's nor ``carried``: the info
+    entries TorchRL's readers add (MuJoCo's ``x_position``, ...)."""
+    space = env.base_env._env.single_observation_space
+    spaces = set(space.spaces) if isinstance(space, gym.spaces.Dict) else {"observation"}
+    return [key for key in env.observation_spec.keys() if key not in spaces and key not in carried]
+
+
 def lean_obstacle(env: EnvBase, recurrent: bool) -> str | None:
     """Why the lean path cannot stand in for the collector on ``env`` (``None``: it can). It knows ``make_env``'s
     env only: one ``GymWrapper`` over a gymnasium vector env on the CPU, with no transform but the wrapper's
@@ -75,12 +84,9 @@ def lean_obstacle(env: EnvBase, recurrent: bool) -> str | None:
     unknown = [type(t).__name__ for t in _transforms(env) if type(t) not in replayed]
     if unknown:
         return f"the env has transforms the lean path does not replay: {', '.join(unknown)}"
-    space = base._env.single_observation_space
-    spaces = sorted(space.spaces) if isinstance(space, gym.spaces.Dict) else ["observation"]
-    carried = carried_keys(env) if recurrent else []
-    extra = [str(key) for key in env.observation_spec.keys() if key not in spaces and key not in carried]
+    extra = [str(key) for key in info_keys(env, carried_keys(env) if recurrent else [])]
     readers = [type(reader) for reader in base.info_dict_reader]
-    if extra and (isinstance(space, gym.spaces.Dict) or any(kind not in (terminal_obs_reader, EndedReturns) for kind in readers)):
+    if extra and (isinstance(base._env.single_observation_space, gym.spaces.Dict) or any(kind not in (terminal_obs_reader, EndedReturns) for kind in readers)):
         # replayed: upstream's terminal reader over a Box space's info; other readers are their own business
         return f"the env's info entries reach the steps through readers the lean path does not replay ({', '.join(extra)})"
     return None
@@ -135,11 +141,9 @@ class LeanRollouts:
         # InitTracker and primers carry them (empty for a feed-forward policy)
         self.carried = carried_keys(env)
         self.hidden_keys = [key for key in self.carried if key != INIT_KEY]
-        space = self.vector_env.single_observation_space
-        spaces = set(space.spaces) if isinstance(space, gym.spaces.Dict) else {"observation"}
         # the info entries TorchRL's info reader adds to each step (MuJoCo's x_position, ...): stored as it stores them
-        self.info_keys = [key for key in env.observation_spec.keys() if key not in spaces and key not in self.carried]
-        self.observation_keys = [key for key in env.observation_spec.keys() if key in spaces]
+        self.info_keys = info_keys(env, self.carried)
+        self.observation_keys = [key for key in env.observation_spec.keys() if key not in {*self.carried, *self.info_keys}]
         with torch.no_grad():
             self.carrier = env.reset()
             self.carrier.set(TRAJ_IDS, torch.arange(num_envs))
