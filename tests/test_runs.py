@@ -39,3 +39,16 @@ def test_a_resumed_metrics_log_keeps_one_timeline(tmp_path):
         rows = list(csv.reader(handle))
     assert rows == [["env_steps", "wall_s", "train/episode_return", "eval/return"], ["100", "1.5", "10", ""],
                     ["200", "3", "20", ""], ["300", "4.25", "31", "33"]]
+
+
+def test_runs_record_the_commit_of_the_checkout_they_ran_from(tmp_path):
+    """versions.json and summary.json say which code measured a run: a bench row can be told stale."""
+    import subprocess
+
+    from rlplug.runs.versions import _CHECKOUT, source_commit, versions
+
+    assert source_commit(tmp_path) is None  # not a checkout: an installed wheel records none
+    if (_CHECKOUT / ".git").exists():
+        head = subprocess.run(["git", "-C", str(_CHECKOUT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+        assert source_commit().removesuffix("-dirty") == head.strip()[:12]
+        assert versions()["rlplug_source"] == source_commit()

@@ -7,6 +7,7 @@ from typing import Any
 from ..pipeline.distributed import World
 from ..contract.hookspecs import Build, Trainer
 from ..recipes.fields import Recipe
+from .versions import source_commit
 
 
 def summarise(
@@ -38,6 +39,7 @@ def summarise(
         "eval_return_std": round(float(np.std(returns)), 2),
         "target": recipe.target,
         "target_metric": recipe.target_metric,
+        "rlplug_source": source_commit(),  # which code measured it (None for an installed wheel)
     }
     dataset = build.extras.get("dataset")
     if dataset is not None:

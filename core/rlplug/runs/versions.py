@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import platform
 import re
+import subprocess
 from importlib.metadata import PackageNotFoundError, requires, version
+from pathlib import Path
 from typing import Any
 
 LIBRARIES = ("torch", "skrl", "torchrl", "tensordict", "gymnasium", "numpy", "pluggy", "rlplug")
@@ -22,7 +25,26 @@ def versions(build: Any = None) -> dict[str, str]:
             found[name] = version(name)
         except PackageNotFoundError:
             found[name] = "not installed"
+    found["rlplug_source"] = source_commit() or "not a git checkout"
     return found
+
+
+# core/rlplug/runs/versions.py -> the checkout's root (a wheel's site-packages has no .git there)
+_CHECKOUT = Path(__file__).resolve().parents[3]
+
+
+@functools.lru_cache(maxsize=None)
+def source_commit(root: Path = _CHECKOUT) -> str | None:
+    """The commit of the rlplug checkout this code runs from (``-dirty`` with uncommitted edits), so a
+    bench row says which code measured it; ``None`` for an installed wheel."""
+    if not (root / ".git").exists():
+        return None
+    try:
+        done = subprocess.run(["git", "-C", str(root), "describe", "--always", "--dirty", "--abbrev=12", "--exclude=*"],
+                              capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
 
 
 def _requirement_names(distribution: str) -> list[str]:
