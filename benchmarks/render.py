@@ -311,19 +311,20 @@ def render_interleaved_ratio(envelope: dict[str, Any]) -> list[str]:
 def render_backend_ratio(envelope: dict[str, Any], interleaved: dict[str, Any] | None = None) -> list[str]:
     goal = GOALS["backend_ratio"]
     ratios = backend_ratios(bench_rows(envelope))
-    rows = [[r["recipe"], f"{r['skrl_wall_s']:.1f}", f"{r['torchrl_wall_s']:.1f}", f"{r['ratio']:.2f}", verdict(r["ratio"] <= goal)]
-            for r in ratios]
-    values = [r["ratio"] for r in ratios]
+    columns = ["recipe", "skrl wall s", "torchrl wall s", "torchrl ÷ skrl"]
+    rows = [[r["recipe"], f"{r['skrl_wall_s']:.1f}", f"{r['torchrl_wall_s']:.1f}", f"{r['ratio']:.2f}"] for r in ratios]
     if interleaved is not None:  # the interleaved table is the measurement: no verdict on rows timed at other loads
         lines = render_interleaved_ratio(interleaved) + [
             "From the recipe table above (a seeded row's mean wall seconds per seed; the rows ran at different times, "
             "loads and code, so this is indicative only and judges nothing): TorchRL wall seconds per unit of work ÷ skrl's.", ""]
-        return lines + table(["recipe", "skrl wall s", "torchrl wall s", "torchrl ÷ skrl"], [row[:4] for row in rows]) + [""]
+        return lines + table(columns, rows) + [""]
+    values = [r["ratio"] for r in ratios]
     lines = [f"## {TITLES['backend_ratio']}", "",
              f"From the recipe table above (a seeded row's mean wall seconds per seed): TorchRL wall seconds per unit of work "
              f"÷ skrl's. Goal: ≤ {goal} on every shared recipe. Across recipes: {spread(values, 2) if values else '-'}; "
              f"met on {sum(v <= goal for v in values)} of {len(values)}.", ""]
-    return lines + table(["recipe", "skrl wall s", "torchrl wall s", "torchrl ÷ skrl", f"≤ {goal}"], rows) + [""]
+    judged = [row + [verdict(r["ratio"] <= goal)] for row, r in zip(rows, ratios)]
+    return lines + table([*columns, f"≤ {goal}"], judged) + [""]
 
 
 def render_floor(envelope: dict[str, Any]) -> list[str]:

@@ -44,7 +44,9 @@ def source_commit(root: Path = _CHECKOUT) -> str | None:
                               capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return done.stdout.strip() or None if done.returncode == 0 else None
+    if done.returncode != 0:
+        return None
+    return done.stdout.strip() or None
 
 
 def _requirement_names(distribution: str) -> list[str]:
