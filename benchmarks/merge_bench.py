@@ -7,8 +7,9 @@ machine); this puts their rows in one file with every command that produced them
     python benchmarks/merge_bench.py benchmarks/results/catalogue-*.json --out benchmarks/results/catalogue.json
 
 A later file's row for the same (recipe, backend) replaces an earlier one's, unless ``--combine-seeds`` is given
-and the two rows ran other seeds of the same budget: then they become one row over all their seeds, recomputed by
-``rlplug bench``'s own ``rlplug.results.seeded.aggregate`` (seeds run as separate commands, e.g. two at once on two cores).
+and the two rows ran the same budget: then they become one row over all their seeds, a seed in both taken from the
+later row (a re-measured seed replaces its old run, the others stay), recomputed by ``rlplug bench``'s own
+``rlplug.results.seeded.aggregate`` (seeds run as separate commands, e.g. two at once on two cores).
 ``--drop REF`` leaves out the rows of a superseded recipe version (``--drop sac-pendulum@1``).
 """
 
@@ -20,13 +21,14 @@ from pathlib import Path
 
 
 def combined(old: dict, new: dict) -> dict | None:
-    """One row over both rows' seeds, when they are the same recipe and budget on other seeds (else ``None``)."""
+    """One row over both rows' seeds, the new row's run where both have a seed, when the budgets match (else ``None``)."""
     from rlplug.results.seeded import aggregate
 
-    if set(old.get("seeds", [])) & set(new.get("seeds", [])) or old.get("steps") != new.get("steps") or not (
-            old.get("runs") and new.get("runs")):
+    if old.get("steps") != new.get("steps") or not (old.get("runs") and new.get("runs")):
         return None
-    runs = sorted([*old["runs"], *new["runs"]], key=lambda r: r.get("seed", 0))
+    remeasured = {r.get("seed") for r in new["runs"]}
+    kept = [r for r in old["runs"] if r.get("seed") not in remeasured]
+    runs = sorted([*kept, *new["runs"]], key=lambda r: r.get("seed", 0))
     return aggregate(runs, recipe=new["recipe"], backend=new["backend"], seeds=[r.get("seed") for r in runs],
                      tier=new.get("tier"), reference=new.get("reference"), target=new.get("target"))
 
@@ -52,7 +54,7 @@ def main() -> None:
     parser.add_argument("inputs", nargs="+", type=Path)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--drop", action="append", default=[], metavar="RECIPE@N", help="leave out this recipe version's rows")
-    parser.add_argument("--combine-seeds", action="store_true", help="join rows of the same recipe and budget run on other seeds")
+    parser.add_argument("--combine-seeds", action="store_true", help="join rows of the same recipe and budget into one over all their seeds (a seed in both: the later run)")
     args = parser.parse_args()
     inputs = [p for p in args.inputs if p.resolve() != args.out.resolve()]
     args.out.write_text(json.dumps(merge(inputs, tuple(args.drop), args.combine_seeds), indent=2) + "\n")

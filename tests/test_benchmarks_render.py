@@ -327,7 +327,7 @@ def test_backend_ratio_groups_profile_entries_by_library(monkeypatch):
     assert set(module.WORKLOADS) >= {"ppo-cartpole", "sac-pendulum", "cql-cartpole-medium"}
 
 
-def test_merge_bench_joins_rows_run_on_other_seeds(tmp_path, monkeypatch):
+def test_merge_bench_joins_rows_and_replaces_remeasured_seeds(tmp_path, monkeypatch):
     from rlplug.results.seeded import aggregate
 
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -339,14 +339,17 @@ def test_merge_bench_joins_rows_run_on_other_seeds(tmp_path, monkeypatch):
 
     runs = [run(0, 6.0), run(1, 4.0), run(2, 8.0)]
     whole = aggregate(runs, recipe="r@1", backend="skrl", seeds=[0, 1, 2])
-    for name, part, seeds in (("a", runs[:1], [0]), ("b", runs[1:], [1, 2]), ("c", runs[1:2], [1])):
+    for name, part, seeds in (("a", runs[:1], [0]), ("b", runs[1:], [1, 2])):
         row = aggregate(part, recipe="r@1", backend="skrl", seeds=seeds)
         (tmp_path / f"{name}.json").write_text(json.dumps({"command": name, "rows": [row]}))
     joined = merge([tmp_path / "a.json", tmp_path / "b.json"], combine_seeds=True)["rows"][0]
     assert {k: joined[k] for k in ("seeds", "mean", "std", "ci95", "misses", "passed")} == \
         {k: whole[k] for k in ("seeds", "mean", "std", "ci95", "misses", "passed")}
     assert merge([tmp_path / "a.json", tmp_path / "b.json"])["rows"][0]["seeds"] == [1, 2]  # without the flag: the later row
-    assert merge([tmp_path / "b.json", tmp_path / "c.json"], combine_seeds=True)["rows"][0]["seeds"] == [1]  # seed 1 twice: replaced
+    (tmp_path / "d.json").write_text(json.dumps({"command": "d", "rows": [
+        aggregate([run(1, 9.0)], recipe="r@1", backend="skrl", seeds=[1])]}))  # seed 1 re-measured
+    remeasured = merge([tmp_path / "b.json", tmp_path / "d.json"], combine_seeds=True)["rows"][0]
+    assert remeasured["seeds"] == [1, 2] and remeasured["metric_values"] == [9.0, 8.0]  # seed 1 replaced, seed 2 kept
 
 
 def test_a_section_merged_from_several_commands_lists_them_folded(render):
