@@ -339,15 +339,13 @@ def test_merge_bench_joins_rows_and_replaces_remeasured_seeds(tmp_path, monkeypa
 
     runs = [run(0, 6.0), run(1, 4.0), run(2, 8.0)]
     whole = aggregate(runs, recipe="r@1", backend="skrl", seeds=[0, 1, 2])
-    for name, part, seeds in (("a", runs[:1], [0]), ("b", runs[1:], [1, 2])):
+    for name, part, seeds in (("a", runs[:1], [0]), ("b", runs[1:], [1, 2]), ("d", [run(1, 9.0)], [1])):  # d: seed 1 re-measured
         row = aggregate(part, recipe="r@1", backend="skrl", seeds=seeds)
         (tmp_path / f"{name}.json").write_text(json.dumps({"command": name, "rows": [row]}))
     joined = merge([tmp_path / "a.json", tmp_path / "b.json"], combine_seeds=True)["rows"][0]
     assert {k: joined[k] for k in ("seeds", "mean", "std", "ci95", "misses", "passed")} == \
         {k: whole[k] for k in ("seeds", "mean", "std", "ci95", "misses", "passed")}
     assert merge([tmp_path / "a.json", tmp_path / "b.json"])["rows"][0]["seeds"] == [1, 2]  # without the flag: the later row
-    (tmp_path / "d.json").write_text(json.dumps({"command": "d", "rows": [
-        aggregate([run(1, 9.0)], recipe="r@1", backend="skrl", seeds=[1])]}))  # seed 1 re-measured
     remeasured = merge([tmp_path / "b.json", tmp_path / "d.json"], combine_seeds=True)["rows"][0]
     assert remeasured["seeds"] == [1, 2] and remeasured["metric_values"] == [9.0, 8.0]  # seed 1 replaced, seed 2 kept
 
