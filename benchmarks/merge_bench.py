@@ -17,7 +17,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
+
+_DATE = r"\(\d{4}-\d\d-\d\dT[^()]*\)"  # "(2026-12-03T16:33:03+00:00)", as merge() dates a command
+_DATED = re.compile(_DATE + "$")
+_DOUBLED = re.compile(f"({_DATE})(?: {_DATE})+$")
 
 
 def combined(old: dict, new: dict) -> dict | None:
@@ -33,13 +38,22 @@ def combined(old: dict, new: dict) -> dict | None:
                      tier=new.get("tier"), reference=new.get("reference"), target=new.get("target"))
 
 
+def dated(command: str, date: str) -> str:
+    """``command (date)``, unless ``command`` is a merged file's list, whose commands carry their own dates (its
+    machine date is only its first run's); a date doubled by an earlier merge is dropped."""
+    commands = [_DOUBLED.sub(r"\1", c) for c in re.split(r"(?<=\)); ", command)]
+    if all(_DATED.search(c) for c in commands):
+        return "; ".join(commands)
+    return f"{command} ({date})"
+
+
 def merge(paths: list[Path], drop: tuple[str, ...] = (), combine_seeds: bool = False) -> dict:
     rows: dict[tuple[str, str], dict] = {}
     commands, machine = [], None
     for path in paths:
         data = json.loads(path.read_text())
         machine = machine or data.get("machine")
-        commands.append(f"{data.get('command', '?')} ({data.get('machine', {}).get('date', '?')})")
+        commands.append(dated(data.get("command", "?"), data.get("machine", {}).get("date", "?")))
         for row in data.get("rows", []):
             if row["recipe"] in drop:
                 continue

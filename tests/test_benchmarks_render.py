@@ -350,6 +350,20 @@ def test_merge_bench_joins_rows_and_replaces_remeasured_seeds(tmp_path, monkeypa
     assert remeasured["seeds"] == [1, 2] and remeasured["metric_values"] == [9.0, 8.0]  # seed 1 replaced, seed 2 kept
 
 
+def test_merging_a_merged_file_keeps_each_command_with_its_own_date(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from merge_bench import merge
+
+    for name, date in (("a", "2026-12-01T10:00:00+00:00"), ("b", "2026-12-02T10:00:00+00:00")):
+        (tmp_path / f"{name}.json").write_text(json.dumps({"command": f"rlplug bench {name}", "machine": {"date": date}, "rows": []}))
+    (tmp_path / "ab.json").write_text(json.dumps(merge([tmp_path / "a.json", tmp_path / "b.json"])))
+    assert merge([tmp_path / "ab.json"])["command"] == \
+        "rlplug bench a (2026-12-01T10:00:00+00:00); rlplug bench b (2026-12-02T10:00:00+00:00)"  # not b's date plus a's
+    (tmp_path / "old.json").write_text(json.dumps({"command": "rlplug bench a (2026-12-01T10:00:00+00:00) (2026-11-30T09:00:00+00:00)",
+                                                  "machine": {"date": "2026-11-30T09:00:00+00:00"}, "rows": []}))
+    assert merge([tmp_path / "old.json"])["command"] == "rlplug bench a (2026-12-01T10:00:00+00:00)"  # an earlier merge's doubled date
+
+
 def test_a_section_merged_from_several_commands_lists_them_folded(render):
     one = render.provenance({"command": "python benchmarks/startup.py --json", "date": "D"})
     assert one == "Produced by `python benchmarks/startup.py --json` on D."
