@@ -20,6 +20,8 @@ import json
 import re
 from pathlib import Path
 
+from render import split_commands
+
 _DATE = r"\(\d{4}-\d\d-\d\dT[^()]*\)"  # "(2026-12-03T16:33:03+00:00)", as merge() dates a command
 _DATED = re.compile(_DATE + "$")
 _DOUBLED = re.compile(f"({_DATE})(?: {_DATE})+$")
@@ -41,7 +43,7 @@ def combined(old: dict, new: dict) -> dict | None:
 def dated(command: str, date: str) -> str:
     """``command (date)``, unless ``command`` is a merged file's list, whose commands carry their own dates (its
     machine date is only its first run's); a date doubled by an earlier merge is dropped."""
-    commands = [_DOUBLED.sub(r"\1", c) for c in re.split(r"(?<=\)); ", command)]
+    commands = [_DOUBLED.sub(r"\1", c) for c in split_commands(command)]
     if all(_DATED.search(c) for c in commands):
         return "; ".join(commands)
     return f"{command} ({date})"

@@ -83,12 +83,17 @@ def table(header: list[str], rows: list[list[str]]) -> list[str]:
     return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(r) + " |" for r in rows]
 
 
+def split_commands(command: str) -> list[str]:
+    """The commands a merged section's ``command`` joins with "; " (``merge_bench.py``), each with its date."""
+    return re.split(r"; (?=(?:rlplug|python|RLPLUG_\w+=\S+) )", command)
+
+
 def provenance(envelope: dict[str, Any]) -> str:
     """Where a section's figures come from: its command and date, and the note stored with it, if any. A
     section merged from several commands (the seeded recipe table) lists them, folded, one a line."""
     command = str(envelope.get("command", "?"))
     note = f" {envelope['note']}" if envelope.get("note") else ""
-    commands = re.split(r"; (?=(?:rlplug|python|RLPLUG_\w+=\S+) )", command)
+    commands = split_commands(command)
     if len(commands) == 1:
         return f"Produced by `{command}` on {envelope.get('date', '?')}.{note}"
     listed = "\n".join(f"- `{c}`" for c in commands)
