@@ -1,4 +1,5 @@
-"""dqn on both backends: the same weights and the same sampled batches give the same gradient steps.
+"""dqn on both backends: the same weights and the same sampled batches give the same gradient steps (plain
+and dueling Q networks).
 
 The Huber TD loss against the target network, the gradient-norm clip, Adam, the linear learning-rate decay
 per gradient step and the hard target copy every ``target_update_period`` gradient steps, on transitions
@@ -21,9 +22,10 @@ HP = dict(
 )  # fmt: skip
 
 
-def test_gradient_steps_are_the_same_on_skrl_and_torchrl(builds):
-    skrl = builds("rlplug_dqn", "skrl", "CartPole-v1", num_envs=1, steps=100_000, seed=0, **HP)
-    torchrl = builds("rlplug_dqn", "torchrl", "CartPole-v1", num_envs=1, steps=100_000, seed=0, **HP)
+@pytest.mark.parametrize("dueling", [False, True])
+def test_gradient_steps_are_the_same_on_skrl_and_torchrl(builds, dueling):
+    skrl = builds("rlplug_dqn", "skrl", "CartPole-v1", num_envs=1, steps=100_000, seed=0, dueling=dueling, **HP)
+    torchrl = builds("rlplug_dqn", "torchrl", "CartPole-v1", num_envs=1, steps=100_000, seed=0, dueling=dueling, **HP)
     agent, trainer = skrl.trainer.agent, torchrl.trainer
     stored = share_replay(torchrl, agent)  # 256 uniformly random transitions, in both replays
     rows = len(stored)

@@ -122,9 +122,10 @@ def test_cql_lean_matches_cqlloss(builds, random_dataset):
          lambda loss: loss(data.clone()))
 
 
-@pytest.mark.parametrize("double_dqn", [False, True])
-def test_dqn_lean_matches_dqnloss(double_dqn):
-    b = rlplug.build("dqn-cartpole", backend="torchrl", overrides=["hidden_sizes=[16,16]", "loss=dqn", f"double_dqn={str(double_dqn).lower()}"])
+@pytest.mark.parametrize("double_dqn, dueling", [(False, False), (True, False), (False, True)])
+def test_dqn_lean_matches_dqnloss(double_dqn, dueling):
+    flags = [f"double_dqn={str(double_dqn).lower()}", f"dueling={str(dueling).lower()}"]
+    b = rlplug.build("dqn-cartpole", backend="torchrl", overrides=["hidden_sizes=[16,16]", "loss=dqn", *flags])
     backend = importlib.import_module("rlplug_dqn.torchrl_backend")
     lean = backend.make_lean_dqn_loss(b)
     data = batch(obs=4)

@@ -15,6 +15,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("skrl")
 
 import gymnasium as gym  # noqa: E402
+from rlplug.backends.common.nets import DuelingMlp
 from rlplug.backends.common.terms import TermMeans
 from rlplug.backends.skrl import ModuleTargetUpdate, configure_threads, q_model, seed_skrl
 from rlplug.families import LinearSchedule
@@ -151,6 +152,25 @@ def test_trains_a_few_hundred_steps(builds):
         q_after = agent.q_network.compute({"observations": PROBE})[0]
     assert not torch.allclose(q_before, q_after)
     assert all(math.isfinite(r) for r in trainer.evaluate(2))
+
+
+def test_dueling_q_is_the_value_plus_the_centred_advantage(builds):
+    build = builds(num_envs=1, steps=1_000, seed=0, dueling=True, **SMALL)
+    q_network = build.trainer.agent.q_network
+    assert isinstance(q_network.net, DuelingMlp) and isinstance(build.trainer.agent.target_q_network.net, DuelingMlp)
+    with torch.no_grad():
+        q = q_network.compute({"observations": PROBE})[0]
+        value = q_network.net.value(q_network.net.trunk(PROBE))
+    torch.testing.assert_close(q.mean(-1, keepdim=True), value)  # the advantages average to zero
+    assert not torch.allclose(q[:, :1], q[:, 1:])
+
+
+def test_dueling_needs_a_hidden_layer():
+    from types import SimpleNamespace
+
+    hp = {**DQN_SPEC.defaults(), "dueling": True, "hidden_sizes": []}
+    with pytest.raises(ValueError, match="dueling = true needs at least one hidden layer"):
+        DQN_SPEC.backends["skrl"].settings(hp, SimpleNamespace(num_envs=1, steps=1000))
 
 
 @pytest.mark.parametrize("period", [1, 3])

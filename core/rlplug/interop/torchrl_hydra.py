@@ -323,6 +323,8 @@ def _dqn(x: Export) -> None:
     if s.get("lr_scheduler"):
         x.dropped.append(f"lr_scheduler = {s['lr_scheduler']!r} ({s.get('lr_scheduler_kwargs')}): DQNTrainer's config "
                          "has no learning-rate scheduler (the exported lr stays constant)")  # fmt: skip
+    x.drop("dueling", s.get("dueling", False), "TorchRL's config names a plain MLP Q network; the exported one has no "
+           "value and advantage layers", False)  # fmt: skip
     x.offpolicy_common()
 
 

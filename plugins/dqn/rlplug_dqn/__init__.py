@@ -1,4 +1,4 @@
-"""rlplug-dqn: Deep Q-Network (and double DQN) on skrl and TorchRL.
+"""rlplug-dqn: Deep Q-Network (double DQN and a dueling head as switches) on skrl and TorchRL.
 
 This module is the plugin's entry point: it declares the algorithm and stays cheap (no torch).
 The backends live in ``skrl_backend`` and ``torchrl_backend`` and are imported only when built.
@@ -27,6 +27,8 @@ PARAMS = (
     Param("td_loss", "l2", "loss on the TD error: 'l2' (mean squared, skrl's DQN) or 'huber' (smooth L1, "
           "Stable-Baselines3's DQN)", choices=("l2", "huber")),
     Param("max_grad_norm", 10.0, "gradient-norm clip (0 disables; upstream skrl DQN never clips)", bounds="[0, inf)"),
+    Param("dueling", False, "dueling head: Q(s, a) = V(s) + A(s, a) - mean A(s, .), a value layer and an advantage "
+          "layer over the last hidden layer (Wang et al. 2016)", search=(False, True)),
     Param("hidden_sizes", [64, 64], "hidden layer widths of the Q network", item_type=int,
           item_bounds="[1, 8192]", length="[0, 16]", search=([64], [64, 64], [256, 256])),
     Param("activation", "relu", "hidden activation", choices=("relu", "tanh", "elu")),
@@ -34,7 +36,7 @@ PARAMS = (
 
 DQN = AlgorithmSpec(
     name="dqn",
-    summary="Deep Q-Network (epsilon-greedy, replay, target network; double DQN as a switch)",
+    summary="Deep Q-Network (epsilon-greedy, replay, target network; double DQN and a dueling head as switches)",
     kind="off-policy",
     backends=both_backends("rlplug_dqn", ("discrete",), skrl_settings, torchrl_settings, distributed=True, action_masks=True),
     params=PARAMS,

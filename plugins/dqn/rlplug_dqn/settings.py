@@ -20,6 +20,8 @@ def _check_common(hp: Mapping[str, Any]) -> None:
         raise ValueError(f"epsilon_decay_steps must be >= 0, got {hp['epsilon_decay_steps']}")
     if hp["max_grad_norm"] < 0:
         raise ValueError(f"max_grad_norm must be >= 0, got {hp['max_grad_norm']}")
+    if hp["dueling"] and not hp["hidden_sizes"]:
+        raise ValueError("dueling = true needs at least one hidden layer: its value and advantage layers read the last one")
 
 
 def _gradient_steps(hp: Mapping[str, Any], recipe: Any) -> int:
@@ -59,6 +61,7 @@ def skrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
         "epsilon_decay_timesteps": hp["epsilon_decay_steps"] // recipe.num_envs,
         "hidden_sizes": list(hp["hidden_sizes"]),
         "activation": hp["activation"],
+        "dueling": hp["dueling"],
     }
 
 
@@ -92,4 +95,5 @@ def torchrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
         "epsilon_per_step": True,
         "hidden_sizes": list(hp["hidden_sizes"]),
         "activation": hp["activation"],
+        "dueling": hp["dueling"],
     }

@@ -36,8 +36,8 @@ from skrl.memories.torch import RandomMemory
 
 
 def build_models(build: Build) -> dict[str, Any]:
-    """Online and target Q(s, .) networks (the cell's encoder, an MLP head with one output per action),
-    initialised from ``build.seed``.
+    """Online and target Q(s, .) networks (the cell's encoder, an MLP head with one output per action; with
+    ``dueling``, value and advantage layers over its last hidden layer), initialised from ``build.seed``.
 
     skrl's DQN copies the online weights into the target and freezes it when it is constructed.
     """
@@ -46,8 +46,8 @@ def build_models(build: Build) -> dict[str, Any]:
     s = build.settings
     args = (build.observation_space, build.action_space, build.device, s["hidden_sizes"], s["activation"])
     return {
-        "q_network": q_model(*args, encoder=observation_encoder(build)),
-        "target_q_network": q_model(*args, encoder=observation_encoder(build)),
+        "q_network": q_model(*args, encoder=observation_encoder(build), dueling=s["dueling"]),
+        "target_q_network": q_model(*args, encoder=observation_encoder(build), dueling=s["dueling"]),
     }
 
 

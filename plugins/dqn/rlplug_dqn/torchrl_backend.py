@@ -51,7 +51,8 @@ from torchrl.objectives.utils import distance_loss
 
 
 def build_models(build: Build) -> dict[str, Any]:
-    """Q(s, .): the cell's encoder and an MLP head with one output per action inside a ``QValueActor``
+    """Q(s, .): the cell's encoder and an MLP head with one output per action (``dueling``: value and advantage
+    layers over its last hidden layer) inside a ``QValueActor``
     ("action" = argmax index), reading the observation keys of the space; with an action mask, the argmax and
     the value ``DQNLoss``'s target reads of the next step are over its valid actions.
 
@@ -60,7 +61,7 @@ def build_models(build: Build) -> dict[str, Any]:
     configure_threads()
     seed_everything(build.seed)
     s = build.settings
-    net = observation_net(build, int(build.action_space.n), s["hidden_sizes"], s["activation"])
+    net = observation_net(build, int(build.action_space.n), s["hidden_sizes"], s["activation"], dueling=s["dueling"])
     actor = q_value_actor(net, build.action_space, observation_keys(build), mask_key=action_mask_key(build))
     return {"q_network": actor.to(build.device)}
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import torch
 from torch import nn
 
 from ...errors import UnknownNameError
@@ -23,3 +24,31 @@ def mlp(input_size: int, hidden_sizes: Sequence[int], output_size: int, activati
         size = hidden
     layers.append(nn.Linear(size, output_size))
     return nn.Sequential(*layers)
+
+
+class DuelingMlp(nn.Module):
+    """Q(s, .) = V(s) + A(s, .) - mean A(s, .): the hidden layers of ``mlp`` shared, then a one-output value
+    layer and a one-output-per-action advantage layer (Wang et al. 2016, "Dueling Network Architectures").
+
+    Where the actions' values differ little next to their size (CartPole's Q is near 100 whichever way the
+    cart is pushed) a plain head carries that small difference in the same outputs as the large common
+    value; here the value layer carries the common part and the advantage layer only the difference.
+    """
+
+    def __init__(self, input_size: int, hidden_sizes: Sequence[int], output_size: int, activation: str = "relu") -> None:
+        super().__init__()
+        if not hidden_sizes:
+            raise ValueError("a dueling head needs at least one hidden layer (hidden_sizes is empty)")
+        self.trunk = nn.Sequential(*mlp(input_size, hidden_sizes[:-1], hidden_sizes[-1], activation), ACTIVATIONS[activation]())
+        self.value = nn.Linear(hidden_sizes[-1], 1)
+        self.advantage = nn.Linear(hidden_sizes[-1], output_size)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        features = self.trunk(x)
+        advantage = self.advantage(features)
+        return self.value(features) + advantage - advantage.mean(-1, keepdim=True)
+
+
+def q_head(input_size: int, hidden_sizes: Sequence[int], output_size: int, activation: str, dueling: bool = False) -> nn.Module:
+    """The MLP of a Q(s, .) network: ``mlp``, or ``DuelingMlp`` with ``dueling``."""
+    return (DuelingMlp if dueling else mlp)(input_size, hidden_sizes, output_size, activation)

@@ -17,7 +17,7 @@ from torch import nn
 
 from ...envs.masks import feature_space
 from ..common.encoders import flat_mask_columns, masked_values, split_flat_mask, unflatten_observations
-from ..common.nets import mlp
+from ..common.nets import mlp, q_head
 from .recurrent import RecurrentCore, RecurrentSpec, episode_ends
 
 # ---- networks and models ------------------------------------------------------------------------
@@ -141,8 +141,8 @@ class DeterministicModel(DeterministicMixin, EncodedModel):
     """An MLP with a deterministic output: a state value V(s) or, with ``with_actions``, Q(s, a).
 
     ``input_key`` picks what it reads: ``"observations"``, or ``"states"`` for a centralised critic
-    (MAPPO). ``output_size`` defaults to 1; a DQN Q-network passes the number of actions. ``recurrent``
-    (observations only, without actions): a recurrent value.
+    (MAPPO). ``output_size`` defaults to 1; a DQN Q-network passes the number of actions (``dueling``: its
+    MLP is ``DuelingMlp``). ``recurrent`` (observations only, without actions): a recurrent value.
     """
 
     def __init__(
@@ -158,6 +158,7 @@ class DeterministicModel(DeterministicMixin, EncodedModel):
         state_space: gym.Space | None = None,
         encoder: nn.Module | None = None,
         recurrent: RecurrentSpec | None = None,
+        dueling: bool = False,
     ) -> None:
         Model.__init__(
             self, observation_space=observation_space, state_space=state_space, action_space=action_space, device=device
@@ -178,7 +179,7 @@ class DeterministicModel(DeterministicMixin, EncodedModel):
             input_size = self.attach_encoder(encoder, observation_space, recurrent)
         if with_actions:
             input_size += self.num_actions
-        self.net = mlp(input_size, hidden_sizes, output_size, activation)
+        self.net = q_head(input_size, hidden_sizes, output_size, activation, dueling)
 
     def compute(self, inputs: Mapping[str, Any], role: str = "") -> tuple[torch.Tensor, dict[str, Any]]:
         x, outputs = self.features(inputs, self.input_key)
@@ -255,12 +256,17 @@ def q_model(
     hidden_sizes: Sequence[int],
     activation: str = "relu",
     encoder: nn.Module | None = None,
+    dueling: bool = False,
 ) -> DeterministicModel:
-    """Q(s, a) for Box actions (encoded observations and actions concatenated), or Q(s, ·) for Discrete actions."""
+    """Q(s, a) for Box actions (encoded observations and actions concatenated), or Q(s, ·) for Discrete actions
+    (``dueling``: value and advantage layers, ``DuelingMlp``)."""
     if isinstance(action_space, gym.spaces.Discrete):
         return DeterministicModel(
-            observation_space, action_space, device, hidden_sizes, activation, output_size=int(action_space.n), encoder=encoder
+            observation_space, action_space, device, hidden_sizes, activation, output_size=int(action_space.n), encoder=encoder,
+            dueling=dueling,
         )
+    if dueling:
+        raise ValueError("a dueling head is for Discrete actions (one Q-value per action), not Q(s, a) of a Box space")
     return DeterministicModel(observation_space, action_space, device, hidden_sizes, activation, with_actions=True, encoder=encoder)
 
 

@@ -20,7 +20,7 @@ from torchrl.modules import IndependentNormal, MaskedCategorical, ProbabilisticA
 
 from ...envs.masks import ACTION_MASK_KEY, feature_space, has_action_mask
 from ..common.encoders import observation_encoder
-from ..common.nets import mlp
+from ..common.nets import q_head
 from ..common.parallel import pooled_moments
 
 # ---- networks -----------------------------------------------------------------------------------
@@ -65,16 +65,17 @@ class EncodedNet(nn.Module):
 
 
 def observation_net(
-    build: Any, output_size: int, hidden_sizes: Sequence[int], activation: str, action_size: int = 0
+    build: Any, output_size: int, hidden_sizes: Sequence[int], activation: str, action_size: int = 0, dueling: bool = False
 ) -> nn.Module:
     """The network one model of a cell computes with: its own copy of the cell's encoder, then an MLP
-    head of ``hidden_sizes`` (reading ``action_size`` more inputs for Q(s, a)). With the ``mlp`` encoder
-    it is the plain MLP over the observation vector it always was."""
+    head of ``hidden_sizes`` (reading ``action_size`` more inputs for Q(s, a); ``dueling``: value and
+    advantage layers, ``DuelingMlp``). With the ``mlp`` encoder it is the plain MLP over the observation
+    vector it always was."""
     encoder = observation_encoder(build)
     if encoder is None:
         size = int(np.prod(feature_space(build.observation_space).shape))
-        return mlp(size + action_size, hidden_sizes, output_size, activation)
-    head = mlp(int(encoder.features) + action_size, hidden_sizes, output_size, activation)
+        return q_head(size + action_size, hidden_sizes, output_size, activation, dueling)
+    head = q_head(int(encoder.features) + action_size, hidden_sizes, output_size, activation, dueling)
     return EncodedNet(encoder, head, observation_keys(build))
 
 
