@@ -49,6 +49,7 @@ class DuelingMlp(nn.Module):
         return self.value(features) + advantage - advantage.mean(-1, keepdim=True)
 
 
-def q_head(input_size: int, hidden_sizes: Sequence[int], output_size: int, activation: str, dueling: bool = False) -> nn.Module:
-    """The MLP of a Q(s, .) network: ``mlp``, or ``DuelingMlp`` with ``dueling``."""
+def mlp_head(input_size: int, hidden_sizes: Sequence[int], output_size: int, activation: str, dueling: bool = False) -> nn.Module:
+    """A model's MLP after its encoder: ``mlp``, or ``DuelingMlp`` with ``dueling`` (a Q(s, .) network only;
+    policies, values and Q(s, a) never pass it)."""
     return (DuelingMlp if dueling else mlp)(input_size, hidden_sizes, output_size, activation)

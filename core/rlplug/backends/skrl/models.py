@@ -17,7 +17,7 @@ from torch import nn
 
 from ...envs.masks import feature_space
 from ..common.encoders import flat_mask_columns, masked_values, split_flat_mask, unflatten_observations
-from ..common.nets import mlp, q_head
+from ..common.nets import mlp, mlp_head
 from .recurrent import RecurrentCore, RecurrentSpec, episode_ends
 
 # ---- networks and models ------------------------------------------------------------------------
@@ -179,7 +179,7 @@ class DeterministicModel(DeterministicMixin, EncodedModel):
             input_size = self.attach_encoder(encoder, observation_space, recurrent)
         if with_actions:
             input_size += self.num_actions
-        self.net = q_head(input_size, hidden_sizes, output_size, activation, dueling)
+        self.net = mlp_head(input_size, hidden_sizes, output_size, activation, dueling)
 
     def compute(self, inputs: Mapping[str, Any], role: str = "") -> tuple[torch.Tensor, dict[str, Any]]:
         x, outputs = self.features(inputs, self.input_key)

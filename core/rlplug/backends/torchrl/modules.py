@@ -20,7 +20,7 @@ from torchrl.modules import IndependentNormal, MaskedCategorical, ProbabilisticA
 
 from ...envs.masks import ACTION_MASK_KEY, feature_space, has_action_mask
 from ..common.encoders import observation_encoder
-from ..common.nets import q_head
+from ..common.nets import mlp_head
 from ..common.parallel import pooled_moments
 
 # ---- networks -----------------------------------------------------------------------------------
@@ -74,8 +74,8 @@ def observation_net(
     encoder = observation_encoder(build)
     if encoder is None:
         size = int(np.prod(feature_space(build.observation_space).shape))
-        return q_head(size + action_size, hidden_sizes, output_size, activation, dueling)
-    head = q_head(int(encoder.features) + action_size, hidden_sizes, output_size, activation, dueling)
+        return mlp_head(size + action_size, hidden_sizes, output_size, activation, dueling)
+    head = mlp_head(int(encoder.features) + action_size, hidden_sizes, output_size, activation, dueling)
     return EncodedNet(encoder, head, observation_keys(build))
 
 
