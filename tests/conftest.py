@@ -135,6 +135,8 @@ def share_replay(torchrl_build, agent):
     rows, memory = len(stored), agent.memory
     columns = (("observations", "observation"), ("next_observations", ("next", "observation")), ("actions", "action"),
                ("rewards", ("next", "reward")), ("terminated", ("next", "terminated")))  # fmt: skip
+    if "truncated" in memory.tensors:  # DQN with n-step returns keeps it
+        columns += (("truncated", ("next", "truncated")),)
     for name, key in columns:
         memory.tensors[name][:rows, 0] = stored[key].reshape(rows, -1)
     memory.memory_index = rows

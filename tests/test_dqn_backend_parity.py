@@ -1,5 +1,5 @@
 """dqn on both backends: the same weights and the same sampled batches give the same gradient steps (plain
-and dueling Q networks).
+and dueling Q networks, one-step and n-step returns).
 
 The Huber TD loss against the target network, the gradient-norm clip, Adam, the linear learning-rate decay
 per gradient step and the hard target copy every ``target_update_period`` gradient steps, on transitions
@@ -22,10 +22,11 @@ HP = dict(
 )  # fmt: skip
 
 
-@pytest.mark.parametrize("dueling", [False, True])
-def test_gradient_steps_are_the_same_on_skrl_and_torchrl(builds, dueling):
-    skrl = builds("rlplug_dqn", "skrl", "CartPole-v1", num_envs=1, steps=100_000, seed=0, dueling=dueling, **HP)
-    torchrl = builds("rlplug_dqn", "torchrl", "CartPole-v1", num_envs=1, steps=100_000, seed=0, dueling=dueling, **HP)
+@pytest.mark.parametrize("dueling, n_step", [(False, 1), (True, 1), (False, 3)])
+def test_gradient_steps_are_the_same_on_skrl_and_torchrl(builds, dueling, n_step):
+    hp = {**HP, "dueling": dueling, "n_step": n_step}
+    skrl = builds("rlplug_dqn", "skrl", "CartPole-v1", num_envs=1, steps=100_000, seed=0, **hp)
+    torchrl = builds("rlplug_dqn", "torchrl", "CartPole-v1", num_envs=1, steps=100_000, seed=0, **hp)
     agent, trainer = skrl.trainer.agent, torchrl.trainer
     stored = share_replay(torchrl, agent)  # 256 uniformly random transitions, in both replays
     rows = len(stored)
@@ -41,8 +42,17 @@ def test_gradient_steps_are_the_same_on_skrl_and_torchrl(builds, dueling):
     generator = torch.Generator().manual_seed(1)
     indexes = iter([torch.randint(0, rows, (HP["batch_size"],), generator=generator) for _ in range(40)])
     current = {}
-    trainer.sample_batch = lambda: torchrl.memory._storage[current["index"]]
-    memory.sample = lambda names, batch_size, **kwargs: memory.sample_by_index(names=names, indexes=current["index"])
+    torchrl.memory.sample = lambda *args, **kwargs: torchrl.memory._storage[current["index"]].set("index", current["index"])
+
+    def sample(names, batch_size, **kwargs):
+        memory.sampling_indexes = current["index"]  # where n-step returns read ahead from, as skrl's sample sets it
+        return memory.sample_by_index(names=names, indexes=current["index"])
+
+    memory.sample = sample
+    if n_step > 1:  # the batches both backends learn from are n-step ones, cut at episode ends
+        current["index"] = torch.arange(rows - 8)
+        assert set(trainer.sample_batch()["steps_to_next_obs"].unique().tolist()) == {1, 2, 3}
+        assert agent.sample_batch()["discounts"].unique().tolist() == pytest.approx([0.99**3, 0.99**2, 0.99])
     for step in range(40):  # two and a half target periods
         current["index"] = next(indexes)
         skrl_terms, torchrl_terms = agent.gradient_step(timestep=0, timesteps=1), trainer.gradient_step()
@@ -55,13 +65,14 @@ def test_gradient_steps_are_the_same_on_skrl_and_torchrl(builds, dueling):
     assert not all(torch.equal(t, o) for t, o in zip(targets[0], online[0]))  # the target lags between copies
 
 
-def test_runs_on_aligned_random_streams_are_the_same(builds):
+@pytest.mark.parametrize("n_step", [1, 3])
+def test_runs_on_aligned_random_streams_are_the_same(builds, n_step):
     """The whole loop (epsilon-greedy per transition, replay, cadence, updates, target copies) on both backends,
     given the same random numbers: the env reset with one seed, torch's generator seeded once the cells are
     built, no uniformly random warm-up (skrl draws it from numpy, TorchRL from torch), and TorchRL's extra
     reset of a one-env vector env after each episode end left out (it only draws the next start state again)."""
     hp = {**HP, "learning_starts": 0, "epsilon_start": 0.9, "epsilon_decay_steps": 400, "train_every": 32,
-          "target_update_period": 8, "log_every": 128}
+          "target_update_period": 8, "log_every": 128, "n_step": n_step}
     runs = {}
     for backend in ("skrl", "torchrl"):
         build = builds("rlplug_dqn", backend, "CartPole-v1", num_envs=1, steps=512, seed=0, **hp)

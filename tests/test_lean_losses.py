@@ -122,14 +122,19 @@ def test_cql_lean_matches_cqlloss(builds, random_dataset):
          lambda loss: loss(data.clone()))
 
 
-@pytest.mark.parametrize("double_dqn, dueling", [(False, False), (True, False), (False, True)])
-def test_dqn_lean_matches_dqnloss(double_dqn, dueling):
+@pytest.mark.parametrize("double_dqn, dueling, n_step", [(False, False, False), (True, False, False), (False, True, False),
+                                                      (False, False, True), (True, False, True)])
+def test_dqn_lean_matches_dqnloss(double_dqn, dueling, n_step):
     flags = [f"double_dqn={str(double_dqn).lower()}", f"dueling={str(dueling).lower()}"]
     b = rlplug.build("dqn-cartpole", backend="torchrl", overrides=["hidden_sizes=[16,16]", "loss=dqn", *flags])
     backend = importlib.import_module("rlplug_dqn.torchrl_backend")
     lean = backend.make_lean_dqn_loss(b)
     data = batch(obs=4)
     data["action"] = torch.randint(0, 2, (B,))
+    if n_step:  # an n-step batch: DQNLoss's TD(0) estimator discounts by gamma ** steps_to_next_obs
+        data["steps_to_next_obs"] = torch.randint(1, 4, (B, 1), generator=torch.Generator().manual_seed(2))
+        one_step = b.loss(batch(obs=4).update({"action": data["action"]}))["loss"]
+        assert not torch.allclose(b.loss(data.clone())["loss"], one_step)
     same(b.loss, lean, ("loss",), lambda loss: loss(data.clone()))
 
 

@@ -173,6 +173,39 @@ def test_dueling_needs_a_hidden_layer():
         DQN_SPEC.backends["skrl"].settings(hp, SimpleNamespace(num_envs=1, steps=1000))
 
 
+def test_n_step_returns_refuse_a_multi_step_estimator(capsys):
+    from rlplug.cli import main
+
+    assert main(["show", "dqn-cartpole", "--backend", "torchrl", "--set", "n_step=3", "--set", "value_estimator=td1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "break the rule value_estimator == 'td0' with n_step > 1" in err
+
+
+def test_n_step_sums_stop_at_time_limit_cuts():
+    """MountainCar's random walk never terminates and is cut at 200 steps: the memory keeps those cuts, and a
+    window that reaches one stops there (it bootstraps from the cut state, one discount per step summed)."""
+    from conftest import make_build
+    from rlplug.backends.skrl import nstep_transitions
+
+    build = make_build("rlplug_dqn", "skrl", "MountainCar-v0", num_envs=2, steps=1_000, seed=0, n_step=3,
+                       **{**SMALL, "learning_starts": 1_000})  # fmt: skip
+    try:
+        build.trainer.step(), build.trainer.step()  # 400 steps of each env: cut after steps 200 and 400
+        memory = build.trainer.agent.memory
+        truncated = memory.tensors["truncated"][: memory.memory_index, :, 0]
+        assert not memory.tensors["terminated"][: memory.memory_index].any()
+        assert truncated.nonzero().tolist() == [[199, 0], [199, 1], [399, 0], [399, 1]]
+        memory.sampling_indexes = torch.tensor([197 * 2, 198 * 2 + 1, 199 * 2, 100 * 2])  # rows 197-199 and 100
+        batch = {name: memory.tensors_view[name][memory.sampling_indexes] for name in ("rewards", "next_observations", "terminated")}
+        out = nstep_transitions(memory, batch, 3, 0.99)
+        torch.testing.assert_close(out["discounts"][:, 0], torch.tensor([0.99**3, 0.99**2, 0.99, 0.99**3]))
+        torch.testing.assert_close(out["rewards"][:, 0], torch.tensor([-1 - 0.99 - 0.99**2, -1 - 0.99, -1.0, -1 - 0.99 - 0.99**2]))
+        cut_state = memory.tensors["next_observations"][199]  # the true final observations, per env
+        torch.testing.assert_close(out["next_observations"][:3], torch.stack([cut_state[0], cut_state[1], cut_state[0]]))
+    finally:
+        build.trainer.close()
+
+
 @pytest.mark.parametrize("period", [1, 3])
 def test_hard_target_copies_every_period_and_stays_put_in_between(builds, period):
     build = builds(num_envs=2, steps=10_000, seed=0, target_update="hard", target_update_period=period,

@@ -215,10 +215,11 @@ def test_the_header_names_what_torchrls_trainer_drops(tmp_path):
     assert "clip_epsilon: 0.2" in body and "entropy_coeff: 0.01" in body and "num_workers: 8" in body
 
 
-def test_a_dueling_q_network_is_listed_as_dropped(capsys):
-    assert main(["show", "dqn-cartpole", "--backend", "torchrl", "--format", "hydra", "--set", "dueling=true"]) == 0
+def test_a_dueling_q_network_and_n_step_returns_are_listed_as_dropped(capsys):
+    assert main(["show", "dqn-cartpole", "--backend", "torchrl", "--format", "hydra", "--set", "dueling=true", "--set", "n_step=3"]) == 0
     dropped = capsys.readouterr().out.split("# Dropped")[1].split("# Approximated")[0]
     assert "dueling = True: TorchRL's config names a plain MLP Q network" in dropped
+    assert "n_step = 3: DQNTrainer's config samples one-step transitions" in dropped
 
 
 def test_prints_the_config_without_out(capsys):

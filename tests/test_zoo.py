@@ -83,6 +83,21 @@ def test_offpolicy_entries_translate_sb3_semantics(session):
     assert (ou["exploration_noise"], ou["exploration_std"], ou["ou_theta"]) == ("ou", pytest.approx(0.05), pytest.approx(0.0015))
 
 
+def test_n_step_returns_translate_for_dqn_only():
+    import gymnasium as gym
+    from rlplug.interop.zoo.translate import Translation, translate
+
+    def translated(algorithm, entry):
+        done = translate(Translation(ref=f"zoo:{algorithm}/X", algorithm=algorithm, env="CartPole-v1", entry="X", file="f"),
+                         {"n_timesteps": 1000, "n_steps": 3, **entry}, lambda: gym.spaces.Discrete(2))  # fmt: skip
+        return done.table["hyperparameters"], {r.key: r for r in done.dropped}
+
+    dqn, dropped = translated("dqn", {})
+    assert dqn["n_step"] == 3 and "n_steps" not in dropped
+    sac, dropped = translated("sac", {})
+    assert "n_step" not in sac and "exist in rlplug's dqn only" in dropped["n_steps"].text
+
+
 def test_show_lists_translated_and_dropped_keys(capsys):
     assert main(["show", "zoo:sac/MountainCarContinuous-v0", "--backend", "torchrl"]) == 0
     out = capsys.readouterr().out

@@ -325,6 +325,8 @@ def _dqn(x: Export) -> None:
                          "has no learning-rate scheduler (the exported lr stays constant)")  # fmt: skip
     x.drop("dueling", s.get("dueling", False), "TorchRL's config names a plain MLP Q network; the exported one has no "
            "value and advantage layers", False)  # fmt: skip
+    x.drop("n_step", s.get("n_step", 1), "DQNTrainer's config samples one-step transitions; the exported targets are "
+           "one-step TD", 1)  # fmt: skip
     x.offpolicy_common()
 
 

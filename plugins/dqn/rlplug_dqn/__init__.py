@@ -1,4 +1,4 @@
-"""rlplug-dqn: Deep Q-Network (double DQN and a dueling head as switches) on skrl and TorchRL.
+"""rlplug-dqn: Deep Q-Network (double DQN, a dueling head and n-step returns as switches) on skrl and TorchRL.
 
 This module is the plugin's entry point: it declares the algorithm and stays cheap (no torch).
 The backends live in ``skrl_backend`` and ``torchrl_backend`` and are imported only when built.
@@ -6,7 +6,7 @@ The backends live in ``skrl_backend`` and ``torchrl_backend`` and are imported o
 
 from __future__ import annotations
 
-from rlplug import AlgorithmPlugin, AlgorithmSpec, LossSpec, Param, Search, both_backends
+from rlplug import AlgorithmPlugin, AlgorithmSpec, LossSpec, Param, Rule, Search, both_backends
 from rlplug.families import ESTIMATOR_PARAMS, OPTIMIZER_PARAMS, REPLAY_PARAMS, TARGET_PARAMS
 from rlplug.families import ESTIMATOR_RULES, REPLAY_RULES
 
@@ -29,6 +29,8 @@ PARAMS = (
     Param("max_grad_norm", 10.0, "gradient-norm clip (0 disables; upstream skrl DQN never clips)", bounds="[0, inf)"),
     Param("dueling", False, "dueling head: Q(s, a) = V(s) + A(s, a) - mean A(s, .), a value layer and an advantage "
           "layer over the last hidden layer (Wang et al. 2016)", search=(False, True)),
+    Param("n_step", 1, "n-step returns: the TD target sums up to n discounted rewards and bootstraps from the state "
+          "n steps later (fewer at an episode end); 1 is one-step TD", bounds="[1, 100]", search=(1, 3, 5)),
     Param("hidden_sizes", [64, 64], "hidden layer widths of the Q network", item_type=int,
           item_bounds="[1, 8192]", length="[0, 16]", search=([64], [64, 64], [256, 256])),
     Param("activation", "relu", "hidden activation", choices=("relu", "tanh", "elu")),
@@ -36,14 +38,18 @@ PARAMS = (
 
 DQN = AlgorithmSpec(
     name="dqn",
-    summary="Deep Q-Network (epsilon-greedy, replay, target network; double DQN and a dueling head as switches)",
+    summary="Deep Q-Network (epsilon-greedy, replay, target network; double DQN, a dueling head and n-step returns as switches)",
     kind="off-policy",
     backends=both_backends("rlplug_dqn", ("discrete",), skrl_settings, torchrl_settings, distributed=True, action_masks=True),
     params=PARAMS,
     api_version=1,
     default_loss="dqn",
     backend_default_losses={"torchrl": "dqn-lean"},  # the same values as "dqn", fewer Python calls per update (issue 18)
-    rules=REPLAY_RULES + ESTIMATOR_RULES,
+    rules=REPLAY_RULES + ESTIMATOR_RULES + (
+        Rule(("n_step", "value_estimator"), "value_estimator == 'td0' with n_step > 1",
+             lambda hp, recipe: hp["n_step"] == 1 or hp["value_estimator"] == "td0",
+             "n-step returns are the multi-step target; td1 / td_lambda compute their own"),
+    ),
     losses=(
         LossSpec(
             name="dqn",

@@ -54,6 +54,7 @@ def skrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
         "learning_rate_scheduler_kwargs": schedule_kwargs,
         "discount_factor": hp["gamma"],
         "double_dqn": hp["double_dqn"],
+        "n_step": hp["n_step"],  # rlplug: read ahead in the memory at sampling time (skrl's DQN is one-step)
         "td_loss": "mse" if hp["td_loss"] == "l2" else "huber",
         "grad_norm_clip": hp["max_grad_norm"],
         "epsilon_start": hp["epsilon_start"],
@@ -82,6 +83,9 @@ def torchrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
         "lr_scheduler_kwargs": schedule_kwargs,
         "gamma": hp["gamma"],
         "double_dqn": hp["double_dqn"],
+        # rlplug: read ahead in the replay at sampling time into ("next", ...) and "steps_to_next_obs", the keys
+        # TorchRL's MultiStepTransform writes and its TD(0) estimator reads
+        "n_step": hp["n_step"],
         "loss_function": "l2" if hp["td_loss"] == "l2" else "smooth_l1",
         **torchrl_estimator_settings(hp, recipe),
         # rlplug: false steps the gymnasium vector env on the lean path; true collects through TorchRL's Collector

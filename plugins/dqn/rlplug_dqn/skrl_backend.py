@@ -5,8 +5,9 @@ changes: each gradient step hands the sampled batch to the registered loss objec
 stage ``"q"``) instead of computing the loss inline; the target network moves through the updater
 from the target-updater stage (``build.target_updater``) instead of skrl's soft default; and
 epsilon-greedy draws its random actions from torch's seeded generator (upstream samples a fresh,
-unseeded gymnasium space on every step, reference §14.14). The default loss, ``DQNLoss``, is
-skrl's DQN math line for line, and DDQN's with ``double_dqn``.
+unseeded gymnasium space on every step, reference §14.14). With ``n_step > 1`` the memory also keeps
+each step's truncation flag and a sampled batch carries n-step returns (``nstep_transitions``). The
+default loss, ``DQNLoss``, is skrl's DQN math line for line, and DDQN's with ``double_dqn``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from rlplug.backends.skrl import (
     UpdateStage,
     configure_threads,
     module_target_update,
+    nstep_transitions,
     observation_encoder,
     q_model,
     replay_memory,
@@ -66,7 +68,8 @@ class DQNLoss:
     """skrl's DQN loss (DDQN's with ``double_dqn``) on one sampled batch; one stage, ``"q"``.
 
     Target ``r + gamma * (1 - terminated) * Q_target(s', a')`` with ``a' = argmax Q_target(s', .)``
-    (DQN) or ``argmax Q(s', .)`` (double DQN), computed without gradients; the loss is the mean
+    (DQN) or ``argmax Q(s', .)`` (double DQN), computed without gradients; an n-step batch brings its
+    own ``discounts`` (``gamma ** steps``) in place of ``gamma``; the loss is the mean
     squared (skrl) or Huber (smooth L1, Stable-Baselines3) error of ``Q(s, a)`` against it. Returns
     ``loss_q`` (optimised) and the batch means ``q_taken`` and ``q_target`` (reported).
     """
@@ -90,7 +93,8 @@ class DQNLoss:
             else:
                 target_q_values = torch.max(next_q_values, dim=-1, keepdim=True)[0]
             not_terminated = batch["terminated"].logical_not()
-            target_values = batch["rewards"] + self.discount_factor * not_terminated * target_q_values
+            discounts = batch.get("discounts", self.discount_factor)  # n-step batches: gamma ** steps summed
+            target_values = batch["rewards"] + discounts * not_terminated * target_q_values
 
         q_values = torch.gather(agent.q_network.act(inputs, role="q_network")[0], dim=1, index=batch["actions"].long())
         loss_q = self.td_loss(q_values, target_values)
@@ -125,10 +129,32 @@ class LossDelegatingDQN(StagedLossAgent, DQN):
     update_stages = (UpdateStage("q", optimizer="optimizer"),)
     checkpointed = ("epsilon",)  # informational: it follows the timestep
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, *, n_step: int = 1, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         scheduler = self.cfg.exploration_scheduler
         self.epsilon = scheduler(0, 1) if scheduler is not None else 0.0
+        self.n_step = n_step
+
+    def init(self, **kwargs: Any) -> None:
+        super().init(**kwargs)
+        if self.n_step > 1 and self.memory is not None:  # n-step sums stop at time-limit cuts too
+            self.memory.create_tensor(name="truncated", size=1, dtype=torch.bool)
+
+    # -- replay -----------------------------------------------------------------------------------
+
+    def record_transition(self, **kwargs: Any) -> None:
+        """Upstream's, then (n-step) the step's truncation flags into the row it just wrote: upstream's DQN
+        stores ``terminated`` only."""
+        super().record_transition(**kwargs)
+        if self.training and "truncated" in self.memory.tensors:
+            row = (self.memory.memory_index - 1) % self.memory.memory_size
+            self.memory.tensors["truncated"][row] = kwargs["truncated"].reshape(-1, 1)
+
+    def sampled_transitions(self) -> dict[str, torch.Tensor]:
+        batch = super().sampled_transitions()
+        if self.n_step == 1:
+            return batch
+        return nstep_transitions(self.memory, batch, self.n_step, self.cfg.discount_factor)
 
     # -- acting -----------------------------------------------------------------------------------
 
@@ -195,7 +221,8 @@ class SkrlDQNTrainer(SkrlOffPolicyTrainer):
     policy_role, policy_output = "q_network", "argmax"
 
     def agent_kwargs(self, build: Build) -> dict[str, Any]:
-        return {"grad_norm_clip": build.settings["grad_norm_clip"]}  # DQN_CFG has no clip (upstream never clips)
+        s = build.settings  # DQN_CFG has no clip (upstream never clips) and no n-step returns
+        return {"grad_norm_clip": s["grad_norm_clip"], "n_step": s["n_step"]}
 
 
 build_trainer = SkrlDQNTrainer

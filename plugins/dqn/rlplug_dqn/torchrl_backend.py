@@ -5,7 +5,9 @@ Reads top to bottom like a single-file DQN on TorchRL 0.14: the collector runs t
 by an ``EGreedyModule`` (uniformly random actions for the first ``learning_starts`` transitions),
 the batches go into a ``TensorDictReplayBuffer``, and every gradient step samples it, sums the
 registered loss's optimised terms (``build.loss_entry.terms``; ``DQNLoss`` has one, ``"loss"``),
-clips the gradient norm, steps Adam and then the target updater. Epsilon follows the same
+clips the gradient norm, steps Adam and then the target updater (``n_step > 1``: the sampled batch
+carries n-step returns, ``nstep_batch``, and ``DQNLoss``'s TD(0) estimator discounts each by
+``gamma ** steps_to_next_obs``). Epsilon follows the same
 ``LinearSchedule`` over transitions as the skrl backend, recomputed at every environment step as
 skrl's DQN does (``epsilon_per_step``; false: once per collected batch).
 """
@@ -17,6 +19,7 @@ from typing import Any
 import torch
 from rlplug import Build
 from rlplug.backends.torchrl import (
+    STEPS_TO_NEXT_OBS,
     TorchRLOffPolicyTrainer,
     action_mask_key,
     LeanQNetwork,
@@ -28,6 +31,7 @@ from rlplug.backends.torchrl import (
     lean_applies,
     loss_output,
     loss_target_update,
+    nstep_batch,
     observation_keys,
     observation_net,
     q_value_actor,
@@ -121,7 +125,8 @@ class LeanDQNLoss(LeanQNetwork, DQNLoss):
             else:
                 next_value = next_q.max(-1, keepdim=True)[0]
             target = td0_target(
-                self, tensordict.get(("next", keys.reward)), tensordict.get(("next", keys.terminated)), next_value
+                self, tensordict.get(("next", keys.reward)), tensordict.get(("next", keys.terminated)), next_value,
+                tensordict.get(STEPS_TO_NEXT_OBS, None),  # n-step batches: gamma ** steps, as TD0Estimator does
             ).squeeze(-1)
         return loss_output({"loss": distance_loss(pred, target, self.loss_function).mean()})
 
@@ -222,6 +227,16 @@ class TorchRLDQNTrainer(TorchRLOffPolicyTrainer):
         super().__init__(build)
         if self.epsilon_per_step:
             self.egreedy.frames = 0  # the collector ran the policy once when it was built, to read its outputs
+        self.n_step = build.settings.get("n_step", 1)
+
+    def sample_batch(self) -> Any:
+        """A uniform batch of transitions; with ``n_step > 1``, n-step returns read ahead in the replay."""
+        batch = super().sample_batch()
+        if self.n_step == 1:
+            return batch
+        s = self.build.settings
+        return nstep_batch(self.memory, batch, self.n_step, s["gamma"], num_envs=self.build.num_envs,
+                           steps_per_block=s["train_every"])  # fmt: skip
 
     def after_batch(self, frames: int) -> None:
         """Epsilon for the next batch, from the transitions collected so far (O(1), unlike ``step(frames)``);

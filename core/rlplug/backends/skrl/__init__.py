@@ -13,7 +13,7 @@ from ..common.nets import mlp
 from ..common.parallel import sync_gradients
 from ..common.seeding import configure_threads
 from .env import seed_skrl
-from .memory import replay_memory
+from .memory import nstep_transitions, replay_memory
 from .models import (
     DeterministicPolicy,
     EncodedModel,
@@ -58,6 +58,7 @@ __all__ = [
     # env
     "seed_skrl",
     # memory
+    "nstep_transitions",
     "replay_memory",
     # models
     "DeterministicPolicy",

@@ -11,6 +11,7 @@ from skrl.memories.torch import RandomMemory
 
 from ...contract.hookspecs import Build
 from ..common.encoders import compact_dtype
+from ..common.nstep import lookahead_positions, nstep_returns
 
 # skrl's memory tensor names for the dataset's keys, as its own off-policy agents name them
 SKRL_NAMES = {
@@ -65,6 +66,26 @@ def replay_memory(build: Build) -> RandomMemory:
     """
     per_env = max(1, build.settings["buffer_size"] // build.num_envs)
     return observation_memory(build, per_env, build.num_envs, replacement=True)
+
+
+def nstep_transitions(memory: RandomMemory, batch: dict[str, Any], n: int, gamma: float) -> dict[str, Any]:
+    """``batch``, sampled from ``memory`` at ``memory.sampling_indexes``, with n-step returns: ``rewards`` the
+    discounted sum of up to ``n`` rewards from each sampled step on in its env, ``next_observations``,
+    ``next_states`` and ``terminated`` those of the last step summed, and ``discounts`` (``gamma ** steps``)
+    for the bootstrap. The sum stops after an episode's last step, so the memory needs a ``truncated``
+    tensor besides ``terminated`` (``common.nstep``)."""
+    views, envs = memory.tensors_view, memory.num_envs
+    capacity = memory.memory_size * envs
+    written = memory.memory_index * envs + (capacity if memory.filled else 0)  # congruent to the rows written
+    sampled = memory.sampling_indexes.to(views["rewards"].device)
+    positions, stored = lookahead_positions(sampled, n, written=written, capacity=capacity, num_envs=envs, steps_per_block=1)
+    ended_at = (views["terminated"][positions] | views["truncated"][positions]).squeeze(-1)
+    last, returns, steps = nstep_returns(positions, stored, views["rewards"][positions].squeeze(-1), ended_at, gamma)
+    out = dict(batch, rewards=returns[:, None], discounts=(gamma ** steps.to(returns.dtype))[:, None])
+    for name in ("next_observations", "next_states", "terminated"):
+        if out.get(name) is not None:
+            out[name] = views[name][last]
+    return out
 
 
 def memory_state(memory: RandomMemory) -> dict[str, Any]:

@@ -119,14 +119,19 @@ class StagedLossAgent:
 
     def sample_batch(self) -> dict[str, torch.Tensor]:
         """One replay batch by name, observations and states preprocessed (statistics updated) as upstream."""
-        sampled = self.memory.sample(names=self._tensors_names, batch_size=self.cfg.batch_size)[0]
-        batch = dict(zip(self._tensors_names, sampled))
+        batch = self.sampled_transitions()
         with torch.autocast(device_type=self._device_type, enabled=self.cfg.mixed_precision):
             batch["observations"] = self._observation_preprocessor(batch["observations"], train=True)
             batch["states"] = self._state_preprocessor(batch["states"], train=True)
             batch["next_observations"] = self._observation_preprocessor(batch["next_observations"], train=True)
             batch["next_states"] = self._state_preprocessor(batch["next_states"], train=True)
         return batch
+
+    def sampled_transitions(self) -> dict[str, torch.Tensor]:
+        """The memory's tensors at one batch of sampled rows, by name, as stored (an agent may rewrite them:
+        DQN's n-step returns)."""
+        sampled = self.memory.sample(names=self._tensors_names, batch_size=self.cfg.batch_size)[0]
+        return dict(zip(self._tensors_names, sampled))
 
     def run_stage(self, batch: dict[str, torch.Tensor], stage: str | tuple[str, ...]) -> dict[str, torch.Tensor]:
         step = self.__dict__.get("stage_step") or self.optimise_stage  # the trainer sets stage_step when compiling

@@ -14,6 +14,7 @@ from ..common.optim import adam
 from ..common.parallel import sync_gradients
 from ..common.seeding import configure_threads, seed_everything
 from .acting import egreedy_step
+from .buffers import STEPS_TO_NEXT_OBS, nstep_batch
 from .lean import LeanLoss, LeanQNetwork, NetworkCall, chosen_q, lean_applies, loss_output, td0_target
 from .lean_ppo import LeanClipPPOLoss, lean_ppo_obstacle
 from .losses import describe_loss
@@ -86,6 +87,8 @@ __all__ = [
     "loss_target_update",
     "ou_noise",
     "replay_buffer",
+    "nstep_batch",
+    "STEPS_TO_NEXT_OBS",
     "set_value_estimator",
     # multi-agent
     "TorchRLMultiAgentRolloutTrainer",

@@ -8,7 +8,10 @@ import torch
 from tensordict import TensorDict
 from torchrl.data import LazyMemmapStorage, LazyTensorStorage
 
+from ..common.nstep import lookahead_positions, nstep_returns
 from .env import quiet_torchrl_info
+
+STEPS_TO_NEXT_OBS = "steps_to_next_obs"  # MultiStepTransform's key, which TorchRL's TD(0) estimator raises gamma to
 
 
 def extend_quietly(memory: Any, transitions: TensorDict) -> None:
@@ -18,6 +21,31 @@ def extend_quietly(memory: Any, transitions: TensorDict) -> None:
     else:
         with quiet_torchrl_info():
             memory.extend(transitions)
+
+
+def nstep_batch(memory: Any, batch: TensorDict, n: int, gamma: float, *, num_envs: int, steps_per_block: int) -> TensorDict:
+    """``batch``, sampled from ``memory`` (its ``"index"`` the storage rows), with n-step returns written the
+    way TorchRL's ``MultiStepTransform`` writes them: ``("next", "reward")`` the discounted sum of up to ``n``
+    rewards from each sampled step on in its env, every other ``"next"`` entry that of the last step summed,
+    and ``"steps_to_next_obs"`` the number of steps summed, which TorchRL's TD(0) estimator raises gamma to.
+
+    The buffer is written one ``[num_envs, steps_per_block]`` batch at a time, env-major (``common.nstep``);
+    the sum stops after an episode's last step (``("next", "done")``) and at the newest stored step."""
+    storage = memory._storage
+    stored_next = storage._storage["next"]
+    positions, stored = lookahead_positions(
+        batch["index"], n, written=int(memory._writer._write_count), capacity=int(storage.max_size),
+        num_envs=num_envs, steps_per_block=steps_per_block,
+    )  # fmt: skip
+    ended_at = stored_next["done"][positions].reshape(positions.shape)
+    rewards = stored_next["reward"]
+    last, returns, steps = nstep_returns(positions, stored, rewards[positions].reshape(positions.shape), ended_at, gamma)
+    summed_next = _gathered(stored_next, last)
+    summed_next["reward"] = returns.reshape(-1, *rewards.shape[1:])
+    out = batch.copy()
+    out["next"] = summed_next
+    out[STEPS_TO_NEXT_OBS] = steps.reshape(-1, *rewards.shape[1:])
+    return out
 
 
 class LeafAccess:

@@ -124,9 +124,14 @@ def lean_applies(loss: Any, tensordict: TensorDictBase) -> bool:
     return all(tensordict.get(k, None) is None for k in (*mask_keys, weight_key) if k is not None)
 
 
-def td0_target(loss: Any, reward: torch.Tensor, terminated: torch.Tensor, next_value: torch.Tensor) -> torch.Tensor:
-    """``reward + gamma * not terminated * next_value`` with the loss's estimator's gamma (TD(0))."""
+def td0_target(
+    loss: Any, reward: torch.Tensor, terminated: torch.Tensor, next_value: torch.Tensor, steps: torch.Tensor | None = None
+) -> torch.Tensor:
+    """``reward + gamma * not terminated * next_value`` with the loss's estimator's gamma (TD(0)); with ``steps``
+    (an n-step batch's ``"steps_to_next_obs"``), ``gamma ** steps``, as ``TD0Estimator`` does."""
     gamma = loss.value_estimator.gamma
+    if steps is not None:
+        gamma = gamma ** steps.view_as(reward)
     return reward + gamma * (~terminated).int() * next_value
 
 

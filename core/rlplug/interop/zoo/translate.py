@@ -434,8 +434,10 @@ def _gradient_steps(c: _Context, key: str, value: Any) -> None:
 def _n_step_returns(c: _Context, key: str, value: Any) -> None:
     if int(value) == 1:
         c.ok(key, value, "one-step TD targets, as rlplug's value_estimator = 'td0'")
+    elif c.t.algorithm == "dqn":
+        c.hyper(key, value, n_step=int(value))
     else:
-        c.drop(key, value, "n-step replay returns have no rlplug equivalent (td0 targets)")
+        c.drop(key, value, f"n-step replay returns exist in rlplug's dqn only; its {c.t.algorithm} uses one-step (td0) targets")
 
 
 def _lr_both(*names: str) -> Callable[[_Context, str, Any], None]:
