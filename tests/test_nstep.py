@@ -70,3 +70,35 @@ def test_one_step_is_the_transition_itself():
     positions, stored = lookahead_positions(sampled, 1, written=written, capacity=40, num_envs=2, steps_per_block=4)
     last, returns, steps = nstep_returns(positions, stored, rewards[positions], ends[positions], GAMMA)
     assert torch.equal(last, sampled) and torch.equal(returns, rewards) and (steps == 1).all()
+
+
+def test_torchrl_batches_sum_as_multistep_transform_does():
+    """TorchRL's ``MultiStepTransform`` (which delays writes instead) gives the same rewards, step counts and next
+    observations; the done flags differ on purpose: upstream leaves each step's own, so a window that reaches a
+    termination would bootstrap from the terminal state, where here it takes the last summed step's."""
+    pytest.importorskip("torchrl")
+    from rlplug.backends.torchrl import STEPS_TO_NEXT_OBS, nstep_batch
+    from rlplug.backends.torchrl.buffers import TransitionStorage, extend_quietly
+    from tensordict import TensorDict
+    from torchrl.data import LazyTensorStorage, ReplayBuffer, TensorDictReplayBuffer
+    from torchrl.envs.transforms import MultiStepTransform
+
+    steps, g = 20, torch.Generator().manual_seed(0)
+    observations, rewards = torch.randn(steps + 1, 2, generator=g), torch.randn(steps, 1, generator=g)
+    terminated, truncated = torch.zeros(steps, 1, dtype=torch.bool), torch.zeros(steps, 1, dtype=torch.bool)
+    terminated[7], truncated[13] = True, True
+    nxt = {"observation": observations[1:], "reward": rewards, "terminated": terminated, "truncated": truncated,
+           "done": terminated | truncated}  # fmt: skip
+    trajectory = TensorDict({"observation": observations[:-1], "action": torch.zeros(steps, 1), "next": TensorDict(nxt, [steps])}, [steps])
+    upstream = ReplayBuffer(storage=LazyTensorStorage(100), transform=MultiStepTransform(n_steps=3, gamma=GAMMA))
+    extend_quietly(upstream, trajectory.clone())
+    expected = upstream[:]  # the first 17 steps: upstream holds back the last n - 1 until more arrive
+    memory = TensorDictReplayBuffer(storage=TransitionStorage(100), batch_size=17)
+    extend_quietly(memory, trajectory)
+    index = torch.arange(17)
+    got = nstep_batch(memory, memory._storage[index].set("index", index), 3, GAMMA, num_envs=1, steps_per_block=steps)
+    torch.testing.assert_close(got["next", "reward"], expected["next", "reward"])
+    assert torch.equal(got[STEPS_TO_NEXT_OBS].squeeze(-1), expected["steps_to_next_obs"])
+    assert torch.equal(got["next", "observation"], expected["next", "observation"])
+    ends_inside = got["next", "terminated"].squeeze(-1) != expected["next", "terminated"].squeeze(-1)
+    assert ends_inside.nonzero().squeeze(-1).tolist() == [5, 6]  # windows 5-7 and 6-7 reach the termination at 7

@@ -4,7 +4,8 @@ The replay keeps one-step transitions as it always does; a sampled transition at
 ``(s_t, a_t, r_t + gamma r_t+1 + ... + gamma^(m-1) r_t+m-1, s_t+m, terminated_t+m-1)`` with its discount
 ``gamma^m``, where m is ``n`` or fewer: the sum stops after the step that ended the episode (terminated or
 truncated) and at the newest stored step. Stable-Baselines3's n-step replay buffer reads ahead the same way;
-TorchRL's ``MultiStepTransform`` computes the same targets when writing instead (it delays every write by n).
+TorchRL's ``MultiStepTransform`` sums the same rewards when writing instead (it delays every write by n), but
+keeps each step's own done flags (``torchrl.buffers.nstep_batch`` says where that differs).
 
 Both storages are flat and written in blocks, one block after another round the storage: skrl's memory
 writes one step of every env per block (``steps_per_block = 1``), TorchRL's buffers a ``[num_envs,

@@ -24,10 +24,13 @@ def extend_quietly(memory: Any, transitions: TensorDict) -> None:
 
 
 def nstep_batch(memory: Any, batch: TensorDict, n: int, gamma: float, *, num_envs: int, steps_per_block: int) -> TensorDict:
-    """``batch``, sampled from ``memory`` (its ``"index"`` the storage rows), with n-step returns written the
-    way TorchRL's ``MultiStepTransform`` writes them: ``("next", "reward")`` the discounted sum of up to ``n``
-    rewards from each sampled step on in its env, every other ``"next"`` entry that of the last step summed,
-    and ``"steps_to_next_obs"`` the number of steps summed, which TorchRL's TD(0) estimator raises gamma to.
+    """``batch``, sampled from ``memory`` (its ``"index"`` the storage rows), with n-step returns under the keys
+    TorchRL's ``MultiStepTransform`` writes: ``("next", "reward")`` the discounted sum of up to ``n`` rewards
+    from each sampled step on in its env, every other ``"next"`` entry that of the last step summed, and
+    ``"steps_to_next_obs"`` the number of steps summed, which TorchRL's TD(0) estimator raises gamma to.
+    Rewards, steps and next observations are upstream's (a test compares them); the done flags are not:
+    upstream leaves each step's own, so a window that reaches a termination would bootstrap from the
+    terminal state, where here the last summed step's flags stop it.
 
     The buffer is written one ``[num_envs, steps_per_block]`` batch at a time, env-major (``common.nstep``);
     the sum stops after an episode's last step (``("next", "done")``) and at the newest stored step."""
