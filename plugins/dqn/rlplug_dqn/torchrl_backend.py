@@ -19,7 +19,6 @@ from typing import Any
 import torch
 from rlplug import Build
 from rlplug.backends.torchrl import (
-    STEPS_TO_NEXT_OBS,
     TorchRLOffPolicyTrainer,
     action_mask_key,
     LeanQNetwork,
@@ -126,7 +125,8 @@ class LeanDQNLoss(LeanQNetwork, DQNLoss):
                 next_value = next_q.max(-1, keepdim=True)[0]
             target = td0_target(
                 self, tensordict.get(("next", keys.reward)), tensordict.get(("next", keys.terminated)), next_value,
-                tensordict.get(STEPS_TO_NEXT_OBS, None),  # n-step batches: gamma ** steps, as TD0Estimator does
+                # n-step batches: gamma ** steps, read under the estimator's own key, as TD0Estimator does
+                tensordict.get(self.value_estimator.tensor_keys.steps_to_next_obs, None),
             ).squeeze(-1)
         return loss_output({"loss": distance_loss(pred, target, self.loss_function).mean()})
 
