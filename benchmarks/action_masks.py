@@ -125,7 +125,9 @@ def main() -> None:
                     print(f"{backend} {algorithm} {condition} seed {seed}: {[p['return'] for p in last['curve']]} "
                           f"({last['wall_s']} s)", file=sys.stderr, flush=True)
     rows = summarise(runs, args.reach)
-    command = "python benchmarks/action_masks.py " + " ".join(sys.argv[1:])
+    from rlplug.util.commands import portable_command, repository_root
+
+    command = portable_command(["python", "benchmarks/action_masks.py", *sys.argv[1:]], repository_root())
     out = Path(args.out)
     out.with_suffix(".json").write_text(json.dumps({"section": "action_masks", "command": command.strip(),
                                                     "date": time.strftime("%Y-%m-%d"), "data": {"rows": rows, "runs": runs}},

@@ -77,6 +77,8 @@ def row_score(row: Mapping[str, Any], random_returns: Mapping[str, Mapping[str, 
     """``(score, None)`` with the figures it came from, or ``(None, why it is left out)``.
 
     The reference is the row's own (recorded by the bench), else ``references[recipe]`` (the registry's)."""
+    if row.get("baseline_of"):  # built to miss: its score would measure the task's difficulty, not a recipe
+        return None, "baseline rows (beside their recipes)"
     value = row_value(row)
     if value is None:
         return None, "no value"

@@ -13,6 +13,8 @@ Sections (each run in its own process; each writes ``benchmarks/results/<section
   scaling         ``scaling.py``: steps/s of one process against ``rlplug train --nproc 2``
   vector_modes    ``vector_modes.py``: steps/s with vector_mode sync vs async (ppo-halfcheetah and Pong, 2 and 4 envs)
   wide_envs       ``wide_envs.py``: PPO steps/s at 8-1024 envs on both backends against a plain batched PyTorch PPO loop
+  env_steps       ``env_steps.py``: env steps/s of gymnasium sync/async vector envs against EnvPool (MuJoCo, Atari; 8, 64 envs)
+  torch_envs      ``torch_envs.py``: PPO steps/s through a torch-native CartPole against gymnasium's (1,024 and 4,096 envs)
 
 BENCHMARKS.md (and BENCHMARKS.json) at the repository root are then rendered from all stored results,
 including the TorchRL ÷ skrl backend ratios the bench rows give beside the interleaved ones (``render.py``). Where they exist, the
@@ -123,6 +125,14 @@ def run_section(section: str, scratch: Path) -> None:
         out = scratch / "wide_envs.json"
         command = [PY, str(HERE / "wide_envs.py"), "--repeats", "2", "--json", str(out)]
         store(section, shown(command[:-2]), run_json(command, out))
+    elif section == "env_steps":
+        out = scratch / "env_steps.json"
+        command = [PY, str(HERE / "env_steps.py"), "--repeats", "2", "--json", str(out)]
+        store(section, shown(command[:-2]), run_json(command, out)["data"])
+    elif section == "torch_envs":
+        out = scratch / "torch_envs_cpu.json"
+        command = [PY, str(HERE / "torch_envs.py"), "--num-envs", "1024,4096", "--iterations", "3", "--json", str(out)]
+        store(section, shown(command[:-2]), {"CPU": run_json(command, out)})
     elif section == "time_to_target":
         out = scratch / "time_to_target.json"
         command = [PY, str(HERE / "sb3_time_to_target.py"), "--recipe", "ppo-cartpole,sac-pendulum", "--seeds", "42,0,1", "--json", str(out)]
@@ -138,7 +148,9 @@ def run_section(section: str, scratch: Path) -> None:
 def import_bench(path: Path) -> None:
     """Adopt a table ``rlplug bench --report`` (or an earlier BENCHMARKS.json) wrote as the bench result."""
     bench = json.loads(path.read_text())
-    store("bench", bench.get("command") or "rlplug bench --all", {"machine": bench["machine"], "rows": bench["rows"]},
+    from rlplug.util.commands import portable_text
+
+    store("bench", portable_text(bench.get("command") or "rlplug bench --all"), {"machine": bench["machine"], "rows": bench["rows"]},
           bench["machine"]["date"])
 
 
@@ -154,6 +166,17 @@ def registry_references() -> dict[str, dict]:
     return {recipe.ref: recipe.reference for recipe in recipes if recipe.reference}
 
 
+def registry_baselines() -> dict[str, str]:
+    """Each first-party baseline recipe's ``baseline_of``, by name: rows stored before rows carried it are marked."""
+    from rlplug.recipes.book import RecipeBook
+    from rlplug.recipes.files import first_party_registry
+
+    book = RecipeBook()
+    book.add_file(first_party_registry())
+    recipes = (book.resolve(name) for name in book.names())
+    return {recipe.name: recipe.baseline_of for recipe in recipes if recipe.baseline_of}
+
+
 def write_page(command: str, draw_curves: bool = False) -> None:
     from rlplug.results.report import COLUMNS, _row  # the bench table's cells, as `rlplug bench --report` renders them
 
@@ -166,10 +189,11 @@ def write_page(command: str, draw_curves: bool = False) -> None:
     if random_returns is not None and ZOO_RANDOM_RETURNS.exists():  # first-party measurements win where both have an env
         zoo = json.loads(ZOO_RANDOM_RETURNS.read_text())["data"]
         random_returns["data"] = {**zoo, **random_returns["data"]}
-    references = registry_references()
-    page = render(results, _row, COLUMNS, command, curves=existing_curves(rows), random_returns=random_returns, references=references)
+    references, baselines = registry_references(), registry_baselines()
+    page = render(results, _row, COLUMNS, command, curves=existing_curves(rows), random_returns=random_returns, references=references,
+                  baselines=baselines)  # fmt: skip
     (ROOT / "BENCHMARKS.md").write_text(page)
-    (ROOT / "BENCHMARKS.json").write_text(json.dumps(combined_json(results, random_returns, references), indent=2) + "\n")
+    (ROOT / "BENCHMARKS.json").write_text(json.dumps(combined_json(results, random_returns, references, baselines), indent=2) + "\n")
     print(f"wrote BENCHMARKS.md and BENCHMARKS.json from {', '.join(results) or 'nothing'}", file=sys.stderr)
 
 

@@ -21,6 +21,7 @@ import re
 from pathlib import Path
 
 from render import split_commands
+from rlplug.util.commands import portable_text
 
 _DATE = r"\(\d{4}-\d\d-\d\dT[^()]*\)"  # "(2026-12-03T16:33:03+00:00)", as merge() dates a command
 _DATED = re.compile(_DATE + "$")
@@ -55,7 +56,7 @@ def merge(paths: list[Path], drop: tuple[str, ...] = (), combine_seeds: bool = F
     for path in paths:
         data = json.loads(path.read_text())
         machine = machine or data.get("machine")
-        commands.append(dated(data.get("command", "?"), data.get("machine", {}).get("date", "?")))
+        commands.append(dated(portable_text(data.get("command", "?")), data.get("machine", {}).get("date", "?")))
         for row in data.get("rows", []):
             if row["recipe"] in drop:
                 continue

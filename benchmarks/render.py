@@ -28,13 +28,14 @@ if str(Path(__file__).resolve().parent) not in sys.path:  # loaded by path (the 
 from aggregate import aggregate_rows  # noqa: E402
 
 SECTIONS = ("bench", "overhead", "startup", "backend_ratio", "floor", "optimizer", "compile", "time_to_target", "scaling",
-            "vector_modes", "wide_envs")
+            "vector_modes", "wide_envs", "env_steps", "torch_envs")
 STORED = SECTIONS  # backend_ratio: backend_ratio.py's interleaved runs, and the ratios the bench rows give
 
 GOALS = {
     "overhead": 0.97,  # rlplug steps/s ÷ plain steps/s, at least
     "startup_listing": 0.3,  # seconds, at most
     "startup_ready": 1.5,  # seconds beyond the backend's own import, at most
+    "startup_floor": 1.5,  # a listing command's seconds ÷ the bare pluggy + entry-points interpreter's, at most
     "backend_ratio": 1.3,  # TorchRL wall ÷ skrl wall, at most
     "floor": 0.85,  # rlplug updates/s ÷ plain PyTorch updates/s, at least
     "time_to_target": 0.7,  # rlplug seconds ÷ SB3 seconds, at most
@@ -52,6 +53,8 @@ TITLES = {
     "compile": "Compiled updates (compile = true)",
     "vector_modes": "Parallel environments (vector_mode)",
     "wide_envs": "Wide vector environments against a plain batched PPO loop",
+    "env_steps": "Vector modes alone: gymnasium sync and async against EnvPool",
+    "torch_envs": "Torch-native vector envs against gymnasium's",
 }
 
 LISTING_COMMANDS = ("rlplug list", "rlplug recipes", "rlplug show ppo-cartpole", "rlplug --help")
@@ -93,6 +96,8 @@ def provenance(envelope: dict[str, Any]) -> str:
     section merged from several commands (the seeded recipe table) lists them, folded, one a line."""
     command = str(envelope.get("command", "?"))
     note = f" {envelope['note']}" if envelope.get("note") else ""
+    if "SCRATCH/" in command:  # rlplug.util.commands: where the machine that ran it had a folder outside the repository
+        note += " `SCRATCH/` stands for a scratch directory of your choosing."
     commands = split_commands(command)
     if len(commands) == 1:
         return f"Produced by `{command}` on {envelope.get('date', '?')}.{note}"
@@ -114,54 +119,65 @@ def bench_rows(envelope: dict[str, Any]) -> list[dict[str, Any]]:
 
 def render_bench(envelope: dict[str, Any], row_cells: Callable[[dict[str, Any]], list[str]], columns: Iterable[str],
                  curves: Mapping[str, str] | None = None, random_returns: dict[str, Any] | None = None,
-                 references: Mapping[str, Mapping[str, Any]] | None = None) -> list[str]:  # fmt: skip
+                 references: Mapping[str, Mapping[str, Any]] | None = None,
+                 baselines: Mapping[str, str] | None = None) -> list[str]:  # fmt: skip
     """The recipe table (``row_cells``: ``rlplug bench --report``'s cells), a ``curve`` column when pictures exist
-    (``curves``: recipe name -> link), and the aggregate over rows (``random_returns``: its stored envelope)."""
+    (``curves``: recipe name -> link), the baselines beside their recipes, how many real recipes' rows pass, and the
+    aggregate over rows (``random_returns``: its stored envelope). ``baselines`` (recipe name -> the recipe it is the
+    baseline of, registry.toml's ``baseline_of``) marks the rows stored before rows carried it."""
     from rlplug.results.report import machine_lines
+    from rlplug.results.seeded import pass_count
 
     data = envelope["data"]
+    rows = with_baselines(data["rows"], baselines or {})
     machine = data.get("machine", {})
     lines = [f"## {TITLES['bench']}", "", provenance(envelope)]
     if machine:
         lines += ["", *machine_lines(machine)]
-    header, cells = list(columns), [row_cells(row) for row in data["rows"]]
+    header, cells = list(columns), [row_cells(row) for row in rows]
     if curves:
         header.append("curve")
-        cells = [c + [curve_cell(row, curves)] for c, row in zip(cells, data["rows"])]
+        cells = [c + [curve_cell(row, curves)] for c, row in zip(cells, rows)]
     lines += [""] + table(header, cells)
-    lines += ["", BENCH_NOTE, "", "Offline rows count gradient updates; their score is 100 × (R − R_random) / (R_expert − R_random) "
+    lines += ["", f"**{pass_count(rows)}.**", "", BENCH_NOTE, "", "Offline rows count gradient updates; their score is 100 × (R − R_random) / (R_expert − R_random) "
               "with the reference returns the dataset recorded.", ""]
-    return lines + render_recurrent_baselines(data["rows"]) + render_aggregate(data["rows"], random_returns, references)
+    return lines + render_baselines(rows) + render_aggregate(rows, random_returns, references)
 
 
-RECURRENT_PART = re.compile(r"-(lstm|gru)-")
-"""A recurrent recipe's name holds its core (``ppo-lstm-cartpole-novel``); its feed-forward baseline's name is the
-same without it (``ppo-cartpole-novel``)."""
+def with_baselines(rows: list[dict[str, Any]], baselines: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The rows, each baseline's marked with ``baseline_of`` (its own, else the registry's for its recipe name)."""
+    marked = []
+    for row in rows:
+        of = row.get("baseline_of") or baselines.get(row["recipe"].partition("@")[0])
+        marked.append({**row, "baseline_of": of} if of else row)
+    return marked
 
 
-def render_recurrent_baselines(rows: list[dict[str, Any]]) -> list[str]:
-    """Each recurrent recipe's row beside its feed-forward baseline's on the same backend (same task, same budget):
-    what the recurrent core buys on a partially observable task. Nothing when the table has no such pair."""
+def render_baselines(rows: list[dict[str, Any]]) -> list[str]:
+    """Each baseline's row beside the row of the recipe it is the baseline of (``baseline_of``), on the same backend:
+    what the recipe buys over its baseline (a recurrent core on a partially observable task). Nothing when the table
+    has no such pair."""
 
     def result(r: dict[str, Any]) -> str:
         seeds = r.get("seeds") or [r.get("seed")]
         spread_text = f" ± {r['std']:.1f}" if len(seeds) > 1 and r.get("std") is not None else ""
-        judged = "-" if r.get("passed") is None else ("pass" if r["passed"] else "miss")
+        judged = "baseline" if r.get("baseline_of") else "-" if r.get("passed") is None else ("pass" if r["passed"] else "miss")
         return f"{r['mean']:.1f}{spread_text} ({len(seeds)} seed{'s' if len(seeds) != 1 else ''}, {judged})"
 
     by_key = {(r["recipe"].partition("@")[0], r["backend"]): r for r in rows if r.get("mean") is not None}
     cells = []
-    for (name, backend), r in sorted(by_key.items()):
-        baseline = by_key.get((RECURRENT_PART.sub("-", name, count=1), backend)) if RECURRENT_PART.search(name) else None
-        if baseline is not None:
-            cells.append([f"{name} / {baseline['recipe'].partition('@')[0]}", backend, r.get("env", "-"),
+    for (name, backend), baseline in sorted(by_key.items()):
+        r = by_key.get((baseline.get("baseline_of") or "", backend))
+        if r is not None:
+            cells.append([f"{r['recipe'].partition('@')[0]} / {name}", backend, r.get("env", "-"),
                           f"≥ {r['target']:g}" if r.get("target") is not None else "-", result(r), result(baseline)])
     if not cells:
         return []
-    return ["### Partially observable tasks: recurrent against feed-forward", "",
-            "Each recurrent recipe beside its feed-forward baseline (the same recipe with `recurrent = \"\"`: same env with the "
-            "same observations hidden, same budget and seeds); the baseline is expected to miss.", "",
-            *table(["recipes (recurrent / feed-forward)", "backend", "env", "target", "recurrent", "feed-forward"], cells), ""]
+    return ["### Baselines beside their recipes", "",
+            "Each baseline recipe (`baseline_of` in registry.toml: built to miss its target, so it is neither a pass nor a "
+            "failure) beside the recipe it is the baseline of, on the same backend: here feed-forward PPO against the same "
+            "recipe with its recurrent core, on the same env with the same observations hidden, same budget and seeds.", "",
+            *table(["recipe / baseline", "backend", "env", "target", "recipe", "baseline"], cells), ""]
 
 
 def curve_cell(row: dict[str, Any], curves: Mapping[str, str]) -> str:
@@ -241,7 +257,9 @@ def render_startup(envelope: dict[str, Any]) -> list[str]:
     rows = []
     for name, s in data.items():
         goal: float | None = None
-        if name.removesuffix(" (CPU s)") in LISTING_COMMANDS:
+        if name.endswith(" ÷ floor"):
+            goal = GOALS["startup_floor"]
+        elif name.removesuffix(" (CPU s)") in LISTING_COMMANDS:
             goal = GOALS["startup_listing"]
         elif "beyond the backend import" in name:
             goal = GOALS["startup_ready"]
@@ -251,7 +269,9 @@ def render_startup(envelope: dict[str, Any]) -> list[str]:
              "Cold wall seconds, a fresh interpreter each time with Python's bytecode cache on, as an installed package "
              "has it (median, min–max); `(CPU s)` rows: the same runs' CPU seconds. `ready to step`: `rlplug train` "
              "until the trainer's first step; the backend's own import (torch + the library + the first optimiser) is "
-             "measured alone and subtracted.", ""]
+             "measured alone and subtracted. `floor`: a bare interpreter that imports pluggy and reads the `rlplug.plugins` "
+             "entry points (their distributions' names and versions), run side by side with the listing commands; `÷ floor` "
+             "rows: each command's seconds over the floor run beside it (a ratio, not seconds).", ""]
     return lines + table(["command", "median s", "min–max s", "goal", "met"], rows) + [""]
 
 
@@ -413,6 +433,44 @@ def render_vector_modes(envelope: dict[str, Any]) -> list[str]:
     return lines + (["", envelope["data"]["note"]] if envelope["data"].get("note") else []) + [""]
 
 
+def render_env_steps(envelope: dict[str, Any]) -> list[str]:
+    data = envelope["data"]
+    by_cell: dict[tuple[str, int], dict[str, float]] = {}
+    for r in data["rows"]:
+        by_cell.setdefault((r["task"], r["num_envs"]), {})[r["mode"]] = r["steps_per_s"]
+    rows = []
+    for (task, envs), rates in by_cell.items():
+        sync = rates.get("sync")
+        rows.append([task, str(envs)] + [f"{rates[m]:,.0f}" if m in rates else "-" for m in ("sync", "async", "envpool")]
+                    + [f"{rates['envpool'] / sync:.2f}x" if sync and "envpool" in rates else "-"])
+    lines = [f"## {TITLES['env_steps']}", "", provenance(envelope), "",
+             "Environment steps per second of the vector env alone (uniform random actions, no learner): gymnasium's sync "
+             "and async vector envs as rlplug builds them against EnvPool's C++ pool, on a "
+             f"{data.get('cpu_count', '?')}-core machine (benchmarks/env_steps.py). MuJoCo's EnvPool row is `vector_mode = "
+             "\"envpool\"`; Atari's is EnvPool's own `Pong-v5` with the same preprocessing, for comparison (rlplug refuses "
+             "`atari = true` with EnvPool).", ""]
+    lines += table(["task", "envs", "sync steps/s", "async steps/s", "envpool steps/s", "envpool ÷ sync"], rows)
+    return lines + [""]
+
+
+def render_torch_envs(envelope: dict[str, Any]) -> list[str]:
+    import importlib.util
+
+    # loaded by path under its own name: the tests' helper module tests/torch_envs.py is also called torch_envs
+    spec = importlib.util.spec_from_file_location("rlplug_bench_torch_envs", Path(__file__).resolve().parent / "torch_envs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    render_result = module.render
+
+    lines = [f"## {TITLES['torch_envs']}", "", provenance(envelope), "",
+             "PPO on CartPole-v1 through a torch-native batched env (`env = \"torch:rlplug.envs.torch_cartpole:cartpole\"`: "
+             "tensors on the env's device end to end) against gymnasium's vector env of the same task, same recipe and "
+             "network (benchmarks/torch_envs.py), on this machine's CPU and on a lent GPU.", ""]
+    for name, result in envelope["data"].items():
+        lines += [f"**{name}**", "", render_result(result), ""]
+    return lines
+
+
 def render_wide_envs(envelope: dict[str, Any]) -> list[str]:
     data = envelope["data"]
     backends = [b for b in data["rows"][0]["runs"] if b != "plain"] if data["rows"] else []
@@ -488,16 +546,18 @@ def render_scaling(envelope: dict[str, Any]) -> list[str]:
 
 def render(results: dict[str, dict[str, Any]], row_cells: Callable[[dict[str, Any]], list[str]], columns: Iterable[str],
            command: str = "python benchmarks/all.py", *, curves: Mapping[str, str] | None = None,
-           random_returns: dict[str, Any] | None = None, references: Mapping[str, Mapping[str, Any]] | None = None) -> str:
-    """BENCHMARKS.md from the stored section envelopes (any may be missing); ``curves``, ``random_returns`` and
-    ``references`` (recipe ref -> the registry's reference, for rows stored without one) as ``render_bench`` takes them."""
+           random_returns: dict[str, Any] | None = None, references: Mapping[str, Mapping[str, Any]] | None = None,
+           baselines: Mapping[str, str] | None = None) -> str:
+    """BENCHMARKS.md from the stored section envelopes (any may be missing); ``curves``, ``random_returns``,
+    ``references`` (recipe ref -> the registry's reference, for rows stored without one) and ``baselines`` as
+    ``render_bench`` takes them."""
     lines = ["# rlplug benchmarks", "",
              f"Produced by `{command}`: each section below is rendered from its stored result in `benchmarks/results/` "
              "(its own command and date are given); `python benchmarks/all.py --only SECTION` reruns one section. "
              "Measured on a shared 2-core machine while other work ran part of the time: read wall-clock figures "
              "as indicative, ratios (measured interleaved) as the result.", ""]
     if "bench" in results:
-        lines += render_bench(results["bench"], row_cells, columns, curves, random_returns, references)
+        lines += render_bench(results["bench"], row_cells, columns, curves, random_returns, references, baselines)
     else:
         lines += [f"## {TITLES['bench']}", ""] + missing("bench")
     renderers = {
@@ -511,6 +571,8 @@ def render(results: dict[str, dict[str, Any]], row_cells: Callable[[dict[str, An
         "scaling": render_scaling,
         "vector_modes": render_vector_modes,
         "wide_envs": render_wide_envs,
+        "env_steps": render_env_steps,
+        "torch_envs": render_torch_envs,
     }
     for section, fn in renderers.items():
         if section == "backend_ratio" and "bench" in results:
@@ -525,13 +587,15 @@ def render(results: dict[str, dict[str, Any]], row_cells: Callable[[dict[str, An
 
 
 def combined_json(results: dict[str, dict[str, Any]], random_returns: dict[str, Any] | None = None,
-                  references: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:  # fmt: skip
+                  references: Mapping[str, Mapping[str, Any]] | None = None,
+                  baselines: Mapping[str, str] | None = None) -> dict[str, Any]:  # fmt: skip
     """BENCHMARKS.json: the bench table's machine/command/rows at the top (as ``rlplug bench`` writes
     them) and every section's envelope, plus the computed backend ratios and, with the random returns,
     the aggregate over rows."""
-    bench = results.get("bench", {}).get("data", {})
+    bench = dict(results.get("bench", {}).get("data", {}))
+    bench["rows"] = with_baselines(bench.get("rows", []), baselines or {})
     out: dict[str, Any] = {"machine": bench.get("machine"), "command": results.get("bench", {}).get("command"),
-                           "rows": bench.get("rows", []), "sections": results}
+                           "rows": bench["rows"], "sections": results}
     if bench.get("rows"):
         out["backend_ratio"] = backend_ratios(bench["rows"])
         if random_returns is not None:

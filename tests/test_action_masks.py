@@ -25,7 +25,7 @@ from rlplug.envs.factory import make_gym_env  # noqa: E402
 from rlplug.errors import ActionMaskError  # noqa: E402
 from rlplug.pipeline.session import Session  # noqa: E402
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "rlplug-a2c"
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "my-a2c"
 DICT, INFO = "tiny_envs:TinyMasked-v0", "tiny_envs:TinyMaskedInfo-v0"
 ENVS = {"dict": [f"env={DICT}"], "info": [f"env={INFO}", "action_mask=info"]}
 SMALL = {
@@ -135,10 +135,10 @@ def test_a_mask_of_the_wrong_length_is_refused(capsys):
 def test_an_algorithm_without_mask_support_is_refused(capsys, monkeypatch):
     monkeypatch.syspath_prepend(str(EXAMPLE))  # the example plugin's A2C: discrete actions, no masks declared
     refused_in_process(
-        capsys, f"recipe 'a2c-cartpole': environment '{DICT}' supplies an action mask (its observation key "
-        "'action_mask'), which a2c on skrl does not support (it would take masked actions); algorithms that honour "
+        capsys, f"recipe 'mya2c-cartpole': environment '{DICT}' supplies an action mask (its observation key "
+        "'action_mask'), which mya2c on skrl does not support (it would take masked actions); algorithms that honour "
         "masks: dqn, ppo; or set action_mask = \"ignore\" to train without it",
-        "train", "a2c-cartpole", "--plugin", "rlplug_a2c:plugin", "--backend", "skrl", "--set", f"env={DICT}", "--no-write",
+        "train", "mya2c-cartpole", "--plugin", "my_a2c:plugin", "--backend", "skrl", "--set", f"env={DICT}", "--no-write",
     )  # fmt: skip
 
 

@@ -204,3 +204,26 @@ def test_bench_trains_each_row_once_per_seed_in_two_processes(tmp_path):
     assert json.loads(report.with_suffix(".json").read_text())["rows"] == [row]
     assert "| ppo-cartpole@1 | skrl | quick | 0,1 (2 missed) | 128 |" in report.read_text()
     assert "torch threads 1 in each of 2 training processes at once" in report.read_text()
+
+
+def test_a_baseline_row_is_neither_a_pass_nor_a_failure(capsys):
+    """issue 51: a recipe with ``baseline_of`` (built to miss) is shown as a baseline and does not fail the bench."""
+    import argparse
+
+    from rlplug.cli.bench import print_rows
+    from rlplug.results.seeded import aggregate
+
+    def run(seed, value, target=475.0):
+        return {"seed": seed, "eval_return_mean": value, "eval_return_std": 1.0, "passed": value >= target, "target": target,
+                "steps": 100, "wall_seconds": 1.0, "algorithm": "ppo", "env": "CartPole-v1"}
+
+    real = aggregate([run(0, 500.0)], recipe="ppo-lstm-cartpole-novel@4", backend="skrl", seeds=[0])
+    baseline = aggregate([run(0, 48.0)], recipe="ppo-cartpole-novel@4", backend="skrl", seeds=[0], baseline_of="ppo-lstm-cartpole-novel")
+    assert baseline["baseline_of"] == "ppo-lstm-cartpole-novel" and not baseline["passed"]
+    args = argparse.Namespace(json=False)
+    assert print_rows(args, [real, baseline]) == 0
+    out = capsys.readouterr().out
+    assert "baseline of ppo-lstm-cartpole-novel" in out and "FAIL" not in out
+    assert out.rstrip().endswith("1 of 1 row pass (1 baseline row beside their recipes, not counted)")
+    failing = aggregate([run(0, 100.0)], recipe="ppo-lstm-cartpole-novel@4", backend="skrl", seeds=[0])
+    assert print_rows(args, [failing, baseline]) == 1  # a real recipe's miss still fails it

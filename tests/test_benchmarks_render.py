@@ -374,17 +374,84 @@ def test_a_section_merged_from_several_commands_lists_them_folded(render):
     assert "<details>" in merged and merged.endswith("</details>")
 
 
-def test_recurrent_recipes_are_shown_beside_their_feed_forward_baselines(render):
+def test_baselines_are_shown_beside_their_recipes_and_not_counted_as_failures(render, aggregate):
+    """``baseline_of`` (registry.toml, or the row's own) decides: the table's verdict says baseline, the pair sits side by
+    side, the pass count counts real recipes only and the aggregate leaves the baselines out (issue 51)."""
+    from rlplug.results.report import COLUMNS, _row
+
     def seeded(recipe, backend, values, passed):
         mean, std = float(np.mean(values)), float(np.std(values, ddof=1)) if len(values) > 1 else None
         return {**row(recipe, backend, 1000, 10.0), "env": "CartPole-v1", "target": 475.0, "seeds": list(range(len(values))),
-                "mean": mean, "std": std, "passed": passed}
+                "mean": mean, "std": std, "min": min(values), "passed": passed, "metric_values": values, "runs": [],
+                "reference": {"value": 500.0, "source": "zoo"}}
 
     rows = [seeded("ppo-lstm-cartpole-novel@2", "skrl", [500.0, 500.0, 490.0], True),
-            seeded("ppo-cartpole-novel@2", "skrl", [49.1, 47.2, 49.3], False),
+            seeded("ppo-cartpole-novel@2", "skrl", [49.1, 47.2, 49.3], False),  # stored before rows said baseline_of
             seeded("ppo-lstm-cartpole-novel@2", "torchrl", [480.0], True),  # no torchrl baseline row: no pair
+            {**seeded("mine@1", "skrl", [10.0], False), "baseline_of": "ppo-cartpole"},  # a name nothing like its recipe's
             seeded("ppo-cartpole", "skrl", [500.0], True)]
-    lines = render.render_recurrent_baselines(rows)
-    assert "| ppo-lstm-cartpole-novel / ppo-cartpole-novel | skrl | CartPole-v1 | ≥ 475 | 496.7 ± 5.8 (3 seeds, pass) | 48.5 ± 1.2 (3 seeds, miss) |" in lines
-    assert sum(line.startswith("| ppo-lstm") for line in lines) == 1
-    assert render.render_recurrent_baselines([seeded("ppo-cartpole", "skrl", [500.0], True)]) == []
+    envelope = {"command": "rlplug bench", "date": "D", "data": {"machine": {"processor": "x86_64"}, "rows": rows}}
+    lines = render.render_bench(envelope, _row, COLUMNS, random_returns=None, baselines={"ppo-cartpole-novel": "ppo-lstm-cartpole-novel"})
+    assert "| ppo-lstm-cartpole-novel / ppo-cartpole-novel | skrl | CartPole-v1 | ≥ 475 | 496.7 ± 5.8 (3 seeds, pass) | 48.5 ± 1.2 (3 seeds, baseline) |" in lines
+    assert "| ppo-cartpole / mine | skrl | CartPole-v1 | ≥ 475 | 500.0 (1 seed, pass) | 10.0 (1 seed, baseline) |" in lines
+    assert sum(line.startswith("| ppo-lstm-cartpole-novel / ") for line in lines) == 1
+    table_rows = [line for line in lines if line.startswith("| ppo-cartpole-novel@2 ") or line.startswith("| mine@1 ")]
+    assert [line.rstrip(" |").rpartition("| ")[2] for line in table_rows] == ["baseline of ppo-lstm-cartpole-novel", "baseline of ppo-cartpole"]
+    assert "**3 of 3 rows pass (2 baseline rows beside their recipes, not counted).**" in lines
+    assert render.render_baselines(render.with_baselines([seeded("ppo-cartpole", "skrl", [500.0], True)], {})) == []
+    random = {"CartPole-v1": {"mean": 20.0}}
+    summary = aggregate.aggregate_rows(render.with_baselines(rows, {"ppo-cartpole-novel": "ppo-lstm-cartpole-novel"}), random)
+    assert summary["skipped"] == {"baseline rows (beside their recipes)": ["ppo-cartpole-novel@2 on skrl", "mine@1 on skrl"]}
+    assert len(summary["scores"]) == 3
+
+
+def test_the_registry_s_novel_baselines_say_whose_baseline_they_are():
+    import rlplug
+
+    session = rlplug.session()
+    assert session.resolve("ppo-cartpole-novel").baseline_of == "ppo-lstm-cartpole-novel"
+    assert session.resolve("ppo-pendulum-novel").baseline_of == "ppo-lstm-pendulum-novel"
+    assert session.resolve("ppo-lstm-cartpole-novel").baseline_of == ""
+    with pytest.raises(rlplug.RlplugError, match="'baseline_of' names no known recipe \\('ppo-lstm-cartpol'\\) \\(did you mean 'ppo-lstm-cartpole-novel'"):
+        session.resolve("ppo-cartpole-novel", ["baseline_of=ppo-lstm-cartpol"])
+
+
+def test_recorded_commands_are_portable():
+    """issue 51: a command is recorded as a reader re-runs it (paths in the repository relative to it, scratch
+    folders as SCRATCH/...), and every command stored in benchmarks/results/ is so."""
+    import re
+
+    from rlplug.util.commands import portable_command, portable_text
+
+    root = Path("/home/me/rlplug")
+    assert portable_command(["rlplug", "bench", "ppo-cartpole", "--runs-dir", "/work/runs/s4/x", "--report",
+                             "/home/me/rlplug/benchmarks/results/r.md", "--set=env=CartPole-v1", "--out=/tmp/a b/c.png"], root) == (
+        "rlplug bench ppo-cartpole --runs-dir SCRATCH/s4/x --report benchmarks/results/r.md --set=env=CartPole-v1 "
+        "'--out=SCRATCH/a b/c.png'")  # fmt: skip
+    stored = ("RLPLUG_DATA_DIR=/work/data rlplug bench a --runs-dir /work/runs/s5/x --report /work/wt/i29/benchmarks/results/a.md "
+              "(2026-12-02T17:39:36+00:00); rlplug bench b --steps 1e6 (2026-12-03T00:00:00+00:00) https://example.org/x steps/s")
+    assert portable_text(stored) == (
+        "RLPLUG_DATA_DIR=SCRATCH/work/data rlplug bench a --runs-dir SCRATCH/s5/x --report benchmarks/results/a.md "
+        "(2026-12-02T17:39:36+00:00); rlplug bench b --steps 1e6 (2026-12-03T00:00:00+00:00) https://example.org/x steps/s")
+    absolute = re.compile(r"(?<![\w/:.~-])/(work|tmp|root|home)/")
+    results = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+    for path in sorted(results.glob("*.json")):
+        text = path.read_text()
+        for command in re.findall(r'"command": ("(?:[^"\\]|\\.)*")', text):
+            assert not absolute.search(json.loads(command)), (path.name, command)
+    for path in sorted(results.glob("*.md")):
+        for line in path.read_text().splitlines():
+            if line.startswith("Produced by `"):
+                assert not absolute.search(line), (path.name, line)
+
+
+def test_bench_records_its_command_portably(capsys, tmp_path):
+    from conftest import cli_in_process
+
+    report = tmp_path / "r.md"
+    code, _, err = cli_in_process(capsys, "bench", "ppo-cartpole", "--backend", "skrl", "--steps", "64", "--set", "eval_episodes=1",
+                                  "--runs-dir", tmp_path / "runs", "--report", report)  # fmt: skip
+    assert code in (0, 1), err
+    recorded = json.loads(report.with_suffix(".json").read_text())["command"]
+    assert recorded.endswith(f"--runs-dir SCRATCH/{tmp_path.name}/runs --report SCRATCH/{tmp_path.name}/r.md"), recorded
+    assert str(tmp_path) not in report.read_text()

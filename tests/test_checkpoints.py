@@ -45,7 +45,7 @@ def test_a_full_disk_leaves_the_previous_checkpoint_intact(tmp_path, monkeypatch
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(torch, "save", full_disk)
-    with pytest.raises(RunDirError, match="disk full while writing checkpoint .*the previous checkpoint is intact"):
+    with pytest.raises(RunDirError, match=r"cannot write checkpoint .*: disk full \(no space left on device\); the previous checkpoint there is intact"):
         save_checkpoint(path, {"n": 2})
     monkeypatch.setattr(torch, "save", real_save)
     assert load_checkpoint(path)["n"] == 1

@@ -149,8 +149,53 @@ def test_action_space_mismatch_names_the_algorithms_that_fit():
     # refused while preparing: nothing is built, no torch import is needed to say so
     dqn = run_cli("train", "dqn-cartpole", "--set", "env=Pendulum-v1", "--no-write")
     assert_one_line_error(dqn, "dqn on skrl cannot handle the continuous action space of 'Pendulum-v1'")
-    assert "for continuous actions use ddpg, ppo, sac or td3" in dqn.stderr
+    assert "for continuous actions use a2c, ddpg, ppo, reinforce, rpo, sac or td3" in dqn.stderr
     for recipe in ("sac-pendulum", "td3-pendulum"):
         result = run_cli("train", recipe, "--backend", "torchrl", "--set", "env=CartPole-v1", "--no-write")
         assert_one_line_error(result, "cannot handle the discrete action space of 'CartPole-v1'")
-        assert "for discrete actions use dqn or ppo" in result.stderr
+        assert "for discrete actions use a2c, dqn, ppo, qrdqn or reinforce" in result.stderr
+
+
+def test_listing_commands_import_only_what_they_use():
+    """issue 51: `list` reads no recipe and builds nothing; `recipes` and `show` read recipes but probe no environment
+    and load no exporter (their start-up is measured against a bare pluggy + entry-points interpreter,
+    benchmarks/startup.py's floor row)."""
+    layers = ("recipes", "envs", "results", "interop", "hooks", "runs", "data", "tuning")
+    code = (
+        "import sys, contextlib, io\n"
+        "from rlplug.cli import main\n"
+        "def loaded():\n"
+        f"    return sorted(m for m in sys.modules if m.startswith('rlplug.') and m.split('.')[1] in {layers!r}\n"
+        "                  or m in ('tomllib', 'difflib', 'logging', 'rlplug.util.outputs'))\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    assert main(['list']) == 0\n"
+        "    print(loaded(), file=sys.stderr)\n"
+        "    assert main(['recipes']) == 0 and main(['show', 'ppo-cartpole']) == 0\n"
+        "print(loaded())\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.strip() == "[]"
+    after_show = eval(result.stdout)  # noqa: S307 - our own print of a list of module names
+    assert all(m.startswith("rlplug.recipes.") or m == "rlplug.recipes" or m == "tomllib" for m in after_show), after_show
+
+
+def test_the_export_formats_the_parser_offers_are_the_exporter_s():
+    from rlplug.cli.export import EXPORT_FORMATS
+    from rlplug.results.export import FORMATS
+
+    assert EXPORT_FORMATS == FORMATS
+
+
+def test_startup_benchmark_measures_the_floor_beside_the_listing_commands():
+    import json
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "startup.py"
+    result = subprocess.run([sys.executable, str(script), "--repeats", "1", "--listing-only", "--json"], capture_output=True,
+                            text=True, timeout=300)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["floor: python, pluggy and the rlplug.plugins entry points"]["median"] > 0
+    for command in ("list", "recipes", "show ppo-cartpole"):  # a row each beside the floor (timings: benchmarks, not here)
+        assert data[f"rlplug {command} ÷ floor"]["median"] > 0

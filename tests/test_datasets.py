@@ -335,3 +335,43 @@ def test_a_build_off_its_verified_return_is_flagged():
     assert drift("p", {**spec, "verified_return": None}, built(-533.9)) is None
     with pytest.raises(DatasetError, match="unknown field 'verified_retrun'.*verified_return"):
         declared(session, "q")
+
+
+def test_non_finite_values_are_refused_at_load_naming_the_array_and_row(tmp_path, capsys):
+    """A NaN action used to train until "loss_critic became nan by updates 100": now verify and training refuse
+    it at load, naming the array and its first bad row; so does writing one."""
+    path = write_dataset(tmp_path / "pend", steps=200)
+    actions = np.asarray(load_data(read_info(path))["action"]).copy()
+    actions[[17, 90]] = np.nan
+    _forge(tmp_path / "pend", "action", actions)
+    expected = (f"rlplug: error: dataset '{path}' cannot be trained on: action holds nan at row 17 (and 1 more row); "
+                "datasets must hold finite values")
+    assert _refused_in_process(capsys, "dataset", "info", path, "--verify") == expected
+    assert _refused_in_process(capsys, "train", "iql-pendulum-medium", "--set", f"dataset={path}", "--set", "steps=8",
+                               "--no-write", "--no-progress") == expected  # fmt: skip
+    path = write_dataset(tmp_path / "pend2", steps=200)
+    observations = np.asarray(load_data(read_info(path))["next_observation"]).copy()
+    observations[5, 2] = -np.inf
+    _forge(tmp_path / "pend2", "next_observation", observations)
+    assert _refused_in_process(capsys, "dataset", "info", path, "--verify").endswith(
+        "next_observation holds -inf at row 5; datasets must hold finite values")
+
+
+def test_discrete_actions_out_of_range_are_refused_and_nan_is_not_written(tmp_path):
+    path = write_dataset(tmp_path / "cart", env_id="CartPole-v1", steps=100)
+    actions = np.asarray(load_data(read_info(path))["action"]).copy()
+    actions[42] = 2
+    _forge(tmp_path / "cart", "action", actions)
+    with pytest.raises(DatasetError, match=r"cannot be trained on: action 2 at row 42 is outside Discrete\(2\)"):
+        load_data(read_info(path))
+    from rlplug.data.collect import rollout
+    from rlplug.data.datasets import write
+
+    arrays = rollout("Pendulum-v1", {}, None, 50, 0.0, 0, progress=False)
+    arrays["reward"] = arrays["reward"].astype(np.float32)
+    arrays["reward"][3] = np.nan
+    env = gym.make("Pendulum-v1")
+    with pytest.raises(DatasetError, match="cannot write dataset '.*': reward holds nan at row 3"):
+        write(str(tmp_path / "nan"), arrays, env_id="Pendulum-v1", env_kwargs={}, observation_space=env.observation_space,
+              action_space=env.action_space, source={}, reference={})
+    assert not (tmp_path / "nan").exists()

@@ -135,3 +135,17 @@ def test_a_models_hook_returning_a_string_is_refused_in_one_line():
         )
     else:
         raise AssertionError("a string from rlplug_build_models was accepted")
+
+
+def test_an_incompatible_plugin_s_algorithm_and_recipes_name_the_api_versions(fake_dist):
+    """The entry point's name is not the algorithm's: every command still names the real cause (issue 51)."""
+    path = fake_algorithm(fake_dist, "future-algo", "futurealgo", api=2)
+    (path / "future_algo-1.0.dist-info" / "entry_points.txt").write_text("[rlplug.plugins]\nfutureplug = future_algo:plugin\n")
+    why = "implements rlplug API 2, but this rlplug 0.1.0 implements API 1"
+    listing = run_cli("list", paths=(path,))
+    assert any(line.split()[:1] == ["futurealgo"] and f"incompatible: {why}" in line for line in listing.stdout.splitlines()), listing.stdout
+    for argv in (["show", "futurealgo-cartpole"], ["train", "futurealgo-cartpole", "--no-write"]):
+        assert_one_line_error(run_cli(*argv, paths=(path,)), f"recipe 'futurealgo-cartpole' comes from plugin future-algo 1.0, which {why}")
+    assert_one_line_error(run_cli("losses", "futurealgo", paths=(path,)), f"algorithm 'futurealgo' comes from plugin future-algo 1.0, which {why}")
+    doctor = run_cli("doctor", paths=(path,))
+    assert "future-algo 1.0" in doctor.stdout and "algorithms: futurealgo" in doctor.stdout and f"reason: {why}" in doctor.stdout

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import assert_one_line_error, run_cli
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "rlplug-a2c"
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "my-a2c"
 TORCHRL = pytest.mark.skipif(importlib.util.find_spec("torchrl") is None, reason="torchrl missing")
 # the parts of a trainer's state that must agree across ranks (networks, optimisers, statistics)
 NETWORK_KEYS = ("modules", "agent", "actor", "critic", "loss", "optimizer", "extra", "value_normalizer")
@@ -55,6 +55,8 @@ CELLS = [
     pytest.param("sac-pendulum", "skrl", 300, OFF_POLICY_FAST, id="sac-skrl"),
     pytest.param("sac-pendulum", "torchrl", 300, OFF_POLICY_FAST, id="sac-torchrl", marks=TORCHRL),
     pytest.param("td3-pendulum", "skrl", 300, OFF_POLICY_FAST, id="td3-skrl"),
+    pytest.param("a2c-cartpole", "skrl", 512, ["--set", "num_envs=2", "--set", "eval_episodes=2"], id="a2c-skrl"),
+    pytest.param("rpo-pendulum", "torchrl", 512, [*PPO_FAST, "--set", "minibatches=2"], id="rpo-torchrl", marks=TORCHRL),
     pytest.param("dqn-cartpole", "torchrl", 512, OFF_POLICY_FAST, id="dqn-torchrl", marks=TORCHRL),
     # one rollout of the recipe (a fixed-size iteration runs whole): 3,000 steps per rank
     pytest.param("mappo-navigation", "skrl", 600, ["--set", "eval_episodes=1"], id="mappo-skrl"),
@@ -115,9 +117,9 @@ def test_two_process_ppo_reaches_the_cartpole_target(tmp_path):
 
 
 def test_launch_refuses_what_it_cannot_run(tmp_path):
-    example = ("--plugin", "rlplug_a2c:plugin")  # a third-party cell that does not declare distributed
-    refused = run_cli("train", "a2c-cartpole", *example, "--backend", "skrl", "--nproc", "2", "--no-write", paths=(EXAMPLE,))
-    assert_one_line_error(refused, "a2c on skrl does not train across processes")
+    example = ("--plugin", "my_a2c:plugin")  # a third-party cell that does not declare distributed
+    refused = run_cli("train", "mya2c-cartpole", *example, "--backend", "skrl", "--nproc", "2", "--no-write", paths=(EXAMPLE,))
+    assert_one_line_error(refused, "mya2c on skrl does not train across processes")
     assert_one_line_error(run_cli("train", "ppo-cartpole", "--nnodes", "2", "--no-write"), "needs --rdzv-endpoint")
     assert_one_line_error(run_cli("train", "ppo-cartpol", "--nproc", "2", "--no-write"), "did you mean 'ppo-cartpole'")
     assert_one_line_error(run_cli("resume", str(tmp_path / "missing"), "--nproc", "2"), "does not exist")

@@ -63,7 +63,7 @@ def test_env_module_is_recorded_and_imported_again_by_eval_and_resume(tmp_path):
     assert_one_line_error(
         run_cli("eval", str(run_dir)),  # the module's folder is no longer on the path
         f"run {run_dir} was trained with environment module 'tiny_envs', which cannot be imported here "
-        "(ModuleNotFoundError: No module named 'tiny_envs'); install it or put it on PYTHONPATH",
+        "(ModuleNotFoundError: No module named 'tiny_envs'); install it, run rlplug in the directory that holds it, or put that directory on PYTHONPATH",
     )
 
 
@@ -71,9 +71,9 @@ def test_env_module_is_recorded_and_imported_again_by_eval_and_resume(tmp_path):
 
 REFUSALS = [
     (["env=no_such_envs:Tiny-v0"], "environment 'no_such_envs:Tiny-v0': module 'no_such_envs' cannot be imported "
-     "(ModuleNotFoundError: No module named 'no_such_envs'); install it or put it on PYTHONPATH"),
+     "(ModuleNotFoundError: No module named 'no_such_envs'); install it, run rlplug in the directory that holds it, or put that directory on PYTHONPATH"),
     (["env=Tiny-v0", "env_module=no_such_envs"], "environment 'Tiny-v0': module 'no_such_envs' cannot be imported "
-     "(ModuleNotFoundError: No module named 'no_such_envs'); install it or put it on PYTHONPATH"),
+     "(ModuleNotFoundError: No module named 'no_such_envs'); install it, run rlplug in the directory that holds it, or put that directory on PYTHONPATH"),
     (["env=tiny_envs:Nope-v0"], "unknown environment 'tiny_envs:Nope-v0': module 'tiny_envs' does not register 'Nope-v0' "
      "(choose from: Tiny-v0, TinyBroken-v0, TinyContinuous-v0, TinyMasked-v0, TinyMaskedInfo-v0)"),
     (["env=Tiny-v1", "env_module=tiny_envs"], "unknown environment 'Tiny-v1' (after importing env_module 'tiny_envs') "
@@ -138,7 +138,9 @@ def test_cli_refusal_and_doctor(monkeypatch):
     from rlplug.cli.catalog import suite_lines
 
     _without(monkeypatch, "minatar")
-    assert "minatar     not installed: pip install 'rlplug[minatar]'" in suite_lines()
+    from rlplug.cli.pins import install_command
+
+    assert f"minatar     not installed: {install_command('minatar')}" in suite_lines()
 
 
 # ---- wrappers ---------------------------------------------------------------------------------------
@@ -263,7 +265,7 @@ def test_mujoco_warnings_are_python_warnings_not_terminal_prints(capfd):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         make_gym_env("HalfCheetah-v5")  # its XML uses the deprecated 'settotalmass': gymnasium's file, dropped
-        mujoco.get_mju_user_warning()("a message of MuJoCo's own")  # the handler make_gym_env installed
+        mujoco.get_mju_user_warning()(b"a message of MuJoCo's own")  # the handler make_gym_env installed (C's bytes)
     assert [str(w.message) for w in caught if str(w.message).startswith("MuJoCo:")] == ["MuJoCo: a message of MuJoCo's own"]
     assert "settotalmass" not in capfd.readouterr().out + capfd.readouterr().err
 

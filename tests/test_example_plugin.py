@@ -1,4 +1,4 @@
-"""The third-party example plugin (examples/rlplug-a2c) installs, shows up, trains on both backends
+"""The third-party example plugin (examples/my-a2c) installs, shows up, trains on both backends
 and uninstalls.
 
 It is installed with pip into a fresh virtual environment, the way a user installs a plugin, so the
@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-EXAMPLE = REPO / "examples" / "rlplug-a2c"
+EXAMPLE = REPO / "examples" / "my-a2c"
 BUDGET_S = 180  # the whole install test; about 30 s on an idle 2-core machine
 BUILD_ARTEFACTS = ("build", "dist", "*.egg-info", "__pycache__")
 
@@ -96,7 +96,7 @@ def _tree(path: Path) -> set[str]:
     return {str(p.relative_to(path)) for p in path.rglob("*")}
 
 
-# Run inside the throwaway environment, once per backend: train a2c-cartpole a couple of thousand
+# Run inside the throwaway environment, once per backend: train mya2c-cartpole a couple of thousand
 # steps, check that it learned, that a checkpoint round-trips through the public API into a fresh
 # build that then trains on identically, and the conformance kit. Prints one JSON line.
 BEHAVIOUR = r"""
@@ -106,7 +106,7 @@ from rlplug.util.rng import capture_rng_state, restore_rng_state
 from rlplug.testing import check_cell
 
 backend, overrides = sys.argv[1], ["num_envs=4", "hidden_sizes=[32, 32]"]
-build = rlplug.build("a2c-cartpole", backend=backend, overrides=overrides)
+build = rlplug.build("mya2c-cartpole", backend=backend, overrides=overrides)
 trainer = build.trainer
 
 def policy():
@@ -124,13 +124,13 @@ moved = [k for k, v in policy().items() if v.is_floating_point() and not torch.e
 observations = np.random.default_rng(0).normal(size=(32, 4)).astype(np.float32)
 with tempfile.TemporaryDirectory() as tmp:
     rlplug.save(build, f"{tmp}/a2c.pt")
-    fresh = rlplug.load(rlplug.build("a2c-cartpole", backend=backend, overrides=overrides), f"{tmp}/a2c.pt").trainer
+    fresh = rlplug.load(rlplug.build("mya2c-cartpole", backend=backend, overrides=overrides), f"{tmp}/a2c.pt").trainer
 same_actions = bool(np.array_equal(trainer.act_deterministic(observations), fresh.act_deterministic(observations)))
 rng = capture_rng_state()  # both continue from the same random streams
 after_save = {k: v for k, v in trainer.step().items() if k != "train/update_ms"}
 restore_rng_state(rng)
 after_load = {k: v for k, v in fresh.step().items() if k != "train/update_ms"}
-kit = check_cell("a2c-cartpole", backend, overrides, steps=128)
+kit = check_cell("mya2c-cartpole", backend, overrides, steps=128)
 print(json.dumps({
     "iterations": len(history), "env_steps": trained_steps,
     "terms": sorted(k for k in history[-1] if k.startswith("loss/")),
@@ -147,41 +147,41 @@ def test_example_plugin_installs_trains_and_uninstalls(tmp_path: Path) -> None:
     for module in ("pip", "setuptools", "skrl", "torchrl"):
         if importlib.util.find_spec(module) is None:
             pytest.skip(f"installing and training the example needs {module} in the test environment")
-    if _installed_here("rlplug-a2c"):
-        pytest.skip("rlplug-a2c is installed in the test environment itself; uninstalling it from the "
+    if _installed_here("my-a2c"):
+        pytest.skip("my-a2c is installed in the test environment itself; uninstalling it from the "
                     "throwaway environment could not hide it")
     deadline = time.monotonic() + BUDGET_S
     example_before = _tree(EXAMPLE)
     # setuptools writes build/ and *.egg-info next to the sources: build a copy, never the repository
-    source = tmp_path / "rlplug-a2c"
+    source = tmp_path / "my-a2c"
     shutil.copytree(EXAMPLE, source, ignore=shutil.ignore_patterns(*BUILD_ARTEFACTS))
     venv = Venv(tmp_path / "venv", deadline)
 
-    assert not any(row["algorithm"] == "a2c" for row in _listed(venv))
+    assert not any(row["algorithm"] == "mya2c" for row in _listed(venv))
 
     venv.pip("install", "--no-deps", "--no-build-isolation", "--no-index", str(source))
 
-    rows = [row for row in _listed(venv) if row["algorithm"] == "a2c"]
+    rows = [row for row in _listed(venv) if row["algorithm"] == "mya2c"]
     assert rows == [
         {
-            "algorithm": "a2c",
+            "algorithm": "mya2c",
             "backend": backend,
             "kind": "on-policy",
             "action_spaces": ["discrete", "continuous"],
-            "plugin": "rlplug-a2c",
+            "plugin": "my-a2c",
             "version": "0.1.0",
             "status": "ok",
         }
         for backend in ("skrl", "torchrl")
     ]
     recipes = {r["name"]: r for r in json.loads(venv.rlplug("recipes", "--json").stdout)}
-    assert recipes["a2c-cartpole"]["source"] == "plugin rlplug-a2c"
-    assert recipes["a2c-cartpole"]["backends"] == ["skrl", "torchrl"]
+    assert recipes["mya2c-cartpole"]["source"] == "plugin my-a2c"
+    assert recipes["mya2c-cartpole"]["backends"] == ["skrl", "torchrl"]
 
     for backend in ("skrl", "torchrl"):
-        summary = json.loads(venv.rlplug("train", "a2c-cartpole", "--backend", backend, "--steps", "512", "--no-write", "--json").stdout)
-        assert summary["recipe"] == "a2c-cartpole@1"
-        assert (summary["algorithm"], summary["backend"], summary["env"]) == ("a2c", backend, "CartPole-v1")
+        summary = json.loads(venv.rlplug("train", "mya2c-cartpole", "--backend", backend, "--steps", "512", "--no-write", "--json").stdout)
+        assert summary["recipe"] == "mya2c-cartpole@1"
+        assert (summary["algorithm"], summary["backend"], summary["env"]) == ("mya2c", backend, "CartPole-v1")
         assert summary["steps"] == 512  # 4 rollouts of 16 steps x 8 envs: fixed-size iterations never overshoot
         assert summary["eval_episodes"] == 10 and summary["target"] == 150.0 and summary["run_dir"] is None
         assert math.isfinite(summary["eval_return_mean"]) and summary["eval_return_mean"] >= 1.0
@@ -199,12 +199,12 @@ def test_example_plugin_installs_trains_and_uninstalls(tmp_path: Path) -> None:
         assert report["same_actions"] and report["same_next_step"], report
         assert "resume equivalence" in report["kit"], report
 
-    venv.pip("uninstall", "-y", "rlplug-a2c")
+    venv.pip("uninstall", "-y", "my-a2c")
 
-    assert not any(row["algorithm"] == "a2c" for row in _listed(venv))
-    gone = venv.rlplug("train", "a2c-cartpole", "--no-write", check=False)
+    assert not any(row["algorithm"] == "mya2c" for row in _listed(venv))
+    gone = venv.rlplug("train", "mya2c-cartpole", "--no-write", check=False)
     assert gone.returncode == 2
-    assert "unknown recipe 'a2c-cartpole'" in gone.stderr
+    assert "unknown recipe 'mya2c-cartpole'" in gone.stderr
     assert _tree(EXAMPLE) == example_before, "installing the example wrote into the repository"
 
 
@@ -219,7 +219,7 @@ def test_a2c_skrl_update_matches_upstream_skrl() -> None:
     from skrl.memories.torch import RandomMemory
     from skrl.resources.preprocessors.torch import RunningStandardScaler
 
-    spec = importlib.util.spec_from_file_location("a2c_skrl_backend", EXAMPLE / "rlplug_a2c" / "skrl_backend.py")
+    spec = importlib.util.spec_from_file_location("a2c_skrl_backend", EXAMPLE / "my_a2c" / "skrl_backend.py")
     backend = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(backend)
 

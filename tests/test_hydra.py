@@ -48,6 +48,32 @@ def test_a_bad_value_gets_rlplugs_line_and_exit_2(tmp_path):
     assert_one_line_error(result, "hyperparameter 'learning_rate' must be float, got str 'abc'")
 
 
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        (["hyperparameters.learning_rat=1e-3"], "recipe 'ppo-cartpole': unknown hyperparameter 'learning_rat' for ppo (did you mean 'learning_rate'?)"),
+        (["-m", "hyperparameters.learning_rat=1e-3,3e-4"], "unknown hyperparameter 'learning_rat' for ppo (did you mean 'learning_rate'?)"),
+        (["lerning_rate=1"], "lerning_rate: not a recipe field or a hyperparameter of this algorithm (did you mean 'learning_rate'?)"),
+        (["hyperparameter.learning_rate=1"], "'hyperparameter' is not a table (did you mean 'hyperparameters'?)"),
+        (["recipe=sac-pendulum", "skrl.foo.bar=1"], "unknown skrl setting 'foo' for sac"),
+        (["torchrl.minibatch_size=64"], "'torchrl.minibatch_size' is not in the recipe's config; Hydra adds a key with +torchrl.minibatch_size=VALUE"),
+        (["seed=[1"], "rlplug-hydra: no viable alternative at input '[1'"),
+    ],
+)
+def test_what_hydra_refuses_gets_rlplugs_line_and_exit_2(tmp_path, overrides, expected):
+    overrides = overrides if any(o.startswith("recipe=") for o in overrides) else ["recipe=ppo-cartpole", *overrides]
+    result = run_hydra(*overrides, cwd=tmp_path)
+    assert_one_line_error(result, expected)
+    assert "Traceback" not in result.stderr and "HYDRA_FULL_ERROR" not in result.stderr and not (tmp_path / "runs").exists()
+
+
+def test_overrides_hydra_takes_still_compose(tmp_path):
+    result = run_hydra("recipe=ppo-cartpole", "hyperparameters.learning_rate=3e-4", "+torchrl.minibatch_size=64",
+                       "backend=torchrl", "--cfg", "job", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "  learning_rate: 0.0003\n" in result.stdout and "  minibatch_size: 64\n" in result.stdout
+
+
 HOOKS = "hooks=[{hook: log_scalar}, {hook: early_stopping, monitor: batch/next.reward_mean, patience: 2}]"
 
 

@@ -104,12 +104,12 @@ def test_a_failed_dataset_replacement_keeps_the_old_one(tmp_path, monkeypatch):
     import gymnasium as gym
 
     from rlplug.data.collect import rollout
-    from rlplug.data.datasets import write
+    from rlplug.data.datasets import DatasetError, write
 
     env = gym.make("CartPole-v1")
     arrays = rollout("CartPole-v1", {}, None, 20, 0.0, 1, progress=False)
     monkeypatch.setattr(os, "replace", failing)
-    with pytest.raises(OSError, match="No space left"):
+    with pytest.raises(DatasetError, match="No space left on device; the dataset there is kept as it was"):
         write(str(made), arrays, env_id="CartPole-v1", env_kwargs={}, observation_space=env.observation_space,
               action_space=env.action_space, source={}, reference={}, overwrite=True)  # fmt: skip
     assert tree_hash(made) == before

@@ -40,15 +40,23 @@ TORCHRL_CELLS = {
     "ddpg": ("ddpg", "TinyContinuous-v0", {}),
     "dqn": ("dqn", "Tiny-v0", {}),
     "dqn-td1": ("dqn", "Tiny-v0", dict(num_envs=1, value_estimator="td1")),
+    "qrdqn": ("qrdqn", "Tiny-v0", {}),
     "iql": ("iql", "TinyContinuous-v0", {}),
+    "iql-discrete": ("iql", "Tiny-v0", {}),
     "cql": ("cql", "TinyContinuous-v0", {}),
     "cql-discrete": ("cql", "Tiny-v0", {}),
     "td3bc": ("td3bc", "TinyContinuous-v0", {}),
+    "bc": ("bc", "TinyContinuous-v0", {}),
+    "bc-discrete": ("bc", "Tiny-v0", {}),
     "mappo": ("mappo", None, {}),
+    "ippo": ("ippo", None, {}),
+    "a2c": ("a2c", "Tiny-v0", {}),
+    "rpo": ("rpo", "TinyContinuous-v0", {}),
+    "reinforce": ("reinforce", "Tiny-v0", {}),
 }
-SKRL_CELLS = {name: TORCHRL_CELLS[name] for name in ("ppo", "sac", "td3", "ddpg", "dqn", "iql", "cql", "cql-discrete", "td3bc",
-                                                    "mappo")}
-OFFLINE = ("iql", "cql", "td3bc")
+SKRL_CELLS = {name: TORCHRL_CELLS[name] for name in ("ppo", "sac", "td3", "ddpg", "dqn", "qrdqn", "iql", "cql", "cql-discrete", "td3bc",
+                                                    "iql-discrete", "bc", "bc-discrete", "mappo", "ippo", "a2c", "rpo", "reinforce")}
+OFFLINE = ("iql", "cql", "td3bc", "bc")  # by algorithm: iql-discrete is offline too
 
 
 @pytest.fixture(scope="module")
@@ -65,11 +73,11 @@ def cell(builds, datasets):
 
     def make(backend, name):
         algorithm, env, overrides = (TORCHRL_CELLS if backend == "torchrl" else SKRL_CELLS)[name]
-        if algorithm == "mappo":
+        if algorithm in ("mappo", "ippo"):
             pytest.importorskip("mpe2")
             from mappo_builds import make_mappo_build
 
-            made.append(make_mappo_build(backend))
+            made.append(make_mappo_build(backend, algorithm=algorithm))
             return made[-1]
         overrides = {"num_envs": 2, **overrides}
         if algorithm in OFFLINE:
@@ -98,9 +106,11 @@ def test_torchrl_cell_has_config_parity(cell, name):
     assert torchrl_parity.parity_problems(build) == []
     # the roles a cell of its family builds were all found (a missed attribute would hide a class)
     roles = set(torchrl_parity.constructed(build))
-    assert {"loss", "value_estimator", "buffer", "storage", "sampler", "writer"} <= roles
+    # behaviour cloning has no value estimator; QR-DQN's own LossModule computes its TD(0) quantile target itself
+    bootstraps = TORCHRL_CELLS[name][0] not in ("bc", "qrdqn")
+    assert {"loss", "buffer", "storage", "sampler", "writer"} | ({"value_estimator"} if bootstraps else set()) <= roles
     # cells collect on the lean path unless told (or, multi-agent, where it does not apply)
-    assert ("collector" in roles) == (name in ("mappo", "td3-collector", "ppo-collector"))
+    assert ("collector" in roles) == (name in ("mappo", "ippo", "td3-collector", "ppo-collector"))
 
 
 @pytest.mark.parametrize("name", SKRL_CELLS)

@@ -95,7 +95,7 @@ def test_state_dict_round_trip_restores_the_policy_and_continues_identically(bui
     assert fresh.trainer.updates == 100 and b.target_updater.steps == a.target_updater.steps == 100
     if space == "continuous":
         assert torch.equal(a.log_entropy_coefficient, b.log_entropy_coefficient)
-        assert torch.equal(a._entropy_coefficient, b._entropy_coefficient)
+        assert torch.equal(a.entropy_coefficient, b.entropy_coefficient)
 
     # the RNG is process-wide (building `fresh` reseeded it): both continue from the checkpoint's
     for trainer in (trained.trainer, fresh.trainer):

@@ -214,3 +214,28 @@ def test_a_recipe_file_that_is_not_a_regular_file_is_refused_unread(tmp_path):
         RecipeBook().add_file(fifo)
     with pytest.raises(RecipeError, match="recipe file /dev/zero is a character device, not a regular file"):
         RecipeBook().add_file("/dev/zero")  # endless
+
+
+def test_a_recipe_file_s_parse_is_cached_by_its_bytes(tmp_path, monkeypatch):
+    """issue 51: `recipes` and `show` read the registry's parse back (marshal) instead of importing tomllib (~9 ms)
+    and parsing it again; an edited file is parsed afresh, a TOML date is never cached, a damaged entry is ignored."""
+    import marshal
+    import tomllib
+
+    from rlplug.util import tomlcache
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    text = '[recipes.a]\nsteps = 1_000\nlr = 3e-4\nhidden = [64, 64]\nname = "x"\nflag = true\n'
+    assert tomlcache.loads(text) == tomllib.loads(text)
+    (entry,) = (tmp_path / "cache" / "rlplug" / "toml").iterdir()
+    entry.write_bytes(marshal.dumps({"recipes": {"a": {"steps": 7}}}))  # what a hit returns is the stored parse, not a new one
+    assert tomlcache.loads(text) == {"recipes": {"a": {"steps": 7}}}
+    edited = text.replace("1_000", "2_000")
+    assert tomlcache.loads(edited)["recipes"]["a"]["steps"] == 2000
+    dated = "[recipes.a]\nwhen = 2026-12-04\n"
+    assert tomlcache.loads(dated) == tomllib.loads(dated) and len(list(entry.parent.iterdir())) == 2
+    for damaged in (b"{ not marshal", marshal.dumps(7), b""):  # a damaged entry, or one holding no table, is parsed again
+        entry.write_bytes(damaged)
+        assert tomlcache.loads(text) == tomllib.loads(text)
+    with pytest.raises(tomllib.TOMLDecodeError):
+        tomlcache.loads("[recipes.a\n")

@@ -45,5 +45,5 @@ def test_eval_and_resume_import_the_plugins_a_run_was_trained_with(tmp_path):
     assert_one_line_error(
         run_cli("eval", str(run_dir)),  # the plugin's folder is no longer on the path
         f"run {run_dir} was trained with plugin module 'narrow_models', which cannot be imported here "
-        "(ModuleNotFoundError: No module named 'narrow_models'); install it or put it on PYTHONPATH",
+        "(ModuleNotFoundError: No module named 'narrow_models'); install it, run rlplug in the directory that holds it, or put that directory on PYTHONPATH",
     )

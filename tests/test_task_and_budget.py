@@ -76,6 +76,9 @@ def test_a_run_on_another_env_names_it_everywhere_and_has_no_target(capsys, tmp_
     code, out, err = _cli(capsys, "eval", run_dir, "--episodes", "1", "--json")
     assert code == 0, err
     assert json.loads(out)["env"] == "Acrobot-v1" and json.loads(out)["target"] is None
+    code, out, err = _cli(capsys, "export", run_dir, "--no-check")  # issue 51: export names the env too
+    assert code == 0, err
+    assert out.startswith("ppo-cartpole@1 (Acrobot-v1) on skrl after 64 steps: torchscript policy written to"), out
 
 
 def test_bench_refuses_a_recipe_whose_task_changed_without_a_target(capsys, tmp_path, monkeypatch):

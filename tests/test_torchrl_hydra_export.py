@@ -67,6 +67,12 @@ JOBS = {
     "ddpg": ("ddpg-pendulum", False, [*SMALL_OFFPOLICY, "optimizer_actor.lr=5e-4"]),
     "iql": ("iql-pendulum-medium", True, OFFLINE),
     "cql": ("cql-pendulum-medium", True, OFFLINE),
+    "a2c": ("a2c-cartpole", False, ["collector.total_frames=160", "collector.frames_per_batch=40",
+                                    "replay_buffer.storage.max_size=40", "replay_buffer.batch_size=40",
+                                    "training_env.base_env.num_workers=2"]),
+    "reinforce": ("reinforce-cartpole", False, ["collector.total_frames=256", "collector.frames_per_batch=128",
+                                                "replay_buffer.storage.max_size=128", "replay_buffer.batch_size=128",
+                                                "training_env.base_env.num_workers=2"]),
 }  # fmt: skip
 
 
@@ -103,7 +109,8 @@ def trained(exported):
 def test_each_algorithm_trains_through_torchrls_own_trainer_without_rlplug(trained, name):
     assert trained["rlplug_imported"] is False
     run = trained[name]
-    trainer, loss = {"ppo": ("PPOTrainer", "ClipPPOLoss"), "ddpg": ("TD3Trainer", "TD3Loss")}.get(
+    trainer, loss = {"ppo": ("PPOTrainer", "ClipPPOLoss"), "ddpg": ("TD3Trainer", "TD3Loss"),
+                      "reinforce": ("ReinforceTrainer", "ReinforceLoss")}.get(
         name, (f"{name.upper()}Trainer", f"{name.upper()}Loss"))  # fmt: skip
     assert (run["trainer"], run["loss"]) == (trainer, loss)
     *_, total = (o for o in JOBS[name][2] if o.startswith("collector.total_frames="))  # the last one given wins

@@ -227,7 +227,7 @@ def test_tune_writes_a_recipe_that_show_accepts_and_a_rerun_continues(tmp_path, 
     assert main(["show", "ppo-cartpole-tuned", "--recipes", str(out)]) == 0
     assert "hidden_sizes = [8]" in capsys.readouterr().out
     build = Session(recipe_files=[str(out)]).prepare("ppo-cartpole-tuned")  # what `rlplug train` checks before it builds
-    assert build.hp["hidden_sizes"] == [8] and build.recipe.steps == 100_000  # the recipe keeps its own budget
+    assert build.hp["hidden_sizes"] == [8] and build.recipe.steps == 99_840  # the recipe keeps its own budget
     # the same command with more trials continues the study; another budget is refused
     again = run_cli("tune", "ppo-cartpole", "--trials", "3", *TINY, "--eval-seeds", "0", "--as", "ppo-cartpole",
                     "--out", "v2.toml", cwd=tmp_path)  # fmt: skip

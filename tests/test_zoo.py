@@ -83,7 +83,22 @@ def test_offpolicy_entries_translate_sb3_semantics(session):
     assert (ou["exploration_noise"], ou["exploration_std"], ou["ou_theta"]) == ("ou", pytest.approx(0.05), pytest.approx(0.0015))
 
 
-def test_n_step_returns_translate_for_dqn_only():
+def test_a2c_entry_translates_sb3_semantics(session):
+    recipe = session.resolve("zoo:a2c/CartPole-v1")  # n_envs 8, ent_coef 0: SB3's A2C defaults otherwise
+    h = recipe.hyperparameters
+    assert (recipe.num_envs, recipe.steps, h["rollout_steps"], h["minibatches"], h["gae_lambda"]) == (8, 500_000, 5, 1, 1.0)
+    assert (h["optimizer"], h["rmsprop_alpha"], h["rmsprop_eps"], h["normalize_advantage"]) == ("rmsprop", 0.99, 1e-5, False)
+    assert (h["learning_rate"], h["value_coef"], h["entropy_coef"]) == (7e-4, 0.5, 0.0)
+    pendulum = session.resolve("zoo:a2c/Pendulum-v1")  # normalize, lin_7e-4, log_std_init -2, gSDE
+    p = pendulum.hyperparameters
+    assert (p["lr_schedule"], p["initial_log_std"], p["normalize_observations"], pendulum.normalize_reward) == ("linear", -2.0, True, True)
+    _, dropped = rows("zoo:a2c/Pendulum-v1")
+    assert set(dropped) == {"use_sde"}
+    _, dropped = rows("zoo:a2c/ALE/Pong-v5")  # SB3's RMSpropTFLike is not torch's RMSprop: named, not hidden
+    assert "policy_kwargs.optimizer_class" in dropped and "RMSpropTFLike" in dropped["policy_kwargs.optimizer_class"].text
+
+
+def test_n_step_returns_translate_for_dqn_and_qrdqn_only():
     import gymnasium as gym
     from rlplug.interop.zoo.translate import Translation, translate
 
@@ -94,8 +109,20 @@ def test_n_step_returns_translate_for_dqn_only():
 
     dqn, dropped = translated("dqn", {})
     assert dqn["n_step"] == 3 and "n_steps" not in dropped
+    qrdqn, dropped = translated("qrdqn", {})
+    assert qrdqn["n_step"] == 3 and "n_steps" not in dropped
     sac, dropped = translated("sac", {})
-    assert "n_step" not in sac and "exist in rlplug's dqn only" in dropped["n_steps"].text
+    assert "n_step" not in sac and "exist in rlplug's dqn and qrdqn only" in dropped["n_steps"].text
+
+
+def test_qrdqn_entries_translate_sb3_contrib_semantics(session):
+    """zoo:qrdqn/ENV (sb3-contrib's QRDQN): DQN's keys, n_quantiles from policy_kwargs, sb3-contrib's defaults
+    (200 quantiles, no gradient clip) where the entry is silent."""
+    h = hp(session, "zoo:qrdqn/CartPole-v1")  # policy_kwargs: dict(net_arch=[256, 256], n_quantiles=10)
+    assert (h["n_quantiles"], h["hidden_sizes"], h["max_grad_norm"]) == (10, [256, 256], 0.0)
+    assert (h["train_every"], h["utd_ratio"], h["target_update"], h["target_update_period"]) == (256, 0.5, "hard", 128)
+    assert (h["epsilon_decay_steps"], h["epsilon_end"]) == (8_000, 0.04) and "td_loss" not in h
+    assert hp(session, "zoo:qrdqn/Acrobot-v1")["n_quantiles"] == 25  # its own policy_kwargs
 
 
 def test_show_lists_translated_and_dropped_keys(capsys):
@@ -161,7 +188,7 @@ def test_recipes_lists_the_zoo_only_with_zoo(monkeypatch, capsys):
     assert recorded and all(listed[f"zoo:{pair}"]["verified"] == verified()[pair]["result"] for pair in recorded)
     assert listed["zoo:dqn/ALE/*"]["algorithm"] == "dqn"
     assert listed["zoo:ddpg/Pendulum-v1"]["algorithm_installed"] is True
-    assert listed["zoo:sac/HalfCheetahBulletEnv-v0"]["env_status"].startswith("not registered")
+    assert listed["zoo:sac/HalfCheetahBulletEnv-v0"]["env_status"] == "not registered here: pip install pybullet_envs_gymnasium"
     assert listed["zoo:ppo/Reacher-v2"]["env_status"] == "not makeable with gymnasium 1.x (needs mujoco-py)"
 
 

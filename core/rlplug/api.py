@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .contract.hookspecs import Build
 from .pipeline.session import Session
-from .recipes.fields import Recipe
+
+if TYPE_CHECKING:
+    from .recipes.fields import Recipe
 
 _USER_OBJECTS: list[Any] = []
 _SESSION: Session | None = None

@@ -110,6 +110,19 @@ class CorruptCheckpointError(RunDirError):
     """A checkpoint file is truncated, corrupt or not an rlplug checkpoint (``previous.pt`` may stand in)."""
 
 
+class FormatVersionError(RlplugError):
+    """A file rlplug wrote (a checkpoint, a dataset's metadata, an exported policy's metadata) in a format
+    version this rlplug does not read: refused by name, never taken for a corrupt file and never moved aside."""
+
+
+class ExportedFileVersionError(FormatVersionError, ExportedFileError):
+    """An exported policy whose metadata is of another export format version (``rlplug_export``)."""
+
+
+class CheckpointVersionError(FormatVersionError, RunDirError):
+    """A checkpoint of another checkpoint format version (``rlplug.runs.checkpoint_io.FORMAT``)."""
+
+
 class RunDirBusyError(RunDirError):
     """Another process holds the run directory's lock (it is training or resuming into it)."""
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from .contract.protocol import contract_problems
@@ -63,10 +64,25 @@ def check_cell(
     eval_episodes: int = 2,
     resume: bool = True,
     resume_tolerance: float = 0.0,
+    dataset: str | None = None,
 ) -> list[str]:
-    """Run every check on the cell (``recipe`` on ``backend``); returns the names of the checks passed."""
+    """Run every check on the cell (``recipe`` on ``backend``); returns the names of the checks passed.
+
+    ``dataset`` (offline recipes): a dataset name or directory to train from instead of the recipe's, or
+    ``"random"``: a tiny dataset made here, ``RANDOM_DATASET_STEPS`` uniformly random transitions of the
+    recipe's environment, in a temporary directory removed afterwards (no ``rlplug dataset build``, the slow
+    step, and no reference returns: no normalised score)."""
+    if dataset == "random":
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="rlplug-check-") as directory:
+            session = Session(plugins=plugins, recipe_files=recipe_files, objects=objects)
+            made = random_dataset(session, recipe, list(overrides), Path(directory) / "random")
+            return check_cell(recipe, backend, overrides, steps=steps, plugins=plugins, recipe_files=recipe_files,
+                              objects=objects, eval_episodes=eval_episodes, resume=resume,
+                              resume_tolerance=resume_tolerance, dataset=made)  # fmt: skip
     session = Session(plugins=plugins, recipe_files=recipe_files, objects=objects)
-    overrides = list(overrides)
+    overrides = list(overrides) + ([f"dataset={dataset}"] if dataset is not None else [])
     if steps is not None:
         overrides += [*meaningful_cadence(session, recipe, overrides, steps), f"steps={steps}"]
     resolved = session.resolve(recipe, overrides)
@@ -96,6 +112,32 @@ def check_cell(
         check_resume_equivalence(session, resolved, build.backend, steps, resume_tolerance)
         passed.append("resume equivalence")
     return passed
+
+
+RANDOM_DATASET_STEPS = 1_000
+"""The transitions of ``check_cell(..., dataset="random")``'s dataset: a few batches' worth, in about a second."""
+
+
+def random_dataset(session: Session, recipe: str, overrides: list[str], directory: Path) -> str:
+    """A dataset of ``RANDOM_DATASET_STEPS`` uniformly random transitions of the resolved recipe's environment,
+    written at ``directory``; its path."""
+    import gymnasium as gym
+
+    from .data.collect import rollout
+    from .data.datasets import write
+
+    resolved = session.resolve(recipe, overrides)
+    if not resolved.dataset:
+        raise ValueError(f"check_cell(dataset='random'): recipe {recipe} is not offline (it names no dataset)")
+    env_kwargs = dict(resolved.env_kwargs)
+    arrays = rollout(resolved.env, env_kwargs, None, RANDOM_DATASET_STEPS, 0.0, resolved.seed, progress=False)
+    env = gym.make(resolved.env, **env_kwargs)
+    try:
+        info = write(str(directory), arrays, env_id=resolved.env, env_kwargs=env_kwargs, observation_space=env.observation_space,
+                     action_space=env.action_space, source={"kind": "random", "seed": resolved.seed}, reference={})  # fmt: skip
+    finally:
+        env.close()
+    return str(info.path)
 
 
 def meaningful_cadence(session: Session, recipe: str, overrides: Sequence[str], steps: int) -> list[str]:

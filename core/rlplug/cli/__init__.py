@@ -15,13 +15,10 @@ from __future__ import annotations
 
 import os
 import sys
-import traceback
-from datetime import datetime
 from pathlib import Path
 
-from ..pipeline.distributed import finish_worker, world
 from ..errors import RlplugError
-from .parser import build_parser
+from .parser import build_parser, chosen_command
 
 __all__ = ["build_parser", "main"]
 
@@ -29,14 +26,18 @@ __all__ = ["build_parser", "main"]
 def main(argv: list[str] | None = None) -> int:
     # TorchRL logs INFO lines to stdout at import, which would break --json output
     os.environ.setdefault("RL_LOGGING_LEVEL", "WARNING")
-    parser = build_parser()
+    argv = list(argv) if argv is not None else sys.argv[1:]
+    parser = build_parser(chosen_command(argv))  # only the command that runs (the whole parser for --help)
     args = parser.parse_args(argv)
-    args.argv = list(argv) if argv is not None else sys.argv[1:]  # a launcher hands it on to torchrun
+    args.argv = argv  # a launcher hands it on to torchrun
     debug = bool(getattr(args, "debug", False) or os.environ.get("RLPLUG_DEBUG"))
     try:
         code = args.func(args)
-        if code == 0 and world().distributed:
-            finish_worker(code)  # does not return
+        if code == 0 and "WORLD_SIZE" in os.environ:  # set by torchrun: this is a worker (a rank) of a launch
+            from ..pipeline.distributed import finish_worker, world
+
+            if world().distributed:
+                finish_worker(code)  # does not return
         return code
     except RlplugError as err:
         print(f"rlplug: error: {one_line(err)}", file=sys.stderr)
@@ -64,6 +65,8 @@ def one_line(err: BaseException) -> str:
 
 def unexpected(err: BaseException, args: object, debug: bool) -> int:
     """Print one line naming ``err`` and where its traceback was written (or, with ``--debug``, the traceback)."""
+    import traceback  # here: only an unexpected error needs it
+
     if debug:
         traceback.print_exc()
         return 1
@@ -81,6 +84,7 @@ def unexpected(err: BaseException, args: object, debug: bool) -> int:
 def write_traceback(text: str, argv: list[str]) -> Path | None:
     """Into the run directory this process writes (if any), else ``$TMPDIR/rlplug``; ``None`` if neither works."""
     import tempfile
+    from datetime import datetime
 
     from ..runs.lock import held_run_dirs
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -22,9 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import RecipeError, RlplugError, RunDirError, UnknownNameError
+from ..errors import OutputError, RecipeError, RlplugError, RunDirError, RunInterrupted, UnknownNameError
 from ..recipes.fields import file_stem
-from ..results.seeded import aggregate, check_jobs, ci_text, parse_seeds, reference_text, result_text, seeds_text, target_text, wall_text
+from ..results.seeded import (aggregate, check_jobs, ci_text, is_baseline, parse_seeds, pass_count, reference_text, result_text, seeds_text,
+                              target_text, verdict_text, wall_text)
 from ..util.suggest import did_you_mean
 from .tables import format_table
 from .common import note, open_session, print_json
@@ -45,6 +47,7 @@ class Row:
     tier: str
     reference: dict[str, Any]
     target: float
+    baseline_of: str = ""
     results: dict[int, dict[str, Any]] = field(default_factory=dict)
 
     @property
@@ -53,7 +56,7 @@ class Row:
 
     def aggregated(self) -> dict[str, Any]:
         return aggregate([self.results[s] for s in self.seeds], recipe=self.ref, backend=self.backend, seeds=self.seeds,
-                         tier=self.tier, reference=self.reference, target=self.target)  # fmt: skip
+                         tier=self.tier, reference=self.reference, target=self.target, baseline_of=self.baseline_of)  # fmt: skip
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -63,6 +66,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.seeds is not None and args.seed is not None:
         raise RlplugError("bench: give --seed S (one seed) or --seeds (several: 0,1,2 or a count), not both")
     seeds = parse_seeds(args.seeds) if args.seeds is not None else None
+    # the output paths first: a --report or --runs-dir that cannot be written is refused before a recipe is
+    # resolved, a dataset collected or a step trained
+    report = Path(args.report) if args.report else (Path("BENCHMARKS.md") if args.all else None)
+    if report is not None:
+        from ..results.report import check_report_paths
+
+        check_report_paths(report)
+    if args.runs_dir:
+        check_runs_dir(Path(args.runs_dir))
+    elif args.continue_runs:
+        raise RlplugError("bench --continue goes on with the runs under --runs-dir; give the --runs-dir of the bench to continue")
     session = open_session(args)
     overrides = list(args.set or ())
     if args.steps is not None:  # checked by the recipe's own domain, as --set steps=N is
@@ -70,38 +84,88 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.seed is not None:
         overrides.append(option_override("seed", args.seed))
     rows = plan_rows(session, args, overrides, seeds)
-    report = Path(args.report) if args.report else (Path("BENCHMARKS.md") if args.all else None)
-    if report is not None:
-        from ..results.report import check_report_paths
-
-        check_report_paths(report)
     finished: dict[int, dict[str, Any]] = {}
 
     def row_done(index: int) -> None:
         finished[index] = rows[index].aggregated()
         if report is not None:  # rewritten after each row: a long bench leaves a partial report
-            write_bench_report(report, [finished[i] for i in sorted(finished)], jobs)
+            write_bench_report(report, [finished[i] for i in sorted(finished)], jobs, getattr(args, "argv", None))
 
     units = [(i, s) for i, row in enumerate(rows) for s in row.seeds]
-    if jobs == 1:
-        run_here(session, args, rows, units, overrides, row_done)
-    else:
-        run_in_processes(args, rows, units, jobs, row_done)
+    running: set[tuple[int, int]] = set()  # the units under way, for the lines an interrupt prints
+    try:
+        if jobs == 1:
+            run_here(session, args, rows, units, overrides, row_done, running)
+        else:
+            run_in_processes(args, rows, units, jobs, row_done, running)
+    except KeyboardInterrupt as err:
+        raise bench_interrupted(args, rows, sorted(running), err) from None
     return print_rows(args, [finished[i] for i in range(len(rows))])
 
 
+def bench_interrupted(args: argparse.Namespace, rows: list[Row], units: list[tuple[int, int]], err: KeyboardInterrupt) -> RunInterrupted:
+    """One line per run the interrupt stopped (its directory, the step of its last checkpoint), and the
+    command that goes on: the same bench with ``--continue``, which counts the finished runs, resumes these
+    and trains the rest."""
+    for index, seed in units:
+        row, run_dir = rows[index], unit_run_dir(args, rows[index], seed)
+        kept = f"{run_dir}, {last_checkpoint(run_dir)}" if run_dir is not None else "nothing kept (no --runs-dir)"
+        print(f"rlplug: interrupted: {row.ref} on {row.backend}, seed {seed}: {kept}", file=sys.stderr)
+    signum = getattr(err, "signum", signal.SIGINT)
+    if not args.runs_dir:
+        return RunInterrupted("bench interrupted; nothing was kept: give --runs-dir DIR to keep its runs and go on with "
+                              "--continue", signum)  # fmt: skip
+    argv = list(getattr(args, "argv", sys.argv[1:]))
+    if "--continue" not in argv:
+        argv.append("--continue")
+    return RunInterrupted(f"bench interrupted; continue with: {shlex.join(['rlplug', *argv])}", signum)
+
+
+def last_checkpoint(run_dir: Path) -> str:
+    """``last checkpoint at env step N`` (``update N`` offline), or why there is none to resume from."""
+    from ..runs.checkpoint_io import load_checkpoint
+    from ..runs.rundir import CHECKPOINT
+
+    path = run_dir / CHECKPOINT
+    if not path.is_file():
+        return "no checkpoint yet (it resumes from step 0)"
+    try:
+        header = load_checkpoint(path, mmap=True).get("rlplug", {})
+    except RlplugError as problem:
+        return f"its checkpoint cannot be read ({problem})"
+    if "updates" in header:
+        return f"last checkpoint at update {header['updates']}"
+    return f"last checkpoint at env step {header.get('env_steps', '?')}"
+
+
+def unit_state(args: argparse.Namespace, row: Row, seed: int) -> str:
+    """``train`` (nothing there), ``finished`` (its summary is there: ``--continue`` counts it) or ``resume``."""
+    from ..runs.rundir import SUMMARY_FILE
+
+    run_dir = unit_run_dir(args, row, seed)
+    if run_dir is None or not args.continue_runs or not run_dir.exists():
+        return "train"
+    return "finished" if (run_dir / SUMMARY_FILE).is_file() else "resume"
+
+
 def print_rows(args: argparse.Namespace, data: list[dict[str, Any]]) -> int:
+    """The table; exit 0 when every real recipe's row passes (a baseline's row, built to miss, counts neither way)."""
     if args.json:
         print_json(data)
     else:
         print(format_table(COLUMNS, [table_row(row) for row in data]))
-    return 0 if all(row["passed"] for row in data) else 1
+        if len(data) > 1 or any(is_baseline(row) for row in data):
+            print(pass_count(data))
+    return 0 if all(row["passed"] or is_baseline(row) for row in data) else 1
 
 
-def write_bench_report(report: Path, data: list[dict[str, Any]], jobs: int) -> None:
+def write_bench_report(report: Path, data: list[dict[str, Any]], jobs: int, argv: list[str] | None = None) -> None:
     from ..results.report import write_report
+    from ..util.commands import portable_command, repository_root
 
-    write_report(report, data, "rlplug " + " ".join(sys.argv[1:]), jobs)
+    # as a reader re-runs it: paths inside the repository relative to it, scratch folders as SCRATCH/...
+    argv = sys.argv[1:] if argv is None else argv  # the command's own words (main keeps them), not the interpreter's
+    write_report(report, data, portable_command(["rlplug", *argv], repository_root()), jobs)
 
 
 # ---- from finished runs -----------------------------------------------------------------------------
@@ -148,12 +212,13 @@ def bench_from_runs(args: argparse.Namespace) -> int:
                 note(f"{ref}{label} on {backend}: seeds {seeds} repeat; each run counts once")
             summaries, target, reference = judged_by(ref, variant)
             data.append(aggregate(summaries, recipe=ref + label, backend=backend, seeds=seeds,
-                                  tier=variant[0][1].get("tier"), reference=reference, target=target))
+                                  tier=variant[0][1].get("tier"), reference=reference, target=target,
+                                  baseline_of=variant[0][1].get("baseline_of", "")))
     if args.report:
         from ..results.report import check_report_paths
 
         check_report_paths(Path(args.report))
-        write_bench_report(Path(args.report), data, 1)
+        write_bench_report(Path(args.report), data, 1, getattr(args, "argv", None))
     return print_rows(args, data)
 
 
@@ -235,12 +300,30 @@ def plan_rows(session: Any, args: argparse.Namespace, overrides: list[str], seed
         for backend in list(dict.fromkeys(own)) or list(spec.backends):
             session.prepare(recipe, backend)  # validates the cell (spaces, encoder, dataset) without building it
             rows.append(Row(recipe.ref, recipe.name, backend, list(seeds) if seeds is not None else [recipe.seed],
-                            recipe.tier, recipe.reference, recipe.target))  # fmt: skip
-            if args.runs_dir:
+                            recipe.tier, recipe.reference, recipe.target, recipe.baseline_of))  # fmt: skip
+            if args.runs_dir and not args.continue_runs:
                 for seed in rows[-1].seeds:
                     if unit_run_dir(args, rows[-1], seed).exists():
-                        raise RlplugError(f"{unit_run_dir(args, rows[-1], seed)} already exists; choose another --runs-dir")
+                        raise RlplugError(f"{unit_run_dir(args, rows[-1], seed)} already exists; choose another --runs-dir, "
+                                          "or add --continue to go on with an interrupted bench")  # fmt: skip
     return rows
+
+
+def check_runs_dir(path: Path) -> None:
+    """``--runs-dir``: a directory, or a path a directory can be made at (its nearest existing parent is a
+    directory this process can write); else one line, before anything trains."""
+    from ..util.outputs import describe
+
+    if path.exists() and not path.is_dir():
+        raise OutputError(f"bench --runs-dir: {path} is {describe(path)}, not a directory; choose another --runs-dir")
+    parent = path
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise OutputError(f"bench --runs-dir: {parent} is {describe(parent)}, not a directory, so {path} cannot be "
+                          "made; choose another --runs-dir")  # fmt: skip
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputError(f"bench --runs-dir: {parent} is not writable here; choose another --runs-dir")
 
 
 def check_backend_names(session: Any, backends: list[str]) -> None:
@@ -264,6 +347,8 @@ def unit_line(row: Row, seed: int, result: dict[str, Any]) -> str:
         return f"{row.ref} on {row.backend}, seed {seed}: failed: {result['error']}"
     score = f" (score {result['normalised_score']:.1f})" if result.get("normalised_score") is not None else ""
     verdict = "meets the target" if result["passed"] else "below target"
+    if row.baseline_of:  # built to miss: said as what it is
+        verdict = f"{verdict}, the baseline of {row.baseline_of}"
     return (f"{row.ref} on {row.backend}, seed {seed}: {result['eval_return_mean']:.1f} ± {result['eval_return_std']:.1f}{score}, "
             f"{verdict}, {result['wall_seconds']:.0f} s")  # fmt: skip
 
@@ -272,19 +357,37 @@ def unit_line(row: Row, seed: int, result: dict[str, Any]) -> str:
 
 
 def run_here(session: Any, args: argparse.Namespace, rows: list[Row], units: list[tuple[int, int]], overrides: list[str],
-             row_done: Any) -> None:  # fmt: skip
+             row_done: Any, running: set[tuple[int, int]]) -> None:  # fmt: skip
     from ..runs import train
 
     for number, (index, seed) in enumerate(units, 1):
         row = rows[index]
+        state = unit_state(args, row, seed)
         if not args.json:
-            print(f"[{number}/{len(units)}] training {row.ref} on {row.backend}, seed {seed} ...", file=sys.stderr)
-        recipe = session.resolve(row.ref, [*overrides, option_override("seed", seed)])
-        build = session.build(recipe, row.backend)
-        try:
-            summary = train(build, run_dir=unit_run_dir(args, row, seed), progress=not args.json)
-        finally:
-            build.trainer.close()
+            doing = {"train": "training", "resume": "resuming", "finished": "counting the finished"}[state]
+            print(f"[{number}/{len(units)}] {doing} {row.ref} on {row.backend}, seed {seed} ...", file=sys.stderr)
+        running.add((index, seed))
+        if state == "train":
+            recipe = session.resolve(row.ref, [*overrides, option_override("seed", seed)])
+            build = session.build(recipe, row.backend)
+            try:
+                summary = train(build, run_dir=unit_run_dir(args, row, seed), progress=not args.json)
+            finally:
+                build.trainer.close()
+        elif state == "finished":
+            summary = finished_summary(args, row, seed)
+        else:  # its own process, as `rlplug resume` runs it (the run's recorded plugins and settings)
+            process = subprocess.Popen(unit_command(args, row, seed), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, text=True, env=unit_environment())  # fmt: skip
+            try:
+                stdout, stderr = process.communicate()
+            except BaseException:  # a Ctrl-C reaches it too: let it write its checkpoint (subprocess.run would kill it)
+                _stop({process: None})
+                raise
+            if process.returncode >= 128:  # it was stopped
+                raise RunInterrupted("interrupted", process.returncode - 128)
+            summary = unit_result(seed, process.returncode, stdout, stderr)
+        running.discard((index, seed))
         row.results[seed] = summary
         if not args.json and len(units) > 1:
             print(unit_line(row, seed, summary), file=sys.stderr)
@@ -296,10 +399,13 @@ def run_here(session: Any, args: argparse.Namespace, rows: list[Row], units: lis
 
 
 def unit_command(args: argparse.Namespace, row: Row, seed: int) -> list[str]:
-    """``rlplug train`` for one unit, with this command's plugins, recipe files and overrides; JSON out."""
+    """``rlplug train`` for one unit, with this command's plugins, recipe files and overrides; JSON out. With
+    ``--continue``, ``rlplug resume`` for a unit whose run directory is there unfinished."""
+    run_dir = unit_run_dir(args, row, seed)
+    if unit_state(args, row, seed) == "resume":
+        return [sys.executable, "-m", "rlplug.cli", "resume", str(run_dir), "--json", "--no-progress"]
     command = [sys.executable, "-m", "rlplug.cli", "train", row.ref, "--backend", row.backend, "--seed", str(seed),
                "--json", "--no-progress"]  # fmt: skip
-    run_dir = unit_run_dir(args, row, seed)
     command += ["--run-dir", str(run_dir)] if run_dir is not None else ["--no-write"]
     for module in args.plugin or ():
         command += ["--plugin", module]
@@ -335,9 +441,23 @@ def unit_result(seed: int, returncode: int, stdout: str, stderr: str) -> dict[st
     return {"seed": seed, "error": f"exit code {returncode}" + (f": {said}" if said else "")}
 
 
-def run_in_processes(args: argparse.Namespace, rows: list[Row], units: list[tuple[int, int]], jobs: int, row_done: Any) -> None:
+def finished_summary(args: argparse.Namespace, row: Row, seed: int) -> dict[str, Any]:
+    from ..runs.rundir import SUMMARY_FILE
+    from ..util.jsonfiles import read_json_object
+
+    return read_json_object(unit_run_dir(args, row, seed) / SUMMARY_FILE, RunDirError)
+
+
+def run_in_processes(args: argparse.Namespace, rows: list[Row], units: list[tuple[int, int]], jobs: int, row_done: Any,
+                     stopped: set[tuple[int, int]]) -> None:  # fmt: skip
     from tqdm import tqdm
 
+    for index, seed in units:  # a --continue's finished runs are counted, not trained
+        if unit_state(args, rows[index], seed) == "finished":
+            rows[index].results[seed] = finished_summary(args, rows[index], seed)
+            if rows[index].done:
+                row_done(index)
+    units = [(i, s) for i, s in units if s not in rows[i].results]
     pending = deque(units)
     running: dict[subprocess.Popen, tuple[int, int, Any, Any]] = {}
     env = unit_environment()
@@ -354,6 +474,10 @@ def run_in_processes(args: argparse.Namespace, rows: list[Row], units: list[tupl
                 bar.set_postfix_str(f"running {len(running)}", refresh=True)
             for process in [p for p in running if p.poll() is not None]:
                 index, seed, out, err = running.pop(process)
+                if process.returncode in (128 + signal.SIGINT, 128 + signal.SIGTERM):  # a Ctrl-C reaches every process
+                    stopped.add((index, seed))
+                    out.close(), err.close()
+                    raise RunInterrupted("interrupted", process.returncode - 128)
                 out.seek(0), err.seek(0)
                 result = unit_result(seed, process.returncode, out.read(), err.read())
                 out.close(), err.close()
@@ -366,6 +490,7 @@ def run_in_processes(args: argparse.Namespace, rows: list[Row], units: list[tupl
                     row_done(index)
             time.sleep(0.2)
     except BaseException:
+        stopped.update((index, seed) for index, seed, _, _ in running.values())
         _stop(running)
         raise
     finally:
@@ -395,6 +520,6 @@ def _stop(running: dict[subprocess.Popen, Any]) -> None:
 
 def table_row(row: dict[str, Any]) -> list[str]:
     unit = " upd" if row.get("step_unit") == "updates" else ""
-    verdict = "pass" if row["passed"] else "FAIL"
+    verdict = verdict_text(row)
     return [row["recipe"], row["backend"], seeds_text(row), f"{row['steps']}{unit}", wall_text(row), result_text(row),
             ci_text(row), target_text(row), reference_text(row.get("reference")), verdict]  # fmt: skip

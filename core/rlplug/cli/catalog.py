@@ -8,7 +8,6 @@ import importlib.util
 from typing import Any
 
 from .tables import format_table, to_toml
-from ..interop.torchrl_hydra import ExportError
 from .common import note, open_session, print_json
 
 
@@ -24,9 +23,9 @@ def cmd_list(args: argparse.Namespace) -> int:
                 data.append({"algorithm": spec.name, "backend": backend, "kind": spec.kind,
                              "action_spaces": list(bspec.action_spaces), "plugin": record.dist,
                              "version": record.version, "status": status})
-        if record.status != "ok":
-            rows.append([record.name, "-", "-", "-", record.dist, record.version, f"{record.status}: {record.error}"])
-            data.append({"algorithm": record.name, "plugin": record.dist, "version": record.version,
+        for name in (record.declared or [record.name]) if record.status != "ok" else ():
+            rows.append([name, "-", "-", "-", record.dist, record.version, f"{record.status}: {record.error}"])
+            data.append({"algorithm": name, "plugin": record.dist, "version": record.version,
                          "status": record.status, "error": record.error})
     if args.json:
         print_json(data)
@@ -80,6 +79,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.format == "hydra":
         return show_torchrl_hydra(recipe, backend, settings, args.out)
     if args.out:
+        from ..interop.torchrl_hydra import ExportError
+
         raise ExportError("--out writes the --format hydra config; without --format hydra, show prints")
     table["backend"] = backend
     table["loss"] = recipe.loss or spec.loss_for(backend)
@@ -140,7 +141,7 @@ def show_torchrl_hydra(recipe: Any, backend: str, settings: dict[str, Any], out:
     """``show --format hydra``: the recipe as TorchRL's own trainer config (rlplug.interop.torchrl_hydra), printed or written."""
     from pathlib import Path
 
-    from ..interop.torchrl_hydra import check_exportable, export_config
+    from ..interop.torchrl_hydra import ExportError, check_exportable, export_config
 
     check_exportable(recipe.algorithm, backend, recipe.name)
     path = Path(out) if out else None
@@ -162,7 +163,7 @@ def show_torchrl_hydra(recipe: Any, backend: str, settings: dict[str, Any], out:
         return 0
     from ..util.outputs import replace_atomically
 
-    replace_atomically(path, lambda partial: partial.write_text(text))
+    replace_atomically(path, lambda partial: partial.write_text(text), "TorchRL trainer config")
     note(f"wrote {path} (TorchRL trainer config: config_name={path.stem!r}, config_dir={str(path.parent.resolve())!r})")
     return 0
 
@@ -195,6 +196,7 @@ def cmd_losses(args: argparse.Namespace) -> int:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     from .extras import extra_lines
+    from .pins import pin_lines
     from ..runs.versions import versions
 
     session = open_session(args)
@@ -204,12 +206,17 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     print("environment suites:")
     for line in suite_lines():
         print(f"  {line}")
+    off = pin_lines()
+    flagged = {line.split(" ", 1)[0].lower() for line in off if " is o" in line}  # "is off" / "is outside"
     print("optional extras:")
-    for line in extra_lines():
+    for line in extra_lines(flagged):
+        print(f"  {line}")
+    print("tested versions:")
+    for line in off:
         print(f"  {line}")
     print("plugins:")
     for record in session.host.records:
-        algos = ", ".join(s.name for s in record.algorithms) or "-"
+        algos = ", ".join([s.name for s in record.algorithms] or record.declared) or "-"
         line = f"  {record.label:<24} {record.status:<12} algorithms: {algos}"
         if record.error:
             line += f"\n    reason: {record.error}"
@@ -222,13 +229,14 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def suite_lines() -> list[str]:
     """One line per optional environment suite: installed or the extra that installs it (nothing imported)."""
     from ..envs.suites import ATARI_PREPROCESSING_NEEDS, SUITES, suite_available
+    from .pins import install_command
 
     lines = []
     for suite in SUITES.values():
         resume = "resumes mid-episode" if suite.resumes_mid_episode else "resume restarts episodes"
-        status = f"available ({resume})" if suite_available(suite) else f"not installed: pip install 'rlplug[{suite.extra}]'"
+        status = f"available ({resume})" if suite_available(suite) else f"not installed: {install_command(suite.extra)}"
         if suite.name == "atari" and suite_available(suite) and importlib.util.find_spec(ATARI_PREPROCESSING_NEEDS[0]) is None:
-            status = f"available without atari preprocessing (no OpenCV): pip install 'rlplug[{suite.extra}]'"
+            status = f"available without atari preprocessing (no OpenCV): {install_command(suite.extra)}"
         lines.append(f"{suite.name:<11} {status}")
     return lines
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
@@ -16,6 +15,8 @@ def open_session(args: argparse.Namespace):
 
 
 def print_json(data: Any) -> None:
+    import json  # here: the listing commands print tables unless --json
+
     print(json.dumps(data, indent=2))
 
 

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CompareError
-from ..recipes.fields import file_stem
 from .common import note, print_json
 
 
@@ -28,6 +27,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     if bool(args.run_dirs) == bool(args.recipe):
         raise CompareError("give run directories or --recipe NAME (one of the two)")
+    from ..recipes.fields import file_stem
+
     out = Path(args.out) if args.out else Path(f"compare-{file_stem(args.recipe).replace('@', '-')}.png" if args.recipe else "compare.png")
     if out.suffix.lower() != ".png":
         raise CompareError(f"--out {out} must name a .png file")

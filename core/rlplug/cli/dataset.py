@@ -1,4 +1,4 @@
-"""``dataset collect | from-run | build | info | list``: offline datasets, and building a declared one
+"""``dataset collect | from-run | build | info | export | list``: offline datasets, and building a declared one
 a recipe needs before ``train`` or ``bench`` uses it."""
 
 from __future__ import annotations
@@ -72,6 +72,21 @@ def cmd_dataset_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_dataset_export(args: argparse.Namespace) -> int:
+    from ..data.datasets import load_data, read_info
+    from ..data.minari import default_minari_id, export_minari, minari_summary
+
+    info = read_info(args.name)
+    data = load_data(info)  # checksums, shapes and finite values: a dataset is exported only if it could be trained on
+    dataset_id = args.id or default_minari_id(args.name)
+    path = export_minari(info, data, dataset_id)
+    if args.json:
+        print_json({"path": str(path), **minari_summary(path)})
+    else:
+        print(f"dataset {info.name} -> Minari dataset {dataset_id} at {path} (minari.load_dataset({dataset_id!r}))")
+    return 0
+
+
 def cmd_dataset_list(args: argparse.Namespace) -> int:
     from ..data.datasets import data_root, dataset_path, list_datasets
 
@@ -84,6 +99,15 @@ def cmd_dataset_list(args: argparse.Namespace) -> int:
         else:
             rows.append(_row(found))
             data.append({"name": found.name, "path": str(found.path), **found.metadata})
+    from ..data.minari import local_minari_rows, minari_root
+
+    for row in local_minari_rows():  # read with `dataset = "minari:ID"`; needs the minari extra to train on
+        if "error" in row:
+            rows.append([row["name"], "-", "-", "-", "-", "-", "-", row["error"]])
+        else:
+            refs = [f"{row[k]:.1f}" if isinstance(row[k], (int, float)) else "-" for k in ("random_return", "expert_return")]
+            rows.append([row["name"], row["env"], row["transitions"], row["episodes"], "-", *refs, f"minari ({minari_root()})"])
+        data.append({**row, "minari": True})
     for name, table in sorted(session.book.datasets.items()):
         if not dataset_path(name).exists():
             rows.append([name, table.get("env", "?"), table.get("steps", "?"), "-", "-", "-", "-", "declared, not built"])

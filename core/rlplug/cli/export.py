@@ -6,19 +6,21 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..recipes.fields import task_label
 from .common import note, open_session, print_json
 
 
-def add_export_command(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    from ..results.export import FORMATS
+EXPORT_FORMATS = ("torchscript", "onnx")
+"""``rlplug.results.export.FORMATS``, spelled here so that building the parser does not import the exporter
+(tests/test_imports.py keeps the two equal)."""
 
+
+def add_export_command(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     export = sub.add_parser(
         "export", parents=[common],
         help="save a run's deterministic policy as one file that runs with plain torch (TorchScript) or onnxruntime (ONNX)",
     )  # fmt: skip
-    export.add_argument("run_dir")
-    export.add_argument("--format", default="torchscript", choices=FORMATS, help="torchscript (default) or onnx (needs rlplug[onnx])")
+    export.add_argument("run_dir", help="a run directory written by rlplug train")
+    export.add_argument("--format", default="torchscript", choices=EXPORT_FORMATS, help="torchscript (default) or onnx (needs rlplug[onnx])")
     export.add_argument("--out", metavar="FILE", help="where to write it (default: RUN_DIR/policy.pt, or RUN_DIR/policy.onnx); replaces only an earlier export")
     export.add_argument("--no-check", action="store_true", help="skip reading the file back and comparing its actions with the run's")
     export.set_defaults(func=cmd_export)
@@ -44,7 +46,11 @@ def cmd_export(args: argparse.Namespace) -> int:
         return 0
     meta = result["metadata"]
     unit = "gradient updates" if meta["step_unit"] == "updates" else "steps"
-    print(f"{meta['recipe']} on {meta['backend']} after {meta['steps']} {unit}: {result['format']} policy written to {result['path']}")
+    from ..recipes.fields import task_label
+
+    # the env it was trained on, as every other command names a run: a run with --set env=... is not the recipe's task
+    print(f"{task_label(meta['recipe'], meta['env'], meta['backend'])} after {meta['steps']} {unit}: {result['format']} policy "
+          f"written to {result['path']}")
     hidden = meta.get("hidden")  # a recurrent policy: its state in and out, zeros at an episode's start
     state = f", hidden {describe_tensor(hidden)}" if hidden else ""
     next_state = f", {'next_hidden' if result['format'] == 'onnx' else 'hidden'} {describe_tensor(hidden)}" if hidden else ""
@@ -69,7 +75,7 @@ def cmd_eval_exported(args: argparse.Namespace, episodes: int | None, video_dir:
     session = session_for_run(open_session(args), run_dir)
     build = session.prepare(saved.recipe, saved.backend)
     episodes = episodes or build.recipe.eval_episodes
-    with episode_bar(episodes, not args.json, "evaluating"):
+    with episode_bar(episodes, not (args.json or getattr(args, "no_progress", False)), "evaluating"):
         returns = evaluate_exported(build, exported, episodes, video_dir)
     mean = float(np.mean(returns))
     result = {"run_dir": str(run_dir), "exported": str(exported.path), "format": exported.format, "recipe": build.recipe.ref,
@@ -80,6 +86,8 @@ def cmd_eval_exported(args: argparse.Namespace, episodes: int | None, video_dir:
     if args.json:
         print_json(result)
     else:
+        from ..recipes.fields import task_label
+
         print(f"{task_label(result['recipe'], result['env'], result['backend'])}, exported {result['format']} policy {result['exported']}: eval return "
               f"{result['eval_return_mean']:.1f} ± {result['eval_return_std']:.1f} over {result['eval_episodes']} episodes")
         if video_dir is not None:

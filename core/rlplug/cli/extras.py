@@ -27,6 +27,8 @@ EXTRAS = (
     Extra("hydra", "rlplug-hydra (Hydra configs and sweeps)", (("hydra-core",), ("hydra-submitit-launcher",))),
     Extra("ray", "rlplug-hydra's hydra/launcher=rlplug_ray", (("ray",),)),
     Extra("zoo", "zoo:ALGO/ENV recipes", (("rl_zoo3",), ("pyyaml",))),
+    Extra("envpool", "vector_mode = \"envpool\"", (("envpool",),)),
+    Extra("minari", "minari:ID datasets, rlplug dataset export --format minari", (("minari",), ("h5py",), ("pillow",))),
 )
 
 
@@ -50,14 +52,18 @@ def extra_status(extra: Extra) -> tuple[list[str], list[str]]:
     return found, missing
 
 
-def extra_lines() -> list[str]:
-    """One line per optional extra: its installed versions, or what is missing and the command that installs it."""
+def extra_lines(flagged: set[str] = frozenset()) -> list[str]:
+    """One line per optional extra: its installed versions, or what is missing and the command that installs it;
+    ``flagged`` distributions (lower case) are off the tested versions (``rlplug.cli.pins``), said on the line."""
+    from .pins import install_command
+
     lines = []
     for extra in EXTRAS:
         found, missing = extra_status(extra)
         if missing:
-            status = f"not installed ({', '.join(missing)} missing): pip install 'rlplug[{extra.name}]'"
+            status = f"not installed ({', '.join(missing)} missing): {install_command(extra.name)}"
         else:
-            status = f"installed ({', '.join(found)})"
+            off = [item for item in found if item.split(" ", 1)[0].lower() in flagged]
+            status = f"installed ({', '.join(found)})" + (f", {', '.join(off)} off the tested versions (below)" if off else "")
         lines.append(f"{extra.name:<11} {status}; for {extra.enables}")
     return lines

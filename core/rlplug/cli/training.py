@@ -97,7 +97,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     try:
         note(build.extras["saved_run"].note)
         episodes = episodes or build.recipe.eval_episodes
-        with episode_bar(episodes, not args.json, "evaluating"):
+        with episode_bar(episodes, not (args.json or args.no_progress), "evaluating"):
             returns = build.trainer.evaluate(episodes, video_dir=video_dir)
     finally:
         build.trainer.close()
@@ -229,6 +229,9 @@ def worker_device(args: argparse.Namespace) -> str:
 
 
 def report(args: argparse.Namespace, summary: dict[str, Any]) -> int:
+    from ..runs import stop_line
+
+    note(stop_line(summary.get("stopped_by")))  # stderr: --json output stays one document
     if args.json:
         print_json(summary)
     else:

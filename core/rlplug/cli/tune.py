@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RecipeError
-from ..recipes.fields import file_stem
 from .common import open_session, print_json
 
 DEFAULT_EVALUATIONS = 5
@@ -21,16 +20,14 @@ DEFAULT_EVAL_SEEDS = 3
 
 
 def add_tune_command(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    """Register ``tune`` (and ``show``'s ``--space``) on the command parser."""
-    show = sub.choices.get("show")
-    if show is not None:
-        show.add_argument("--space", action="store_true", help="print the recipe's search space for `rlplug tune` instead")
+    """Register ``tune`` on the command parser (``show``'s ``--space``, answered by ``cmd_show_space``, is declared
+    with ``show`` in ``cli.parser``: `rlplug show` does not import this module to build its options)."""
     tune = sub.add_parser("tune", parents=[common], help="search a recipe's hyperparameters (Optuna) and write the best as a recipe",
                           description="Search a recipe's hyperparameters with Optuna (TPE sampler, median pruner) and write "
                           "the best trial, re-evaluated on fresh seeds, as a recipe that extends the original. Needs "
                           "pip install 'rlplug[tune]'.")  # fmt: skip
     tune.add_argument("name", help="the recipe to tune (NAME or NAME@VERSION)")
-    tune.add_argument("--backend")
+    tune.add_argument("--backend", help="skrl or torchrl (default: the recipe's backend)")
     tune.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a recipe field or hyperparameter in every trial")
     tune.add_argument("--trials", type=int, metavar="N", help="trials the study should hold (a rerun continues it up to N)")
     tune.add_argument("--jobs", type=int, default=1, metavar="J", help="worker processes sharing the study (default: 1)")
@@ -360,6 +357,8 @@ def _export(context: _Context, study: Any, args: argparse.Namespace, quiet: bool
 
 
 def _out(recipe: Any, args: argparse.Namespace) -> Path:
+    from ..recipes.fields import file_stem
+
     return Path(args.out or f"{file_stem(recipe.name)}-tuned.toml")
 
 

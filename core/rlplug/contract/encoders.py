@@ -172,7 +172,7 @@ class EncoderRegistry:
         if entry is None:
             raise SpaceError(
                 f"{prefix}no encoder accepts the observation space {space}{of_env} "
-                f"(registered encoders: {', '.join(self.names())}); {HOW_TO_REGISTER}"
+                f"(registered encoders: {', '.join(self.names())}); {wrapper_advice(space, env_id) or HOW_TO_REGISTER}"
             )
         return entry
 
@@ -280,6 +280,22 @@ def accepts_dict(space: Any, encoders: EncoderRegistry) -> bool:
     )
 
 
+def wrapper_advice(space: Any, env_id: str) -> str:
+    """For a Dict observation with entries no encoder reads (MiniGrid's text ``mission``): the recipe field that drops
+    them, ready to paste; empty for other spaces."""
+    spaces = getattr(space, "spaces", None)
+    if not isinstance(spaces, Mapping):
+        return ""
+    unread = [key for key, sub in spaces.items() if not hasattr(sub, "shape") or sub.shape is None]
+    if not unread:
+        return ""
+    if env_id.startswith(("MiniGrid-", "BabyAI-")):
+        return ("MiniGrid's own wrappers give one an encoder reads: --set 'wrappers = [{wrapper = "
+                "\"minigrid.wrappers:FlatObsWrapper\"}]' (a flat vector) or minigrid.wrappers:ImgObsWrapper (the image)")
+    return (f"its entries {unread} have no shape (text?): drop them with a Gymnasium wrapper, --set 'wrappers = "
+            "[{wrapper = \"module:Name\"}]' (e.g. gymnasium.wrappers:FilterObservation with kwargs = {filter_keys = [...]})")
+
+
 CNN_OPTIONS = ("channels", "kernels", "strides", "features", "channels_last")
 NATURE_CNN = {"channels": (32, 64, 64), "kernels": (8, 4, 3), "strides": (4, 2, 1), "features": 512}
 MINATAR_CNN = {"channels": (16,), "kernels": (3,), "strides": (1,), "features": 128}
@@ -311,11 +327,27 @@ def conv_problem(space: Any, options: Mapping[str, Any], defaults: Mapping[str, 
     for kernel, stride in zip(kernels, strides):
         size = tuple((d - kernel) // stride + 1 for d in size)
         if min(size) < 1:
-            return (
-                f"encoder '{name}': a {height}x{width} image is too small for kernels {kernels} with strides {strides}; "
-                "pass smaller ones in encoder_kwargs (kernels = [3], strides = [1])"
-            )
+            return too_small(name, height, width, kernels, strides)
     return None
+
+
+def fitting_cnn(height: int, width: int) -> dict[str, list[int]]:
+    """Convolutions that read a ``height`` x ``width`` image: up to three 3x3 (stride 1) layers of 16, 32, 64 channels
+    while the image lasts (MiniGrid's 7x7 view: two), one kernel of the image's size below 3x3."""
+    side = min(height, width)
+    if side < 3:
+        return {"channels": [16], "kernels": [side], "strides": [1]}
+    layers = min(3, (side - 1) // 2)
+    return {"channels": [16, 32, 64][:layers], "kernels": [3] * layers, "strides": [1] * layers}
+
+
+def too_small(name: str, height: int, width: int, kernels: list[int], strides: list[int]) -> str:
+    """The refusal of a CNN whose kernels outgrow the image, with ``encoder_kwargs`` that fit, ready to paste into a
+    recipe or a ``--set``."""
+    fit = fitting_cnn(height, width)
+    table = ", ".join(f"{key} = {value}" for key, value in fit.items())
+    return (f"encoder '{name}': a {height}x{width} image is too small for kernels {kernels} with strides {strides}; "
+            f"pass convolutions that fit: --set 'encoder_kwargs = {{{table}}}'")
 TORCH_MODULE = "rlplug.backends.common.encoders"
 
 

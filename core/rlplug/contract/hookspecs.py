@@ -52,6 +52,7 @@ API_VERSION = 1
 
 hookspec = pluggy.HookspecMarker("rlplug")
 hookimpl = pluggy.HookimplMarker("rlplug")
+"""Marks a plugin's hook implementations: ``@rlplug.hookimpl`` or ``@rlplug.hookimpl(tryfirst=True)`` (pluggy's marker)."""
 
 
 @dataclass

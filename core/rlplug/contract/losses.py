@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +30,7 @@ class LossEntry:
     reported: tuple[str, ...] = ()
     optimisers: tuple[tuple[str, str], ...] = ()
     doc: str = ""
-    source: str = ""  # who registered it (plugin name or "user")
+    source: str = ""  # who registered it: the distribution (or, not installed, the module) that called register
     describe: Callable[[], dict[str, Any]] | None = None
     """Optional: extra facts for ``rlplug losses`` (TorchRL: accepted ``set_keys`` fields, estimator)."""
 
@@ -45,10 +46,20 @@ def import_attribute(path: str) -> Any:
 
 
 class LossRegistry:
-    """Named losses per cell. ``register`` refuses a taken name unless ``override=True``."""
+    """Named losses per cell. ``register`` refuses a taken name unless ``override=True``.
+
+    ``sources`` maps a top-level package to the distribution that ships it (discovery fills it for every
+    loaded plugin): a loss registered without ``source`` is credited to the distribution of the module that
+    called ``register``, else to that module (a ``--plugin`` module, a script), else ``"user"``.
+    """
 
     def __init__(self) -> None:
         self._entries: dict[tuple[str, str, str], LossEntry] = {}
+        self.sources: dict[str, str] = {}
+
+    def registering_source(self, module: str) -> str:
+        top = module.partition(".")[0]
+        return self.sources.get(top) or (module if module and module != "__main__" else "user")
 
     def register(
         self,
@@ -61,10 +72,12 @@ class LossRegistry:
         reported: tuple[str, ...] | list[str] = (),
         optimisers: dict[str, str] | None = None,
         doc: str = "",
-        source: str = "user",
+        source: str | None = None,
         describe: Callable[[], dict[str, Any]] | str | None = None,
         override: bool = False,
     ) -> LossEntry:
+        if source is None:
+            source = self.registering_source(sys._getframe(1).f_globals.get("__name__", ""))
         key = (algorithm, backend, name)
         if key in self._entries and not override:
             old = self._entries[key]

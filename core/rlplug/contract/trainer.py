@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 
 from ..envs.evaluation import evaluate_policy
-from ..errors import ExportUnsupportedError, NoReplayMemoryError
+from ..envs.torch_native import is_torch_env
+from ..errors import ExportUnsupportedError, NoReplayMemoryError, VideoUnsupportedError
 from ..hooks import Loop, TorchRLTrainerAPI, TrainerHooks, own_loop
 from .hookspecs import Build
 
@@ -26,11 +27,16 @@ class EpisodeTracker:
         self.finished: list[float] = []
         self.episodes = 0
 
+    @staticmethod
+    def local(values: Any) -> Any:
+        """``values`` (an array, or a tensor on any device) as this tracker keeps them: a host array."""
+        return values.detach().cpu().numpy() if hasattr(values, "detach") else values
+
     def update(self, rewards: Any, dones: Any, returns: Any = None) -> None:
         """One vector step. ``returns``: the env's own returns of the episodes that ended on it, in env order
         (``rlplug.envs.wrappers.ended_returns``), or ``None``: the summed rewards are their returns."""
-        rewards = np.asarray(rewards, dtype=np.float64).reshape(-1)
-        dones = np.asarray(dones, dtype=bool).reshape(-1)
+        rewards = np.asarray(self.local(rewards), dtype=np.float64).reshape(-1)
+        dones = np.asarray(self.local(dones), dtype=bool).reshape(-1)
         self.running += rewards
         self.lengths += 1
         if dones.any():
@@ -63,6 +69,69 @@ class EpisodeTracker:
         self.episodes = int(state["episodes"])
 
 
+class TensorEpisodeTracker(EpisodeTracker):
+    """``EpisodeTracker`` on the env's own device, for torch-native envs (``rlplug.envs.torch_native``): a step adds
+    its rewards and ends without a host sync; ``pop_mean`` reads the finished episodes' sum and count, once per
+    iteration. Its state dict is ``EpisodeTracker``'s. (No env-recorded returns: torch-native envs have no wrappers.)"""
+
+    def __init__(self, num_envs: int, device: Any) -> None:
+        import torch
+
+        self.device = torch.device(device)
+        self.running = torch.zeros(num_envs, dtype=torch.float64, device=self.device)
+        self.lengths = torch.zeros(num_envs, dtype=torch.int64, device=self.device)
+        self.finished_sum = torch.zeros((), dtype=torch.float64, device=self.device)
+        self.finished_count = torch.zeros((), dtype=torch.int64, device=self.device)
+        self.ended = torch.zeros((), dtype=torch.int64, device=self.device)
+
+    def local(self, values: Any) -> Any:
+        import torch
+
+        return torch.as_tensor(values, device=self.device)
+
+    def update(self, rewards: Any, dones: Any, returns: Any = None) -> None:
+        rewards = self.local(rewards).reshape(-1).to(self.running.dtype)
+        dones = self.local(dones).reshape(-1).bool()
+        self.running += rewards
+        self.lengths += 1
+        self.finished_sum += (self.running * dones).sum()
+        count = dones.sum()
+        self.finished_count += count
+        self.ended += count
+        self.running *= ~dones
+        self.lengths *= ~dones
+
+    @property
+    def episodes(self) -> int:  # type: ignore[override]
+        return int(self.ended.item())
+
+    def pop_mean(self) -> float | None:
+        count = int(self.finished_count.item())
+        if count == 0:
+            return None
+        mean = float(self.finished_sum.item()) / count
+        self.finished_sum.zero_()
+        self.finished_count.zero_()
+        return mean
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"running": self.running.tolist(), "lengths": self.lengths.tolist(), "episodes": self.episodes}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        import torch
+
+        self.running = torch.as_tensor(state["running"], dtype=torch.float64, device=self.device)
+        self.lengths = torch.as_tensor(state.get("lengths", [0] * len(self.running)), dtype=torch.int64, device=self.device)
+        self.ended.fill_(int(state["episodes"]))
+
+
+def episode_tracker(build: Build) -> EpisodeTracker:
+    """The tracker of a build's training env: on its device for a torch-native env, else on the host."""
+    if is_torch_env(getattr(build, "env_id", None)):
+        return TensorEpisodeTracker(build.num_envs, build.device)
+    return EpisodeTracker(build.num_envs)
+
+
 class TrainerBase(TorchRLTrainerAPI):
     """Subclass and implement ``step``, ``act_deterministic``, ``state_dict`` and ``load_state_dict``.
 
@@ -78,7 +147,7 @@ class TrainerBase(TorchRLTrainerAPI):
         self.build = build
         self.env_steps = 0
         self.iterations = 0
-        self.episodes = EpisodeTracker(build.num_envs)
+        self.episodes = episode_tracker(build)
         self.budget: int | None = None  # the step target of the running ``train`` call
         compiled = bool(getattr(build, "settings", None) and build.settings.get("compile"))  # a hand-made build may have none
         self.hooks = TrainerHooks(self.hook_loop or own_loop(type(self).__name__), compiled=compiled)
@@ -162,10 +231,27 @@ class TrainerBase(TorchRLTrainerAPI):
         self.hooks.shutdown()
 
     def evaluate(self, episodes: int, video_dir: str | None = None) -> list[float]:
+        if is_torch_env(getattr(self.build, "env_id", None)):
+            return self.evaluate_torch_env(episodes, video_dir)
         return evaluate_policy(
-            self.build.env_spec, None, self.act_deterministic, episodes, self.build.seed, video_dir=video_dir,
+            self.build.env_spec, None, self.evaluation_act(), episodes, self.build.seed, video_dir=video_dir,
             reset=self.reset_acting_state,
         )
+
+    def evaluation_act(self) -> Callable[[Any], Any]:
+        """What ``evaluate`` acts with: ``act_deterministic``, or the same actions from a cheaper path (TorchRL
+        cells act through their exported module, without a TensorDict and a probabilistic actor per step)."""
+        return self.act_deterministic
+
+    def evaluate_torch_env(self, episodes: int, video_dir: str | None = None) -> list[float]:
+        """A torch-native env's evaluation (``rlplug.envs.torch_native.evaluate_torch_env``): the exported
+        deterministic policy (``export_policy``: ``act_deterministic`` as one module) on tensors, on the env's device."""
+        from ..envs.torch_native import evaluate_torch_env
+
+        if video_dir is not None:
+            raise VideoUnsupportedError(f"'{self.build.env_id}' is a torch-native env: rlplug records videos of Gymnasium envs only")
+        policy = self.export_policy().to(self.build.device)  # its own buffers (action bounds) too
+        return evaluate_torch_env(self.build.env_id, self.build.env_kwargs, policy, episodes, self.build.seed, self.build.device)
 
     def replay_transitions(self) -> dict[str, Any]:
         """A trainer without a replay memory has nothing to export; off-policy trainers override this."""
@@ -184,6 +270,13 @@ class TrainerBase(TorchRLTrainerAPI):
         self.env_steps = int(state["env_steps"])
         self.iterations = int(state["iterations"])
         self.episodes.load_state_dict(state["episodes"])
+
+    def logged_metrics(self) -> frozenset[str] | None:
+        """Every name a metrics row of ``train`` can hold (``loss/<term>``, ``train/...``), known once the trainer is
+        built and before it trains: a hook's ``monitor`` is checked against it (``rlplug.hooks.recipe.check_monitors``).
+        ``None``: this trainer does not say, and monitors go unchecked. The family bases derive it from the loss
+        entry's terms and the loop's own entries; a test compares it with what short runs log."""
+        return None
 
     def close(self) -> None:
         pass

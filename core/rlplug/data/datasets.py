@@ -12,7 +12,8 @@ Datasets live under ``$RLPLUG_DATA_DIR`` (default ``$XDG_DATA_HOME/rlplug/datase
 ``~/.local/share/rlplug/datasets``); a name with a path separator is a directory anywhere. Both
 backends read the same directory. Writing goes to a temporary sibling that is renamed into place, so
 a dataset is either complete or absent. Reading checks the metadata, every file's shape and checksum,
-and the spaces against the env the recipe evaluates on; each failure is one ``DatasetError`` line.
+that every value is finite (and every Discrete action in range), and the spaces against the env the
+recipe evaluates on; each failure is one ``DatasetError`` line.
 
 This module imports numpy only; tensordict and torch are imported by the functions that read or write
 data, so ``rlplug dataset list`` and recipe validation stay cheap.
@@ -24,7 +25,6 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -32,9 +32,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import RlplugError
+from ..errors import FormatVersionError, RlplugError
+from ..util.formats import other_format
 from ..util.jsonfiles import read_json_object
-from ..util.outputs import DATASET, check_output, swap_in_dir, writing
+from ..util.outputs import DATASET, check_output, swap_in_dir, temporary_sibling, writing
 
 FORMAT = 1
 KEYS = ("observation", "action", "reward", "next_observation", "terminated", "truncated")
@@ -44,6 +45,10 @@ DATA = "data"
 
 class DatasetError(RlplugError):
     """A dataset is missing, truncated, corrupt, or does not fit the environment it is used with."""
+
+
+class DatasetVersionError(DatasetError, FormatVersionError):
+    """A dataset whose ``metadata.json`` is of another dataset format version."""
 
 
 # ---- where datasets live ------------------------------------------------------------------------
@@ -133,6 +138,11 @@ class DatasetInfo:
             return None
         return 100.0 * (episode_return - random_return) / (expert_return - random_return)
 
+    def d4rl_score(self, episode_return: float) -> float | None:
+        """The normalised score against D4RL's reference returns, where the dataset carries them (a Minari
+        dataset's ``ref_min_score`` / ``ref_max_score``); ``None`` for rlplug's own references."""
+        return self.normalised_score(episode_return) if self.metadata.get("d4rl_reference") else None
+
     def check_env(self, env_id: str, observation_space: Any, action_space: Any, where: str) -> None:
         """Refuse a dataset recorded on another env or with other spaces than ``env_id`` has now."""
         meta = self.metadata
@@ -150,7 +160,12 @@ class DatasetInfo:
 
 
 def read_info(name: str) -> DatasetInfo:
-    """Parse ``metadata.json`` (no data is read); every way it can be wrong is one ``DatasetError``."""
+    """Parse ``metadata.json`` (no data is read); every way it can be wrong is one ``DatasetError``.
+    ``minari:ID`` names a Minari dataset in the local Minari root (``rlplug.data.minari``)."""
+    if name.startswith("minari:"):
+        from .minari import read_minari_info
+
+        return read_minari_info(name)
     path = dataset_path(name)
     if not path.is_dir():
         raise DatasetError(f"dataset '{name}' not found ({path} does not exist); see `rlplug dataset list`")
@@ -161,12 +176,15 @@ def read_info(name: str) -> DatasetInfo:
         metadata = read_json_object(meta_file, DatasetError)
     except DatasetError as err:
         raise DatasetError(f"dataset '{name}': {err}") from None
+    if "format" in metadata and metadata["format"] != FORMAT:  # before the fields: another format may name them otherwise
+        writer = metadata.get("rlplug")
+        raise DatasetVersionError(other_format(f"dataset '{name}' ({meta_file})", metadata["format"],
+                                               str(writer) if writer is not None else None, FORMAT, "dataset format",
+                                               "read it with that rlplug, or collect it again with this one"))
     required = ("format", "env", "observation_space", "action_space", "transitions", "files")
     missing = [k for k in required if k not in metadata]
     if missing:
         raise DatasetError(f"dataset '{name}': {meta_file} lacks {', '.join(missing)}")
-    if metadata["format"] != FORMAT:
-        raise DatasetError(f"dataset '{name}' has format {metadata['format']!r}; this rlplug reads format {FORMAT}")
     problem = _metadata_problem(metadata)
     if problem:
         raise DatasetError(f"dataset '{name}': {meta_file} is unreadable: {problem}")
@@ -251,6 +269,10 @@ def load_data(info: DatasetInfo, verify: bool = True) -> dict[str, Any]:
     """
     from tensordict import TensorDict
 
+    if info.metadata.get("format") == "minari":
+        from .minari import load_minari_data
+
+        return load_minari_data(info)
     data_dir = info.path / DATA
     files = info.metadata["files"]
     for key in KEYS:
@@ -280,7 +302,32 @@ def load_data(info: DatasetInfo, verify: bool = True) -> dict[str, Any]:
                 f"training reads {str(wanted).removeprefix('torch.')}"
             )
         tensors[key] = tensor.clone()  # a plain tensor in memory, detached from the memmap file
+        problem = values_problem(key, tensors[key], info.metadata["action_space"])
+        if problem:
+            raise DatasetError(f"dataset '{info.name}' cannot be trained on: {problem}")
     return tensors
+
+
+def values_problem(key: str, tensor: Any, action_space: dict[str, Any]) -> str | None:
+    """What would poison training in one array, or ``None``: a NaN or infinite float (a NaN action trains
+    until the critic loss turns NaN a hundred updates later), a Discrete action outside ``[0, n)``.
+    Named by the first bad row, as ``row`` indexes the dataset's transitions."""
+    import torch
+
+    if tensor.is_floating_point():
+        bad = ~torch.isfinite(tensor.reshape(len(tensor), -1)).all(dim=1)
+        if bool(bad.any()):
+            rows = torch.nonzero(bad).reshape(-1)
+            first = tensor.reshape(len(tensor), -1)[rows[0]]
+            value = first[~torch.isfinite(first)][0].item()
+            more = f" (and {len(rows) - 1} more row{'s' if len(rows) > 2 else ''})" if len(rows) > 1 else ""
+            return f"{key} holds {value} at row {int(rows[0])}{more}; datasets must hold finite values"
+    elif key == "action" and action_space["type"] == "Discrete":
+        bad = (tensor < 0) | (tensor >= int(action_space["n"]))
+        if bool(bad.any()):
+            row = int(torch.nonzero(bad.reshape(len(tensor), -1).any(dim=1))[0])
+            return f"action {int(tensor.reshape(len(tensor), -1)[row][0])} at row {row} is outside Discrete({action_space['n']})"
+    return None
 
 
 def _dtype(key: str, action_space: dict[str, Any]) -> Any:
@@ -452,15 +499,30 @@ def write(
         if len(value) != count:
             raise DatasetError(f"cannot write dataset '{name}': {key} has {len(value)} rows, reward has {count}")
         tensors[key] = value.contiguous()
-    path.parent.mkdir(parents=True, exist_ok=True)
+        problem = values_problem(key, tensors[key], stored_action_space)
+        if problem:
+            raise DatasetError(f"cannot write dataset '{name}': {problem}")
+    existed = path.exists()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise _write_failed(name, path, err, existed) from None
     with writing_dataset(name):
         check_target(name, overwrite)  # again under the lock: another process may have written it meanwhile
-        partial = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent))
+        partial: Path | None = None
         try:
+            partial = temporary_sibling(path, ".partial", directory=True)
             metadata = _write_partial(partial, name, tensors, arrays, count, env_id, env_kwargs, observation_space,
                                       action_space, source, reference)  # fmt: skip
             swap_in_dir(partial, path)
-        except BaseException:
-            shutil.rmtree(partial, ignore_errors=True)
-            raise
+        except OSError as err:  # disk full, permission denied, a read-only directory: the old dataset stays
+            raise _write_failed(name, path, err, existed) from None
+        finally:
+            if partial is not None and partial.exists():
+                shutil.rmtree(partial, ignore_errors=True)
     return DatasetInfo(name=name, path=path, metadata=metadata)
+
+
+def _write_failed(name: str, path: Path, err: OSError, existed: bool) -> DatasetError:
+    kept = "the dataset there is kept as it was" if existed else "nothing was written there"
+    return DatasetError(f"cannot write dataset '{name}' at {path}: {err.strerror or type(err).__name__}; {kept}")

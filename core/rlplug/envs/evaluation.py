@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .torch_native import is_torch_env
+
 if TYPE_CHECKING:
     from .spec import EnvSpec
 
@@ -65,6 +67,8 @@ def evaluate_policy(
     from .spec import EnvSpec
 
     spec = EnvSpec.of(env, env_kwargs)
+    if is_torch_env(spec.id):  # a torch-native env (rlplug.envs.torch_native): ``act`` bridged from its tensors
+        return _evaluate_torch_env_with(spec, act, episodes, seed, video_dir)
     with env_errors(spec.id, dict(spec.kwargs), "evaluation"):
         if video_dir is None:
             made = make_gym_env(spec, training=False)
@@ -93,6 +97,25 @@ def evaluate_policy(
     finally:
         made.close()
     return returns
+
+
+def _evaluate_torch_env_with(spec: EnvSpec, act: Callable[[Any], np.ndarray], episodes: int, seed: int, video_dir: str | None) -> list[float]:
+    """``evaluate_policy`` of a torch-native env with a numpy ``act`` (an exported file's): the env's evaluation
+    (``evaluate_torch_env``, on the CPU), each step's observations handed to ``act`` as a float32 array. Trainers
+    evaluate such an env on tensors instead (``TrainerBase.evaluate``)."""
+    import torch
+
+    from ..errors import VideoUnsupportedError
+    from .torch_native import evaluate_torch_env
+
+    if video_dir is not None:
+        raise VideoUnsupportedError(f"'{spec.id}' is a torch-native env: rlplug records videos of Gymnasium envs only")
+
+    def policy(observations: Any) -> Any:
+        actions = act(observations.detach().cpu().numpy().astype(np.float32))
+        return torch.as_tensor(np.asarray(actions), device=observations.device)
+
+    return evaluate_torch_env(spec.id, spec.kwargs, policy, episodes, seed, "cpu")
 
 
 def batch_of_one(observation: Any) -> Any:

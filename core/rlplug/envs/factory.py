@@ -55,13 +55,18 @@ def make_gym_vector_env(env: str | EnvSpec, env_kwargs: Mapping[str, Any] | None
     """``num_envs`` wrapped copies with SAME_STEP autoreset (both backends' training envs; ``gym.make_vec``'s
     modes, with rlplug's wrapper chain around each copy): stepped in this process (``vector_mode = "sync"``),
     or each in its own worker process (``"async"``: ``AsyncVectorEnv``, which steps them in parallel; the
-    workers import the env's module themselves, so ``env_module`` registrations reach them)."""
+    workers import the env's module themselves, so ``env_module`` registrations reach them), or by EnvPool's
+    C++ threads (``"envpool"``: ``rlplug.envs.envpool_vector``, EnvPool's own copy of the task, no wrappers)."""
     import gymnasium as gym
 
     from .check import AsyncVectorEnv, SyncVectorEnv
 
     spec = EnvSpec.of(env, env_kwargs)
     resolve_env_id(spec)  # refusals raised here, once, not from inside the vector env's constructor
+    if spec.vector_mode == "envpool":
+        from .envpool_vector import EnvPoolVectorEnv
+
+        return EnvPoolVectorEnv(spec, num_envs)
     mode = gym.vector.AutoresetMode.SAME_STEP
     if spec.vector_mode == "async":
         return AsyncVectorEnv([partial(make_gym_env, spec, training=training, batch_checked=True)] * num_envs, spec.id,

@@ -5,13 +5,15 @@ Resolving imports the modules the id needs, registers its suite and checks the s
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import EnvModuleError, RecipeError, UnknownNameError
+from ..util.here import import_from_here
 from ..util.suggest import did_you_mean
+from .user_wrappers import modules as wrapper_modules
+from .user_wrappers import normalised, resolve_wrappers
 from .suites import SUITES, register_suite, require_suite, route_mujoco_warnings, split_env_id, suite_of
 
 
@@ -36,6 +38,8 @@ class EnvSpec:
     """``sync``: the training copies stepped in this process; ``async``: one worker process each."""
     action_mask: str = "auto"
     """Where the env's action mask is: ``auto`` (its Dict key), ``info`` or ``ignore`` (``rlplug.envs.masks``)."""
+    wrappers: tuple[Mapping[str, Any], ...] = ()
+    """The recipe's ``wrappers``: ``{"wrapper": "module:Name", "kwargs": {...}}`` each (``rlplug.envs.user_wrappers``)."""
 
     @classmethod
     def of(cls, env: str | EnvSpec, env_kwargs: Mapping[str, Any] | None = None) -> EnvSpec:
@@ -63,12 +67,14 @@ class EnvSpec:
             gamma=float(gamma if gamma is not None else hyperparameters.get("gamma", 0.99)),
             vector_mode=getattr(recipe, "vector_mode", "sync"),
             action_mask=getattr(recipe, "action_mask", "auto"),
+            wrappers=normalised(getattr(recipe, "wrappers", ())),
         )
 
     @property
     def modules(self) -> list[str]:
-        """The modules imported before the environment is made: ``env_module``, then the id's ``module:``."""
-        return list(dict.fromkeys(m for m in (self.module, split_env_id(self.id)[0]) if m))
+        """The modules imported before the environment is made: ``env_module``, the id's ``module:``, then the
+        modules of its ``wrappers``."""
+        return list(dict.fromkeys(m for m in (self.module, split_env_id(self.id)[0], *wrapper_modules(self.wrappers)) if m))
 
 
 def _replace(spec: EnvSpec, **changes: Any) -> EnvSpec:
@@ -83,14 +89,16 @@ def env_modules(recipe: Any) -> list[str]:
 
 
 def import_env_module(module: str, env_id: str) -> None:
-    """Import a module that registers environments, or refuse in one line naming it."""
+    """Import a module that registers environments, or refuse in one line naming it. A module in the current
+    directory is found as ``python -m`` finds it (``rlplug`` the console script starts with its own directory first
+    on ``sys.path``, not the current one)."""
     try:
-        importlib.import_module(module)
+        import_from_here(module)
     except Exception as err:  # noqa: BLE001 - whatever the module raises on import, the line names it
         message = " ".join(str(err).split()) or "(no message)"
         raise EnvModuleError(
             f"environment '{env_id}': module '{module}' cannot be imported ({type(err).__name__}: {message[:200]}); "
-            "install it or put it on PYTHONPATH"
+            "install it, run rlplug in the directory that holds it, or put that directory on PYTHONPATH"
         ) from None
 
 
@@ -99,8 +107,13 @@ def resolve_env_id(spec: EnvSpec) -> str:
     returns the id as gymnasium's registry knows it (the ``module:`` prefix dropped)."""
     import gymnasium as gym
 
-    for module in spec.modules:
+    for module in dict.fromkeys(m for m in (spec.module, split_env_id(spec.id)[0]) if m):
         import_env_module(module, spec.id)
+    resolve_wrappers(spec.wrappers, spec.id)  # each entry's import and callable, one line naming the entry
+    if spec.vector_mode == "envpool":
+        from .envpool_vector import check_envpool
+
+        check_envpool(spec)
     module, name = split_env_id(spec.id)
     register_suite(spec.id)
     if require_suite(spec.id, spec.atari) is SUITES["mujoco"]:

@@ -136,10 +136,11 @@ def _chain(env: Any) -> list[Any]:
 
 
 def _in_workers(vector_env: Any) -> bool:
-    """Whether the sub-envs live in worker processes (``vector_mode = "async"``: ``AsyncVectorEnv``)."""
+    """Whether the sub-envs live out of reach: in worker processes (``vector_mode = "async"``: ``AsyncVectorEnv``) or in
+    EnvPool's C++ pool (``"envpool"``)."""
     import gymnasium as gym
 
-    return isinstance(vector_env, gym.vector.AsyncVectorEnv)
+    return isinstance(vector_env, gym.vector.AsyncVectorEnv) or getattr(vector_env, "state_out_of_reach", False)
 
 
 def vector_env_state(vector_env: Any) -> dict[str, Any]:
@@ -188,10 +189,11 @@ def load_vector_env_state(vector_env: Any, state: dict[str, Any]) -> bool:
 
 
 def _suite_of_env(env: Any) -> str:
-    """``mujoco``, ``minatar``, ``box2d``, ``ale`` or ``""`` (plain Python state), from the base env's class."""
+    """``mujoco``, ``minatar``, ``box2d``, ``ale``, ``minigrid``, ``dm_control`` or ``""`` (plain Python state), from the
+    base env's class."""
     module = type(env).__module__
     for prefix, suite in (("gymnasium.envs.mujoco", "mujoco"), ("gymnasium.envs.box2d", "box2d"), ("ale_py", "ale"),
-                          ("minatar", "minatar")):
+                          ("minatar", "minatar"), ("minigrid", "minigrid"), ("shimmy", "dm_control")):
         if module == prefix or module.startswith(prefix + "."):
             return suite
     if hasattr(env, "model") and type(getattr(env, "data", None)).__name__ == "MjData":  # a user's MujocoEnv
@@ -200,8 +202,9 @@ def _suite_of_env(env: Any) -> str:
 
 
 def resumes_mid_episode(env: Any) -> bool:
-    """Whether a checkpoint of this base env captures a running episode (``False`` for Box2D and the ALE)."""
-    return _suite_of_env(env) not in ("box2d", "ale")
+    """Whether a checkpoint of this base env captures a running episode (``False`` for Box2D and the ALE, whose state
+    is in C, and MiniGrid and DeepMind Control, whose grid objects and physics are not plain attributes)."""
+    return _suite_of_env(env) not in ("box2d", "ale", "minigrid", "dm_control")
 
 
 def native_state(env: Any) -> dict[str, Any] | None:

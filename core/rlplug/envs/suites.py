@@ -1,4 +1,4 @@
-"""The environment suites behind an optional extra (MuJoCo, Box2D, the ALE, MinAtar).
+"""The environment suites behind an optional extra (MuJoCo, Box2D, the ALE, MinAtar, MiniGrid, DeepMind Control).
 
 Which suite an id belongs to, whether it is installed, registering its ids, its warnings, and what a resume of it
 keeps.
@@ -32,11 +32,18 @@ SUITES: dict[str, Suite] = {s.name: s for s in (
     Suite("box2d", "Box2D", ("Box2D",), "box2d", False),
     Suite("atari", "the Arcade Learning Environment", ("ale_py",), "atari", False),
     Suite("minatar", "MinAtar", ("minatar",), "minatar", True),
+    # MiniGrid's grid, agent and objects are Python objects a checkpoint does not capture: a resume starts new episodes
+    Suite("minigrid", "MiniGrid", ("minigrid",), "minigrid", False),
+    # DeepMind Control through Shimmy's gymnasium ids (dm_control/DOMAIN-TASK-v0); its physics lives in dm_control's
+    # own objects, which a checkpoint does not capture: a resume starts new episodes
+    Suite("dm_control", "DeepMind Control (through Shimmy)", ("dm_control", "shimmy"), "dm-control", False),
 )}
 _ENTRY_POINT_SUITES = (
     ("gymnasium.envs.mujoco", "mujoco"), ("gymnasium.envs.box2d", "box2d"), ("ale_py", "atari"), ("minatar", "minatar"),
 )
-_NAMESPACE_SUITES = {"ALE": "atari", "MinAtar": "minatar"}
+_NAMESPACE_SUITES = {"ALE": "atari", "MinAtar": "minatar", "dm_control": "dm_control"}
+_PREFIX_SUITES = (("MiniGrid-", "minigrid"), ("BabyAI-", "minigrid"))
+"""Suites whose ids carry no namespace but a name prefix, registered only once their package is imported."""
 ATARI_PREPROCESSING_NEEDS = ("cv2", "OpenCV", "atari")
 """``AtariPreprocessing`` resizes frames with OpenCV (``opencv-python-headless`` in the atari extra)."""
 
@@ -47,11 +54,13 @@ def suite_available(suite: Suite) -> bool:
 
 def split_env_id(env_id: str) -> tuple[str, str]:
     """``"my_envs:Tiny-v0"`` -> ``("my_envs", "Tiny-v0")``; ``"CartPole-v1"`` -> ``("", "CartPole-v1")``.
-    Multi-agent ids (``mpe:NAME``, ``vmas:NAME``) name a family, not a module: ``("", env_id)``."""
+    Multi-agent ids (``mpe:NAME``, ``vmas:NAME``) name a family, not a module: ``("", env_id)``; so do
+    torch-native ids (``torch:MODULE:FACTORY``, ``rlplug.envs.torch_native``), which import their module themselves."""
     from .multiagent import is_multiagent_env
+    from .torch_native import is_torch_env
 
     module, colon, name = env_id.rpartition(":")
-    return (module, name) if colon and not is_multiagent_env(env_id) else ("", env_id)
+    return (module, name) if colon and not is_multiagent_env(env_id) and not is_torch_env(env_id) else ("", env_id)
 
 
 def suite_of(env_id: str) -> Suite | None:
@@ -60,6 +69,9 @@ def suite_of(env_id: str) -> Suite | None:
     namespace = name.partition("/")[0] if "/" in name else ""
     if namespace in _NAMESPACE_SUITES:
         return SUITES[_NAMESPACE_SUITES[namespace]]
+    for prefix, suite in _PREFIX_SUITES:
+        if name.startswith(prefix):
+            return SUITES[suite]
     import gymnasium as gym
 
     spec = gym.registry.get(name)
@@ -97,12 +109,20 @@ _REGISTERED: set[str] = set()
 
 def register_suite(env_id: str) -> None:
     """Register the ids of the installed suite ``env_id`` belongs to, once, when gymnasium does not know it:
-    ``ALE/...`` and the ALE's older ids (importing ``ale_py`` registers them) and ``MinAtar/...``
-    (``minatar.gym.register_envs()``, which nothing calls on import)."""
+    ``ALE/...`` and the ALE's older ids (importing ``ale_py`` registers them), ``MinAtar/...``
+    (``minatar.gym.register_envs()``, which nothing calls on import) and ``MiniGrid-...``/``BabyAI-...``
+    (importing ``minigrid`` registers them)."""
     import gymnasium as gym
 
     _, name = split_env_id(env_id)
     if name in gym.registry:
+        return
+    if name.startswith(tuple(prefix for prefix, _ in _PREFIX_SUITES)) and importlib.util.find_spec("minigrid") is not None:
+        import minigrid  # noqa: F401 - its import registers the MiniGrid and BabyAI ids
+
+        return
+    if name.startswith("dm_control/") and suite_available(SUITES["dm_control"]):
+        register_dm_control()
         return
     if (name.startswith("ALE/") or "/" not in name) and importlib.util.find_spec("ale_py") is not None:
         import ale_py  # an unknown plain id may be one of its v0/v4 ids (PongNoFrameskip-v4)
@@ -118,6 +138,23 @@ def register_suite(env_id: str) -> None:
         finally:
             root.setLevel(level)
         register_envs()
+
+
+def register_dm_control() -> None:
+    """Shimmy's ``dm_control/DOMAIN-TASK-v0`` ids, registered once. dm_control picks an OpenGL backend on import and,
+    with no display, GLFW warns about it (a warning per process, about rendering that training never does)."""
+    import warnings
+
+    import gymnasium as gym
+
+    if "dm_control" in _REGISTERED:
+        return
+    _REGISTERED.add("dm_control")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import shimmy
+
+        gym.register_envs(shimmy)
 
 
 def route_mujoco_warnings() -> None:
@@ -139,9 +176,12 @@ _MUJOCO_QUIET = ("compiler attribute 'settotalmass' is deprecated",)
 (every HalfCheetah run printed this one)."""
 
 
-def _warn_from_mujoco(message: str) -> None:
+def _warn_from_mujoco(message: str | bytes) -> None:
     import sys
     import warnings
+
+    if isinstance(message, bytes):  # MuJoCo 4.0.1's callback hands over the C string as bytes
+        message = message.decode("utf-8", errors="replace")
 
     if any(quiet in message for quiet in _MUJOCO_QUIET):
         return

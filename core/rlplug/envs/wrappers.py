@@ -9,6 +9,8 @@ of Gymnasium's own wrappers, innermost first:
   is gym.make's ``max_episode_steps`` (the registered ``TimeLimit`` replaced); ALE under ``atari`` with
   ``frameskip=1`` (``AtariPreprocessing`` skips frames itself); rlplug's ``EnvContractChecker`` takes the
   place of gymnasium's ``PassiveEnvChecker`` around the base env (``rlplug.envs.check``);
+* the recipe's ``wrappers``, innermost first (``rlplug.envs.user_wrappers``: ``{wrapper = "module:Name", kwargs =
+  {...}}``, any Gymnasium wrapper, where RL Zoo applies its ``env_wrapper``), in training and evaluation alike;
 * ``TransformObservation`` (``hide_observation``): the listed entries of a flat Box observation removed, for
   partially observable tasks (CartPole without its velocities, as RL Zoo's ``CartPoleNoVel``), in training
   and evaluation alike;
@@ -56,6 +58,10 @@ def wrap(made: Any, spec: EnvSpec, training: bool) -> Any:
     import gymnasium as gym
     import numpy as np
 
+    if spec.wrappers:
+        from .user_wrappers import apply
+
+        made = apply(made, spec.wrappers, spec.id)
     if spec.hide_observation:
         made = hide_observation(made, spec)
     if spec.atari:
@@ -135,7 +141,7 @@ def hide_observation(made: Any, spec: EnvSpec) -> Any:
     return gym.wrappers.TransformObservation(made, lambda observation: observation[keep], kept)
 
 
-WRAPPER_FIELDS = ("hide_observation", "frame_stack", "atari", "terminal_on_life_loss", "normalize_reward", "time_limit")
+WRAPPER_FIELDS = ("wrappers", "hide_observation", "frame_stack", "atari", "terminal_on_life_loss", "normalize_reward", "time_limit")
 """Recipe fields that wrap a Gymnasium environment (``clip_actions`` too, but its default is on)."""
 
 

@@ -24,6 +24,7 @@ OFFLINE_PARAMS = (
     Param("action_margin", 0.0, "continuous actions: pull dataset actions this fraction of the half-range inside the "
           "bounds (0.01 keeps a tanh-squashed policy's log-prob finite at actions recorded on the bound)", bounds="[0, 1)"),
 )
+"""Every offline cell: minibatches sampled from the dataset, logging and periodic evaluation, the action margin."""
 
 
 def offline_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:

@@ -29,6 +29,7 @@ REPLAY_PARAMS = (
           choices=("memory", "memmap")),
     Param("log_every", 1_000, "transitions between two metric rows (one trainer iteration)", bounds="[1, inf)"),
 )
+"""The replay buffer and the update schedule of every off-policy cell: capacity, batch, warm-up, update-to-data ratio."""
 
 REPLAY_RULES = (
     Rule(("buffer_size", "batch_size"), "buffer_size >= batch_size", lambda hp, recipe: hp["buffer_size"] >= hp["batch_size"],
@@ -37,6 +38,7 @@ REPLAY_RULES = (
          "the whole budget would be random warm-up and no gradient step would be taken: lower it with "
          "--set learning_starts=N or raise the budget with --steps"),
 )
+"""Rules between ``REPLAY_PARAMS`` and the budget: the buffer holds a batch, the warm-up ends before the budget."""
 
 TARGET_PARAMS = (
     Param("target_update", "soft", "target-network update: 'soft' (Polyak averaging) or 'hard' (copy)",
@@ -46,6 +48,7 @@ TARGET_PARAMS = (
     Param("target_update_period", 1, "target updates happen every this many updater steps (hard: the copy period)",
           bounds="[1, inf)"),
 )
+"""The target-network update: soft (Polyak, ``tau``) or hard (a copy), every ``target_update_period`` updater steps."""
 
 
 
@@ -65,6 +68,7 @@ ESTIMATOR_PARAMS = (
     Param("td_lambda", 0.95, "lambda of the td_lambda value estimator", bounds="[0, 1]"),
     Param("trajectory_slice", 8, "consecutive transitions per sampled slice with td1 / td_lambda", bounds="[1, 2**20]"),
 )
+"""The bootstrapped value target: TD(0) on both backends, TD(1) or TD(lambda) on TorchRL's trajectory slices."""
 
 ESTIMATOR_RULES = (
     Rule(("value_estimator", "batch_size", "trajectory_slice"), "batch_size % trajectory_slice == 0 with td1 / td_lambda",
@@ -74,6 +78,7 @@ ESTIMATOR_RULES = (
          lambda hp, recipe: hp["value_estimator"] == "td0" or recipe.num_envs == 1,
          "trajectory slices are read from one environment"),
 )
+"""Rules for TD(1) / TD(lambda): batches of whole trajectory slices, read from one environment."""
 
 # neutral estimator name -> the name TorchRL's ``make_value_estimator`` accepts
 TORCHRL_ESTIMATORS = {"td0": "td0", "td1": "td1", "td_lambda": "tdlambda"}

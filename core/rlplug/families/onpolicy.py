@@ -32,6 +32,7 @@ ROLLOUT_RULES = (
          lambda hp, recipe: hp["rollout_steps"] * recipe.num_envs <= MAX_ROLLOUT,
          "a rollout is held in memory at once"),
 )
+"""Rules between the rollout's sizes: every minibatch holds at least one transition, a rollout fits in memory."""
 
 
 # ---- parameters -----------------------------------------------------------------------------------
@@ -110,6 +111,16 @@ class ClipSchedule:
             return self.clip
         return self.clip * max(0.0, 1.0 - steps_done / self.total_steps)
 
+
+ROLLOUT_OPTIMIZERS = ("adam", "rmsprop")
+
+OPTIMIZER_CHOICE_PARAMS = (
+    Param("optimizer", "adam", "the optimiser: 'adam' (skrl's and TorchRL's) or 'rmsprop' (SB3's A2C, use_rms_prop)",
+          choices=ROLLOUT_OPTIMIZERS, search=ROLLOUT_OPTIMIZERS),
+    Param("rmsprop_alpha", 0.99, "RMSprop's smoothing constant (optimizer = 'rmsprop'; SB3's A2C: 0.99)", bounds="(0, 1)"),
+    Param("rmsprop_eps", 1e-5, "RMSprop's epsilon (optimizer = 'rmsprop'; SB3's A2C rms_prop_eps: 1e-5)", bounds="(0, inf)"),
+)
+"""Adam or RMSprop (A2C, REINFORCE); both backends build it with ``rlplug.backends.common.rollout_optimizer``."""
 
 GYMNASIUM_PARAMS = (
     Param("normalize_observations", False, "standardise observations with running statistics"),
@@ -206,6 +217,15 @@ def network_settings(hp: Mapping[str, Any]) -> dict[str, Any]:
     return settings
 
 
+def optimizer_choice_settings(hp: Mapping[str, Any]) -> dict[str, Any]:
+    """``optimizer`` (and RMSprop's constants with it), named alike on both backends, where the algorithm declares it."""
+    if "optimizer" not in hp:
+        return {}
+    if hp["optimizer"] == "rmsprop":
+        return {"optimizer": "rmsprop", "rmsprop_alpha": hp["rmsprop_alpha"], "rmsprop_eps": hp["rmsprop_eps"]}
+    return {"optimizer": hp["optimizer"]}
+
+
 def skrl_onpolicy_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
     """skrl agent-config fields (``PPO_CFG``, ``A2C_CFG``, ``MAPPO_CFG``) for the family parameters ``hp`` has.
 
@@ -248,7 +268,7 @@ def skrl_onpolicy_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]
         settings["kl_threshold"] = hp["kl_early_stop"]
     if "bootstrap_truncated" in hp:
         settings["time_limit_bootstrap"] = hp["bootstrap_truncated"]
-    return {**settings, **network_settings(hp)}
+    return {**settings, **optimizer_choice_settings(hp), **network_settings(hp)}
 
 
 def torchrl_onpolicy_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
@@ -279,4 +299,4 @@ def torchrl_onpolicy_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, A
     for name in ("kl_early_stop", "normalize_observations", "normalize_values", "bootstrap_truncated"):
         if name in hp:
             settings[name] = hp[name]
-    return {**settings, **network_settings(hp)}
+    return {**settings, **optimizer_choice_settings(hp), **network_settings(hp)}

@@ -92,6 +92,7 @@ class RewardScaling:
     offline each sampled batch."""
 
     dests = ("batch_process",)
+    logged_names = ()
 
     def __init__(self, key: Any = None, eps: float = 1e-8, clip: float = 10.0) -> None:
         if eps <= 0 or clip < 0:
@@ -142,6 +143,11 @@ class LogScalar:
         self.key, self.reduction = _key(key), reduction
         joined = ".".join(self.key) if isinstance(self.key, tuple) else str(self.key)
         self.name = name or f"batch/{joined}_{reduction}"
+
+    @property
+    def logged_names(self) -> tuple[str, ...]:
+        """The metric this hook adds to each row, so an ``early_stopping`` monitor can be checked against it."""
+        return (self.name,)
 
     def __call__(self, batch: Any) -> dict[str, float]:
         value = batch.get(self.key).float()

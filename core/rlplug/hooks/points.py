@@ -125,6 +125,8 @@ class TrainerHooks:
         self.row: dict[str, float] = {}  # the iteration's metrics while post_steps_log ops run
         self.stop_requested = False
         self.stop_reason: str | None = None
+        self.stopped_by: dict[str, Any] | None = None  # which hook asked to stop, on which metric and value
+        self._running: Any = None  # the op being called, so a stop request knows whose it is
         self._collected: Any = None  # the iteration's last collected batch, for post_steps_log
         self._optimised: Any = None  # the last optimised batch, for post_optim_log
 
@@ -186,11 +188,28 @@ class TrainerHooks:
 
     def request_stop(self, reason: str | None = None) -> None:
         self.stop_requested, self.stop_reason = True, reason
+        hook = self._running
+        monitor = getattr(hook, "monitor", None)
+        value = self.row.get(monitor) if isinstance(monitor, str) else None
+        self.stopped_by = {"hook": self._hook_name(hook), "reason": reason,
+                           "metric": monitor if isinstance(monitor, str) else None,
+                           "value": None if value is None else float(value)}
+
+    def _hook_name(self, op: Any) -> str | None:
+        """The name a stopping op is registered under (``early_stopping``), else its class's name; ``None``
+        when the stop came from outside any op (a plugin's callback)."""
+        if op is None:
+            return None
+        owner = getattr(op, "__self__", op)  # a bound method registered as an op: its hook object
+        for name, module in self.modules.items():
+            if module is owner:
+                return name
+        return getattr(owner, "__qualname__", None) or type(owner).__name__
 
     # -- dispatch: the loops call these -------------------------------------------------------------
 
     def setup(self) -> None:
-        self.stop_requested, self.stop_reason = False, None  # a new train() call trains until told to stop again
+        self.stop_requested, self.stop_reason, self.stopped_by = False, None, None  # a new train() trains until told to stop
         self._call("setup")
 
     def shutdown(self) -> None:
@@ -284,7 +303,9 @@ class TrainerHooks:
 
     def _call(self, dest: str) -> None:
         for op, kwargs in self._ops[dest]:
+            self._running = op
             op(**kwargs)
+        self._running = None
 
     def _transform(self, dest: str, batch: Any) -> Any:
         ops = self._ops[dest]
@@ -307,7 +328,9 @@ class TrainerHooks:
 
         view = as_tensordict(batch)
         for op, kwargs in ops:
+            self._running = op
             self._merge(op(view, **kwargs))
+        self._running = None
 
     def _merge(self, result: Any) -> None:
         if isinstance(result, Mapping):

@@ -210,3 +210,51 @@ def attach_hooks(build: Any, host: Any) -> None:
             register_entry(trainer, entry)
         except HookError as err:
             raise RecipeError(f"recipe '{build.recipe.name}': 'hooks'[{index}]: {err}") from None
+
+
+LOGGING_DESTS = ("pre_steps_log", "pre_epoch_log", "post_optim_log", "post_epoch_log", "post_optim_complete_log", "post_steps_log")
+"""The destinations whose ops' returned values join the metrics row (``TrainerHooks._merge``)."""
+
+
+def hook_logged_names(op: Any) -> tuple[str, ...] | None:
+    """The metric names a registered op adds to the row: rlplug's hooks say so (``logged_names``), TorchRL's
+    ``LogScalar`` logs its ``logname``, a hook that monitors (``monitor``) logs nothing; ``None``: unknown."""
+    owner = getattr(op, "__self__", op)
+    names = getattr(owner, "logged_names", None)
+    if names is not None:
+        return tuple(names)
+    if type(owner).__name__ == "LogScalar" and isinstance(getattr(owner, "logname", None), str):
+        return (owner.logname,)
+    if isinstance(getattr(owner, "monitor", None), str):
+        return ()
+    return None
+
+
+def check_monitors(build: Any) -> None:
+    """Each registered hook's ``monitor`` (rlplug's and TorchRL's ``EarlyStopping``) names a metric the run logs:
+    the trainer's own (``logged_metrics()``) or one a registered hook logs. Refused before training with a
+    did-you-mean; unchecked where the trainer does not declare its metrics or a hook logs names it does not say."""
+    trainer = build.trainer
+    hooks = getattr(trainer, "hooks", None)
+    declared = trainer.logged_metrics() if callable(getattr(trainer, "logged_metrics", None)) else None
+    if hooks is None or declared is None:
+        return
+    names, monitors = set(declared), []
+    for dest in LOGGING_DESTS:
+        for op, _ in hooks._ops[dest]:
+            owner = getattr(op, "__self__", op)
+            if isinstance(getattr(owner, "monitor", None), str):
+                monitors.append(owner)
+            logged = hook_logged_names(op)
+            if logged is None:
+                return  # a hook logs names nobody declared: any monitor may be one of them
+            names.update(logged)
+    for hook in monitors:
+        if hook.monitor not in names:
+            which = next((n for n, m in hooks.modules.items() if m is hook), type(hook).__name__)
+            where = f"recipe '{build.recipe.name}': " if getattr(build.recipe, "name", None) else ""
+            raise RecipeError(
+                f"{where}hook {which} monitors '{hook.monitor}', which {'/'.join(build.cell)} never logs"
+                + did_you_mean(hook.monitor, sorted(names)) + f"; it logs: {', '.join(sorted(names))}"
+            )
+

@@ -122,6 +122,89 @@ def run_job(cfg: Any) -> float:
     return float(read_json_object(run_dir / SUMMARY_FILE, RunDirError)["eval_return_mean"])
 
 
+PREFIXES = {"ADD": "+", "FORCE_ADD": "++", "DEL": "~"}
+
+
+def check_overrides(session: Any, argv: list[str]) -> None:
+    """Compose the config Hydra is about to compose, each sweep at its first value, so that what Hydra would refuse
+    in its own words (a key the recipe's config does not have, at any depth; a value it cannot take; a malformed
+    override) is refused in rlplug's: one line, exit 2, with rlplug's own did-you-mean for the key."""
+    from hydra import compose, initialize
+    from hydra._internal.utils import get_args_parser
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from ..errors import RecipeError
+
+    args, extra = get_args_parser().parse_known_args(argv)
+    if args.help or args.hydra_help or args.info or args.shell_completion or args.experimental_rerun or args.config_name:
+        return
+    lines = [*args.overrides, *(a for a in extra if not a.startswith("-"))]
+    try:
+        overrides = OverridesParser.create().parse_overrides(lines)
+    except HydraException as err:
+        raise RecipeError(f"rlplug-hydra: {_first_line(err)}") from None
+    single = []
+    for override in overrides:
+        if override.key_or_group.split(".")[0] == "hydra":
+            continue  # Hydra's own settings: Hydra checks them
+        if not override.is_sweep_override():
+            single.append(override.input_line)
+        elif not override.is_interval_sweep():
+            first = next(iter(override.sweep_string_iterator()))
+            single.append(f"{PREFIXES.get(override.type.name, '')}{override.key_or_group}={first}")
+    GlobalHydra.instance().clear()
+    try:
+        with initialize(version_base="1.3", config_path=None):
+            compose("rlplug", overrides=single)
+    except (HydraException, OmegaConfBaseException) as err:
+        raise _refusal(session, overrides, err) from None
+    finally:
+        GlobalHydra.instance().clear()
+
+
+def _refusal(session: Any, overrides: list[Any], err: Exception) -> Exception:
+    """rlplug's refusal of the override Hydra refused: a key missing from the recipe's config goes through rlplug's
+    own check (``unknown hyperparameter 'learning_rat' for ppo (did you mean 'learning_rate'?)``); a key rlplug
+    takes but the config does not hold is added with ``+``; anything else is Hydra's message on one line."""
+    from ..errors import RecipeError, RlplugError
+
+    refs = [o for o in overrides if o.key_or_group == GROUP and not o.is_delete()]
+    ref = str(refs[-1].value() if not refs[-1].is_sweep_override() else next(iter(refs[-1].sweep_string_iterator()))) if refs else DEFAULT_RECIPE
+    try:
+        node = recipe_node(session, ref)
+    except RlplugError as problem:
+        return problem
+    for override in overrides:
+        key = override.key_or_group
+        if key == GROUP or key.split(".")[0] == "hydra" or override.type.name != "CHANGE" or _holds(node, key):
+            continue
+        try:
+            session.prepare(ref, None, [f"{key}=0"])  # rlplug's own refusal names the key and what was meant
+        except RlplugError as problem:
+            text = str(problem)
+            return type(problem)(text[len("--set "):] if text.startswith("--set ") else text)
+        return RecipeError(f"recipe '{ref}': '{key}' is not in the recipe's config; Hydra adds a key with +{key}=VALUE")
+    return RecipeError(f"rlplug-hydra: {_first_line(err)}")
+
+
+def _holds(node: Any, dotted: str) -> bool:
+    for part in dotted.split("."):
+        if isinstance(node, list):
+            return True  # an item of a list (hooks.0.patience): Hydra and rlplug's schema check it
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+def _first_line(err: Exception) -> str:
+    text = " ".join(str(err).split("\n")[0].split())
+    return text or type(err).__name__
+
+
 def main() -> None:
     if importlib.util.find_spec("hydra") is None:
         print("rlplug: error: rlplug-hydra needs Hydra: pip install 'rlplug[hydra]'", file=sys.stderr)
@@ -132,8 +215,10 @@ def main() -> None:
 
     os.environ.setdefault("RL_LOGGING_LEVEL", "WARNING")
     try:
-        store_configs(open_session())
-    except RlplugError as err:  # a broken RLPLUG_RECIPES file: rlplug's one line, before Hydra starts
+        session = open_session()
+        store_configs(session)
+        check_overrides(session, sys.argv[1:])
+    except RlplugError as err:  # a broken RLPLUG_RECIPES file, an override Hydra would refuse: rlplug's one line
         print(f"rlplug: error: {err}", file=sys.stderr)
         raise SystemExit(err.exit_code) from None
     hydra.main(config_path=None, config_name="rlplug", version_base="1.3")(run_job)()

@@ -37,8 +37,11 @@ from .torchrl_hydra_hooks import OFF_POLICY, OFFLINE, ON_POLICY, export_hooks
 TORCHRL_VERSION = "0.14.1"
 NO_TRAINER = {
     "mappo": f"TorchRL {TORCHRL_VERSION} has no multi-agent PPO trainer config",
+    "ippo": f"TorchRL {TORCHRL_VERSION} has no multi-agent PPO trainer config",
+    "rpo": f"TorchRL {TORCHRL_VERSION} has no RPO loss config, and its PPO loss config cannot perturb the actor's mean",
     "td3bc": f"TorchRL {TORCHRL_VERSION} has no TD3+BC trainer or loss config, and its TD3 trainer cannot step "
              "TD3BCLoss: the trainer calls value_loss, which TD3BCLoss names qvalue_loss",
+    "bc": f"TorchRL {TORCHRL_VERSION} has no behaviour-cloning trainer config, and no loss config for BCLoss",
 }  # fmt: skip
 ACTIVATIONS = {"tanh": "torch.nn.Tanh", "relu": "torch.nn.ReLU", "elu": "torch.nn.ELU"}
 ENTRY = ("import hydra, torchrl.trainers.algorithms.configs  # registers TorchRL's config groups\n"
@@ -140,6 +143,7 @@ class Export:
         }  # fmt: skip
         self.drop("env_kwargs", dict(recipe.env_kwargs), "TorchRL's gym env config takes no gym.make keyword arguments", {})
         self.drop("env_module", recipe.env_module, "import the module that registers the environment before composing", "")
+        self.drop("wrappers", list(getattr(recipe, "wrappers", [])), "the exported env has no user wrappers", [])
         self.drop("hide_observation", list(getattr(recipe, "hide_observation", [])), "the exported env observes everything", [])
         self.drop("frame_stack", recipe.frame_stack, "no frame stacking in the exported env", 0)
         self.drop("atari", recipe.atari, "no Atari preprocessing in the exported env", False)
@@ -229,6 +233,61 @@ class Export:
 
 def _ppo(x: Export) -> None:
     s = x.s
+    policy, value = _rollout_loop(x)
+    x.group("loss", "loss", "ppo")
+    x.cfg["loss"] = {
+        "actor_network": policy, "critic_network": value, "clip_epsilon": s["clip_epsilon"],
+        "entropy_coeff": s["entropy_coeff"], "critic_coeff": s["critic_coeff"],
+        "loss_critic_type": s["loss_critic_type"], "clip_value": s["clip_value"],
+        "normalize_advantage": s["normalize_advantage"],
+    }  # fmt: skip
+    x.trainer("ppo", optim_steps_per_batch=None, num_epochs=s["num_epochs"], gamma=s["gamma"], lmbda=s["lmbda"],
+              episode_reward_key="reward_sum", **x.clip(s["max_grad_norm"]))  # fmt: skip
+    x.drop("clip_schedule", s.get("clip_schedule", "constant"), "no clip schedule in PPOTrainer's config (the exported "
+           "clip_epsilon stays constant)", "constant")  # fmt: skip
+    x.drop("kl_early_stop", s["kl_early_stop"], "PPOTrainer has no KL early stop", 0.0)
+    x.drop("recurrent", s.get("recurrent", ""), "the exported networks are feed-forward MLPs (no LSTM / GRU core)", "")
+    x.drop("kl_estimator", s.get("kl_estimator", "k1"), "ClipPPOLoss logs kl_approx as mean(-log r)", "k1")
+    if s["normalize_advantage"] and s.get("advantage_norm_scope") == "rollout":
+        x.approximated.append("advantage_norm_scope = 'rollout': ClipPPOLoss standardises each minibatch's advantages, "
+                              "not the whole rollout's")  # fmt: skip
+    if s["clip_value"] and s.get("value_clip_mode") == "clipped":
+        x.approximated.append("value_clip_mode = 'clipped': ClipPPOLoss takes the larger of the clipped and unclipped "
+                              "value errors")  # fmt: skip
+
+
+def _a2c(x: Export) -> None:
+    s = x.s
+    policy, value = _rollout_loop(x)
+    x.group("loss", "loss", "a2c")
+    x.cfg["loss"] = {"actor_network": policy, "critic_network": value, "entropy_coeff": s["entropy_coeff"],
+                     "critic_coeff": s["critic_coeff"], "loss_critic_type": s["loss_critic_type"]}  # fmt: skip
+    x.trainer("a2c", optim_steps_per_batch=None, num_epochs=1, gamma=s["gamma"], lmbda=s["lmbda"],
+              episode_reward_key="reward_sum", **x.clip(s["max_grad_norm"]))  # fmt: skip
+    _unstandardised(x, "A2CLoss")
+
+
+def _reinforce(x: Export) -> None:
+    s = x.s
+    policy, value = _rollout_loop(x)
+    x.group("loss", "loss", "reinforce")
+    x.cfg["loss"] = {"actor_network": policy, "critic_network": value, "loss_critic_type": s["loss_critic_type"]}
+    # the trainer's GAE with lambda = 1 is rlplug's TD(1) estimator: Monte-Carlo returns, bootstrapped at the cut
+    x.trainer("reinforce", optim_steps_per_batch=None, num_epochs=1, gamma=s["gamma"], lmbda=1.0,
+              episode_reward_key="reward_sum", **x.clip(s["max_grad_norm"]))  # fmt: skip
+    x.drop("baseline", s["advantage_baseline"], "ReinforceTrainer's GAE always subtracts the critic's value", True)
+    _unstandardised(x, "ReinforceLoss")
+
+
+def _unstandardised(x: Export, loss: str) -> None:
+    x.drop("normalize_advantage", x.s["normalize_advantage"], f"the trainer's GAE does not standardise the advantages and "
+           f"{loss} has no option to", False)  # fmt: skip
+
+
+def _rollout_loop(x: Export) -> tuple[str, str]:
+    """The on-policy part every rollout algorithm's export shares: the policy and value models, the envs, the collector
+    of whole batches, the buffer of one batch, the optimiser, and what no on-policy trainer config holds."""
+    s = x.s
     if x.discrete:
         # TorchRL has no discrete policy model config (reference §8.3): TorchRL's own classes, by _target_
         network = x.network("policy_network", x.obs_dim, x.act_dim)
@@ -244,38 +303,23 @@ def _ppo(x: Export) -> None:
         policy = x.tanh_normal_policy()
         x.approximated.append(f"initial_log_std = {s['initial_log_std']!r}: TorchRL's tanh_normal model (the only "
                               "continuous policy config) has a state-dependent scale and squashes actions with tanh, "
-                              "where rlplug's PPO uses a Normal with a learned state-independent log std")  # fmt: skip
+                              "where rlplug's on-policy cells use a Normal with a learned state-independent log std")  # fmt: skip
     value = x.value_model("value_model", with_action=False)
     x.environment()
     x.collector(policy, s["frames_per_batch"], x.recipe.steps, 0, partial=False)
     x.replay_buffer(s["frames_per_batch"], s["minibatch_size"], "without_replacement")
     x.cfg["replay_buffer"]["sampler"] = {"drop_last": True, "shuffle": True}
-    x.optimizer(s["lr"])
-    x.group("loss", "loss", "ppo")
-    x.cfg["loss"] = {
-        "actor_network": policy, "critic_network": value, "clip_epsilon": s["clip_epsilon"],
-        "entropy_coeff": s["entropy_coeff"], "critic_coeff": s["critic_coeff"],
-        "loss_critic_type": s["loss_critic_type"], "clip_value": s["clip_value"],
-        "normalize_advantage": s["normalize_advantage"],
-    }  # fmt: skip
-    x.trainer("ppo", optim_steps_per_batch=None, num_epochs=s["num_epochs"], gamma=s["gamma"], lmbda=s["lmbda"],
-              episode_reward_key="reward_sum", **x.clip(s["max_grad_norm"]))  # fmt: skip
-    x.drop("lr_schedule", s["lr_schedule"], "no KL-adaptive or linear learning-rate schedule in PPOTrainer's config "
-           "(the exported lr stays constant)", "constant")  # fmt: skip
-    x.drop("clip_schedule", s.get("clip_schedule", "constant"), "no clip schedule in PPOTrainer's config (the exported "
-           "clip_epsilon stays constant)", "constant")  # fmt: skip
+    if s.get("optimizer") == "rmsprop":
+        x.group("optimizer", "optimizer", "rmsprop")
+        x.cfg["optimizer"] = {"lr": s["lr"], "alpha": s["rmsprop_alpha"], "eps": s["rmsprop_eps"]}
+    else:
+        x.optimizer(s["lr"])
+    x.drop("lr_schedule", s["lr_schedule"], "no KL-adaptive or linear learning-rate schedule in TorchRL's on-policy "
+           "trainer configs (the exported lr stays constant)", "constant")  # fmt: skip
     x.drop("normalize_observations", s["normalize_observations"], "no running observation normaliser in the exported env",
            False)  # fmt: skip
-    x.drop("normalize_values", s["normalize_values"], "PPOTrainer's GAE has no value normalisation", False)
-    x.drop("kl_early_stop", s["kl_early_stop"], "PPOTrainer has no KL early stop", 0.0)
-    x.drop("recurrent", s.get("recurrent", ""), "the exported networks are feed-forward MLPs (no LSTM / GRU core)", "")
-    x.drop("kl_estimator", s.get("kl_estimator", "k1"), "ClipPPOLoss logs kl_approx as mean(-log r)", "k1")
-    if s["normalize_advantage"] and s.get("advantage_norm_scope") == "rollout":
-        x.approximated.append("advantage_norm_scope = 'rollout': ClipPPOLoss standardises each minibatch's advantages, "
-                              "not the whole rollout's")  # fmt: skip
-    if s["clip_value"] and s.get("value_clip_mode") == "clipped":
-        x.approximated.append("value_clip_mode = 'clipped': ClipPPOLoss takes the larger of the clipped and unclipped "
-                              "value errors")  # fmt: skip
+    x.drop("normalize_values", s["normalize_values"], "the trainer's GAE has no value normalisation", False)
+    return policy, value
 
 
 def _sac(x: Export) -> None:
@@ -466,9 +510,10 @@ def _target_entropy(x: Export, value: Any) -> float:
 
 
 BUILDERS: dict[str, Callable[[Export], None]] = {
-    "ppo": _ppo, "sac": _sac, "dqn": _dqn, "td3": _td3, "ddpg": _ddpg, "iql": _iql, "cql": _cql,
+    "ppo": _ppo, "sac": _sac, "dqn": _dqn, "td3": _td3, "ddpg": _ddpg, "iql": _iql, "cql": _cql, "a2c": _a2c,
+    "reinforce": _reinforce,
 }  # fmt: skip
-ON_POLICY_BUILDERS = ("ppo",)
+ON_POLICY_BUILDERS = ("ppo", "a2c", "reinforce")
 """The builders whose trainer steps once per collected batch, as rlplug's on-policy iteration does."""
 
 

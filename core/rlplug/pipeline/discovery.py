@@ -9,7 +9,6 @@ version is recorded with the reason; every other plugin keeps working.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
@@ -22,12 +21,14 @@ from ..contract.encoders import EncoderRegistry
 from ..errors import PluginError, RlplugError, UnknownNameError
 from ..contract.hookspecs import API_VERSION, RlplugSpec
 from ..contract.losses import LossRegistry
-from ..recipes.files import entry_from_table
 from ..schema import AlgorithmSpec, declaration_problems
+from ..util.here import import_from_here
 from ..util.suggest import did_you_mean
 
 GROUP = "rlplug.plugins"
-FIRST_PARTY = frozenset(f"rlplug-{a}" for a in ("ppo", "sac", "dqn", "td3", "ddpg", "iql", "cql", "mappo", "td3bc"))
+FIRST_PARTY = frozenset(
+    f"rlplug-{a}" for a in ("ppo", "sac", "dqn", "td3", "ddpg", "iql", "cql", "mappo", "ippo", "td3bc", "a2c", "rpo", "reinforce", "bc", "qrdqn")
+)
 CORE_VERSION = "0.1.0"
 
 
@@ -45,6 +46,8 @@ class PluginRecord:
     obj: Any = None
     algorithms: list[AlgorithmSpec] = field(default_factory=list)
     recipes: list[dict[str, Any]] = field(default_factory=list)  # what its rlplug_recipes() returned, checked
+    declared: list[str] = field(default_factory=list)
+    """Algorithms an incompatible plugin declares: asking for one names the plugin and why it is not loaded."""
 
     @property
     def label(self) -> str:
@@ -64,17 +67,29 @@ def _entry_point_records() -> list[PluginRecord]:
 
 def _load_object(value: str) -> Any:
     module_name, _, attribute = value.partition(":")
-    obj = importlib.import_module(module_name)
+    obj = import_from_here(module_name)  # --plugin mymodule beside you, as python -m finds it
     for part in filter(None, attribute.split(".")):
         obj = getattr(obj, part)
     return obj
+
+
+class _Manager(pluggy.PluginManager):
+    """pluggy's manager that does not look for hook implementations among dunder names (``__init__``,
+    ``__repr__``, ...): two thirds of the 520 names the installed plugin objects have, each looked up statically,
+    about 3 ms of every `rlplug list`. A hook implementation is a decorated function named ``rlplug_*`` (or given
+    any other name with ``specname=``), never a dunder; ``parse_hookimpl_opts`` is pluggy's hook for this."""
+
+    def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__"):
+            return None
+        return super().parse_hookimpl_opts(plugin, name)
 
 
 class PluginHost:
     """The plugin manager, the algorithms plugins declared, and the loss registry."""
 
     def __init__(self, extra_modules: tuple[str, ...] = (), objects: tuple[Any, ...] = (), entry_points: bool = True):
-        self.pm = pluggy.PluginManager("rlplug")
+        self.pm = _Manager("rlplug")
         self.pm.add_hookspecs(RlplugSpec)
         self.records: list[PluginRecord] = _entry_point_records() if entry_points else []
         self.algorithms: dict[str, AlgorithmSpec] = {}
@@ -116,6 +131,8 @@ class PluginHost:
         return record
 
     def _register(self, record: PluginRecord) -> None:
+        if record.version:  # an entry point of an installed distribution: losses its package registers are its
+            self.losses.sources.setdefault(record.value.partition(":")[0].partition(".")[0], record.dist)
         try:
             self.pm.register(record.obj, name=f"{record.dist}:{record.name}:{id(record.obj)}")
         except ValueError as err:  # already registered (the same module under two names)
@@ -127,6 +144,11 @@ class PluginHost:
         declare = getattr(record.obj, "rlplug_algorithms", None)
         try:
             specs = _returned_list(declare() if declare is not None else [], "rlplug_algorithms()", "rlplug.AlgorithmSpecs")
+            # the API version first: a plugin for another API may declare what this core's checks do not know
+            wrong = [s for s in specs if isinstance(s, AlgorithmSpec) and s.api_version != API_VERSION]
+            if wrong:
+                self._incompatible(record, specs, wrong[0].api_version)
+                return
             problems = [problem for spec in specs for problem in declaration_problems(spec)]
             if problems:
                 raise _Malformed(f"rlplug_algorithms() is malformed: {problems[0]}")
@@ -136,16 +158,6 @@ class PluginHost:
             return
         except Exception as err:  # noqa: BLE001 - a plugin's declaration hook failing must not break the others
             self._break(record, f"rlplug_algorithms() failed: {type(err).__name__}: {err}")
-            return
-        wrong = [s for s in specs if s.api_version != API_VERSION]
-        if wrong:
-            record.status = "incompatible"
-            record.error = (
-                f"implements rlplug API {wrong[0].api_version}, but this rlplug {CORE_VERSION} implements API "
-                f"{API_VERSION}; install a release of {record.dist} built for API {API_VERSION} "
-                f"(rlplug {CORE_VERSION} meets plugins declaring api_version = {API_VERSION})"
-            )
-            self.pm.unregister(record.obj)
             return
         for spec in specs:
             object.__setattr__(spec, "plugin", record.dist)
@@ -157,6 +169,26 @@ class PluginHost:
                 continue
             self.owners[spec.name] = record
             self.algorithms[spec.name] = spec
+
+    def _incompatible(self, record: PluginRecord, specs: list[Any], api_version: Any) -> None:
+        """Unload a plugin for another core API version, keeping the names of its algorithms and recipes so that
+        asking for one says why it is not there (not that no plugin provides it)."""
+        record.status = "incompatible"
+        record.declared = [s.name for s in specs if isinstance(s, AlgorithmSpec)]
+        record.error = (
+            f"implements rlplug API {api_version}, but this rlplug {CORE_VERSION} implements API "
+            f"{API_VERSION}; install a release of {record.dist} built for API {API_VERSION} "
+            f"(rlplug {CORE_VERSION} meets plugins declaring api_version = {API_VERSION})"
+        )
+        for impl in self.pm.hook.rlplug_recipes.get_hookimpls():
+            if impl.plugin is record.obj:
+                try:
+                    returned = impl.function()
+                except Exception:  # noqa: BLE001 - only the names are wanted, and only for the refusal
+                    continue
+                if isinstance(returned, (list, tuple)):
+                    record.recipes += [{"name": t["name"]} for t in returned if isinstance(t, Mapping) and isinstance(t.get("name"), str)]
+        self.pm.unregister(record.obj)
 
     def _break(self, record: PluginRecord, reason: str) -> None:
         """Mark a registered plugin broken: its hooks leave the manager, its algorithms and recipes go unused."""
@@ -182,6 +214,8 @@ class PluginHost:
                         "not a recipe table (a dict with a 'name')"
                     )
                 body = {k: v for k, v in table.items() if k != "name"}
+                from ..recipes.files import entry_from_table  # only for a plugin that declares recipes
+
                 try:
                     entry_from_table(table["name"], body, f"plugin {record.dist}")
                 except RlplugError as err:
@@ -197,7 +231,7 @@ class PluginHost:
         if name in self.algorithms:
             return self.algorithms[name]
         for record in self.records:
-            if record.status != "ok" and record.name == name:
+            if record.status != "ok" and name in (record.name, *record.declared):
                 raise PluginError(f"algorithm '{name}' comes from plugin {record.label}, which {self._why(record)}")
         hint = did_you_mean(name, self.algorithms)
         if name in {d.removeprefix("rlplug-") for d in FIRST_PARTY}:
@@ -209,6 +243,13 @@ class PluginHost:
         if record.status == "broken":
             return f"failed to load: {record.error}"
         return record.error
+
+    def unloaded_recipe(self, name: str) -> PluginRecord | None:
+        """The plugin not loaded (incompatible) that declares recipe ``name``, if one does."""
+        for record in self.records:
+            if record.status != "ok" and any(table.get("name") == name for table in record.recipes):
+                return record
+        return None
 
     def recipe_tables(self) -> list[tuple[str, list[dict[str, Any]]]]:
         """``(distribution, tables)`` of every working plugin's ``rlplug_recipes()``, read once when it was registered."""

@@ -4,24 +4,16 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..contract.protocol import contract_problems
 from .discovery import FIRST_PARTY, PluginHost
-from .distributed import world
-from ..contract.encoders import resolve_encoder
 from ..contract.hookspecs import Build
-from ..envs.factory import action_space_kind, env_errors, probe_spaces
-from ..envs.masks import check_action_mask, feature_space
-from ..envs.multiagent import check_env_kind, is_multiagent_env, probe_multiagent_spaces
-from ..envs.spec import EnvSpec
-from ..envs.wrappers import check_wrapper_fields
 from ..errors import BackendMissingError, PluginError, RecipeError, SpaceError, UnknownNameError
-from ..hooks.recipe import attach_hooks, check_hooks_for_loop
-from ..recipes.book import RecipeBook
-from ..recipes.fields import Recipe, check_fields
-from ..recipes.files import first_party_registry
-from ..recipes.search_space import check_search
+# the recipe layer is imported when a recipe is first read: `rlplug list` and `doctor` read none
+if TYPE_CHECKING:
+    from ..recipes.book import RecipeBook
+    from ..recipes.fields import Recipe
 from ..schema import AlgorithmSpec, check_type
 from ..util.suggest import did_you_mean
 
@@ -49,14 +41,27 @@ class Session:
         self.objects = tuple(objects)
         self.entry_points = entry_points
         self.host = PluginHost(self.plugins, self.objects, entry_points=entry_points)
-        self.book = RecipeBook()
-        registry = first_party_registry()
-        if registry is not None:
-            self.book.add_file(registry)
-        for source, tables in self.host.recipe_tables():
-            self.book.add_tables(tables, source=f"plugin {source}")
-        for path in recipe_files:
-            self.book.add_file(path)
+        self._book: RecipeBook | None = None
+        if self.recipe_files:  # a recipe file the user named is read (and refused if bad) whatever the command
+            self.book
+
+    @property
+    def book(self) -> RecipeBook:
+        """Every recipe this session sees, read on first use: `rlplug list` and `doctor` read no recipe file."""
+        if self._book is None:
+            from ..recipes.book import RecipeBook
+            from ..recipes.files import first_party_registry
+
+            book = RecipeBook()
+            registry = first_party_registry()
+            if registry is not None:
+                book.add_file(registry)
+            for source, tables in self.host.recipe_tables():
+                book.add_tables(tables, source=f"plugin {source}")
+            for path in self.recipe_files:
+                book.add_file(path)
+            self._book = book
+        return self._book
 
     def with_plugins(self, plugins: Iterable[str]) -> Session:
         """A session like this one that also imports ``plugins`` (module values, after its own)."""
@@ -67,7 +72,13 @@ class Session:
     def resolve(self, ref: str, overrides: Iterable[str] = ()) -> Recipe:
         """Resolve a recipe by name and apply ``key=value`` overrides; checks it against its algorithm."""
         overrides = list(overrides)
-        table, _ = self.book.raw(ref)
+        try:
+            table, _ = self.book.raw(ref)
+        except UnknownNameError:
+            record = self.host.unloaded_recipe(ref.partition("@")[0])
+            if record is None:
+                raise
+            raise PluginError(f"recipe '{ref}' comes from plugin {record.label}, which {record.error}") from None
         hp_names: list[str] = []
         algorithm = _override_of(overrides, "algorithm") or table.get("algorithm")
         if isinstance(algorithm, str) and algorithm in self.host.algorithms:
@@ -75,32 +86,40 @@ class Session:
         recipe = self.book.resolve(ref, overrides, hp_names)
         spec = self.host.algorithm(recipe.algorithm)
         check_backend(spec, recipe.backend, f"recipe '{recipe.name}'")
-        check_recipe(spec, recipe)
+        try:
+            check_recipe(spec, recipe)
+        except BrokenRuleError:
+            # what the algorithm cannot take comes first: no budget or setting makes DQN take continuous actions,
+            # so saying so before a budget rule spares the user fixing a recipe that still cannot run
+            self._cell_takes(spec, recipe.backend, recipe, {**spec.defaults(), **recipe.hyperparameters}, {})
+            raise
         for backend in recipe.backend_settings:
             check_backend(spec, backend, f"recipe '{recipe.name}': table [{backend}]")
         return recipe
 
-    # ---- builds --------------------------------------------------------------------------------
-    def prepare(self, recipe: Recipe | str, backend: str | None = None, overrides: Iterable[str] = (), device: str = "cpu") -> Build:
-        """Validate everything and return a ``Build`` whose stages are still empty (nothing imported)."""
-        if isinstance(recipe, str):
-            recipe = self.resolve(recipe, overrides)
-            spec = self.host.algorithm(recipe.algorithm)
-        elif overrides:
-            raise RecipeError("overrides apply when resolving by name; pass the recipe's name instead")
-        else:  # a Recipe made elsewhere (a run directory's, a user's): the same checks as resolving by name
-            check_fields(recipe)
-            spec = self.host.algorithm(recipe.algorithm)
-            check_recipe(spec, recipe)
-        backend = backend or recipe.backend
-        check_backend(spec, backend, f"recipe '{recipe.name}'")
-        require_backend_libraries(spec, backend)
-        hp = {**spec.defaults(), **recipe.hyperparameters}
+    def _cell_takes(self, spec: AlgorithmSpec, backend: str, recipe: Recipe, hp: Mapping[str, Any],
+                    extras: dict[str, Any], device: str = "cpu") -> tuple[Any, Any, Any]:  # fmt: skip
+        """What the cell cannot take, refused: a multi-agent env or not, the action space, an action mask, the
+        observation space (the encoders). Returns the spaces the models see and the encoder."""
+        # imported here, not at the top: `rlplug list`, `recipes` and `show` never probe an environment
+        from ..contract.encoders import resolve_encoder
+        from ..envs.factory import env_errors, probe_spaces
+        from ..envs.masks import check_action_mask, feature_space
+        from ..envs.multiagent import check_env_kind, is_multiagent_env, probe_multiagent_spaces
+        from ..envs.spec import EnvSpec
+        from ..envs.torch_native import check_torch_env_algorithm, check_torch_env_fields, is_torch_env, probe_torch_spaces
+        from ..envs.wrappers import check_wrapper_fields
+
         check_env_kind(spec.name, spec.kind, recipe.name, recipe.env)
-        extras: dict[str, Any] = {}
+        torch_env = is_torch_env(recipe.env)
+        if torch_env:  # batched torch tensors on their own device (rlplug.envs.torch_native)
+            check_torch_env_fields(recipe)
+            check_torch_env_algorithm(spec.kind, spec.name, f"recipe '{recipe.name}'", recipe.env)
         check_wrapper_fields(recipe, is_multiagent_env(recipe.env))
         with env_errors(recipe.env, recipe.env_kwargs, f"recipe '{recipe.name}'"):
-            if is_multiagent_env(recipe.env):  # per-agent spaces; agents and global state go to extras
+            if torch_env:
+                observation_space, action_space = probe_torch_spaces(recipe.env, recipe.env_kwargs, recipe.seed, device)
+            elif is_multiagent_env(recipe.env):  # per-agent spaces; agents and global state go to extras
                 extras["multiagent"] = probe_multiagent_spaces(recipe.env, recipe.env_kwargs)
                 observation_space, action_space = extras["multiagent"].observation_space, extras["multiagent"].action_space
             else:  # the wrapped env (rlplug.envs.factory): the spaces the models see
@@ -114,10 +133,34 @@ class Session:
             self.host.encoders, features, recipe.encoder, recipe.encoder_kwargs, recipe.env,
             f"recipe '{recipe.name}'", multiagent="multiagent" in extras,
         )
+        return observation_space, action_space, encoder
+
+    # ---- builds --------------------------------------------------------------------------------
+    def prepare(self, recipe: Recipe | str, backend: str | None = None, overrides: Iterable[str] = (), device: str = "cpu") -> Build:
+        """Validate everything and return a ``Build`` whose stages are still empty (nothing imported)."""
+        if isinstance(recipe, str):
+            recipe = self.resolve(recipe, overrides)
+            spec = self.host.algorithm(recipe.algorithm)
+        elif overrides:
+            raise RecipeError("overrides apply when resolving by name; pass the recipe's name instead")
+        else:  # a Recipe made elsewhere (a run directory's, a user's): the same checks as resolving by name
+            from ..recipes.fields import check_fields
+
+            check_fields(recipe)
+            spec = self.host.algorithm(recipe.algorithm)
+            check_recipe(spec, recipe)
+        backend = backend or recipe.backend
+        check_backend(spec, backend, f"recipe '{recipe.name}'")
+        require_backend_libraries(spec, backend)
+        hp = {**spec.defaults(), **recipe.hyperparameters}
+        extras: dict[str, Any] = {}
+        observation_space, action_space, encoder = self._cell_takes(spec, backend, recipe, hp, extras, device)
         dataset = check_dataset(spec, recipe, observation_space, action_space, self.book.datasets)
         if dataset is not None:
             extras["dataset"] = dataset  # a DatasetInfo; the cell's memory stage loads the transitions
         settings = backend_settings(spec, backend, hp, recipe)
+        from ..hooks.recipe import check_hooks_for_loop
+
         check_hooks_for_loop(recipe.hooks, backend, spec.kind, bool(settings.get("compile")), f"recipe '{recipe.name}'")
         loss_name = recipe.loss or spec.loss_for(backend)
         loss_entry = self.host.losses.get(spec.name, backend, loss_name)
@@ -156,7 +199,11 @@ class Session:
             if check_stage is not None:
                 check_stage(slot, hook_name, value)
             check_stage_result(slot, hook_name, value, build, self.host)
+        from ..hooks.recipe import attach_hooks, check_monitors
+        from .distributed import world
+
         attach_hooks(build, self.host)  # plugins' rlplug_trainer_hooks, then the recipe's hooks
+        check_monitors(build)  # a monitor no metric of the run will ever match is refused before training
         if world().distributed:  # ranks built their networks from their own seeds: start all from rank 0's
             from ..backends.common.parallel import broadcast_build
 
@@ -189,6 +236,8 @@ def check_recipe(spec: AlgorithmSpec, recipe: Recipe) -> None:
     """Every hyperparameter in its domain and every rule of the algorithm holding (``AlgorithmSpec.rules``),
     before anything is built; ``recipe.hyperparameters`` becomes the validated values. The ``search`` table
     (``rlplug tune``'s ranges) is checked against the same parameters."""
+    from ..recipes.search_space import check_search
+
     recipe.hyperparameters = validate_hyperparameters(spec, recipe)
     check_search(spec, recipe)
     hp = {**spec.defaults(), **recipe.hyperparameters}
@@ -200,7 +249,11 @@ def check_recipe(spec: AlgorithmSpec, recipe: Recipe) -> None:
             f"'{recipe.name}': {type(err).__name__}: {err}"
         ) from None
     if problem:
-        raise RecipeError(f"recipe '{recipe.name}': {problem}")
+        raise BrokenRuleError(f"recipe '{recipe.name}': {problem}")
+
+
+class BrokenRuleError(RecipeError):
+    """A recipe breaks one of its algorithm's rules (``AlgorithmSpec.rules``): a budget or a setting to change."""
 
 
 def check_stage_result(slot: str, hook_name: str, value: Any, build: Build, host: PluginHost) -> None:
@@ -256,6 +309,8 @@ def check_action_space(
     spec: AlgorithmSpec, backend: str, action_space: Any, recipe: Recipe, installed: Iterable[AlgorithmSpec] = ()
 ) -> None:
     """Refuse an action space the cell cannot handle, naming the installed algorithms that can."""
+    from ..envs.factory import action_space_kind
+
     kind = action_space_kind(action_space)
     supported = spec.backends[backend].action_spaces
     if kind == "continuous" and kind in supported and not action_space.is_bounded("both"):

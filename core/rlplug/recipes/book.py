@@ -17,17 +17,22 @@ from .files import DatasetTable, Entry, check_nesting, entry_from_table, read_re
 from .limits import MAX_EXTENDS_DEPTH
 from .overrides import apply_override
 
+ALGORITHM_FIELDS = ("tier", "reference")
+"""Fields that hold for the recipe's algorithm: its measured tier and the reference run it is compared with. A
+recipe that ``extends`` one of another algorithm, or a ``--set algorithm=...``, drops them unless it gives its
+own (as a target is dropped when the task changes)."""
 
-def _deep_merge(base: dict[str, Any], top: Mapping[str, Any], atomic: bool = False) -> dict[str, Any]:
-    """``top`` over ``base``, table by table; ``env_kwargs``, ``encoder_kwargs`` and ``reference`` are replaced whole, and so is each entry of a
+
+def _merge_into(base: dict[str, Any], top: Mapping[str, Any], atomic: bool = False) -> dict[str, Any]:
+    """``top`` over ``base``, table by table, into ``base`` (a copy the caller owns; what comes from ``top`` is
+    copied); ``env_kwargs``, ``encoder_kwargs`` and ``reference`` are replaced whole, and so is each entry of a
     ``search`` table (a child's range replaces its parent's, ``log`` included)."""
-    merged = copy.deepcopy(base)
     for key, value in top.items():
-        if not atomic and isinstance(value, dict) and isinstance(merged.get(key), dict) and key not in ("env_kwargs", "encoder_kwargs", "reference"):
-            merged[key] = _deep_merge(merged[key], value, atomic=key == "search")
+        if not atomic and isinstance(value, dict) and isinstance(base.get(key), dict) and key not in ("env_kwargs", "encoder_kwargs", "reference"):
+            base[key] = _merge_into(base[key], value, atomic=key == "search")
         else:
-            merged[key] = copy.deepcopy(value)
-    return merged
+            base[key] = copy.deepcopy(value)
+    return base
 
 
 class RecipeBook:
@@ -114,15 +119,20 @@ class RecipeBook:
                 f"recipe '{_seen[0].partition('@')[0]}' extends a chain of more than {MAX_EXTENDS_DEPTH} recipes "
                 f"({' -> '.join(chain)} -> {parent_ref}); the limit is {MAX_EXTENDS_DEPTH}"
             )
-        if parent_ref:
-            parent, _ = self.raw(parent_ref, (*_seen, key))
-            parent.pop("version", None)
-            parent.pop("description", None)
-            merged = _deep_merge(parent, table)
-            if "target" not in table and task_of(merged) != task_of(parent):
-                merged["target"] = None
-            table = merged
-        return copy.deepcopy(table), entry
+        if not parent_ref:
+            return copy.deepcopy(table), entry
+        parent, _ = self.raw(parent_ref, (*_seen, key))  # a copy of its own: merged into, not copied again
+        parent.pop("version", None)
+        parent.pop("description", None)
+        parent_task, parent_algorithm = copy.deepcopy(task_of(parent)), parent.get("algorithm")
+        merged = _merge_into(parent, table)
+        if "target" not in table and task_of(merged) != parent_task:
+            merged["target"] = None
+        if merged.get("algorithm") != parent_algorithm:
+            for key in ALGORITHM_FIELDS:  # the parent's measurements and tier were of another algorithm
+                if key not in table:
+                    merged.pop(key, None)
+        return merged, entry
 
     def resolve(self, ref: str, overrides: Iterable[str] = (), hyperparameter_names: Iterable[str] = ()) -> Recipe:
         """Resolve ``ref`` and apply ``--set key=value`` overrides.
@@ -132,11 +142,14 @@ class RecipeBook:
         """
         table, entry = self.raw(ref)
         hp_names = set(hyperparameter_names)
-        task, given = task_of(table), set()
+        task, algorithm, given = task_of(table), table.get("algorithm"), set()
         for item in overrides:
             given.add(apply_override(table, item, hp_names))
         if "target" not in given and task_of(table) != task:
             table["target"] = None
+        if table.get("algorithm") != algorithm:
+            for key in set(ALGORITHM_FIELDS) - given:
+                table.pop(key, None)
         where = f"recipe '{entry.name}'"
         check_nesting(table, f"{where} with its --set values")
         check_table_fields(table, where)
@@ -154,6 +167,9 @@ class RecipeBook:
                     raise RecipeError(f"{where}: {err}") from None
         if (table["target_metric"] == "normalised_score" or table["beat_dataset"]) and not table["dataset"]:
             raise RecipeError(f"{where}: target_metric 'normalised_score' and beat_dataset need a 'dataset'")
+        baseline_of = table["baseline_of"]
+        if baseline_of and split_ref(baseline_of)[0] not in self._entries:
+            raise RecipeError(f"{where}: 'baseline_of' names no known recipe ('{baseline_of}')" + did_you_mean(baseline_of, self._entries))
         if table["terminal_on_life_loss"] and not table["atari"]:
             raise RecipeError(f"{where}: terminal_on_life_loss is an option of atari preprocessing; set atari = true too")
         return Recipe.from_table({"name": entry.name, **table}, source=entry.source)

@@ -50,6 +50,14 @@ def _module_name(value: str) -> str | None:
     return "is not a module name (dotted Python identifiers, e.g. 'my_envs')"
 
 
+def _wrapper_entries(value: list[Any]) -> str | None:
+    if not value:  # the default: listing commands never import the env layer
+        return None
+    from ..envs.user_wrappers import check_entries  # torch-free: nothing is imported until the env is resolved
+
+    return check_entries(value)
+
+
 def _distinct(value: list[int]) -> str | None:
     repeated = sorted({i for i in value if value.count(i) > 1})
     return f"lists index {repeated[0]} twice" if repeated else None
@@ -74,19 +82,20 @@ def _reference_problem(value: Any) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class _HooksParam(Param):
+class _HooksParam(Param):  # no @dataclass: it adds no field, and the decorator cost ~10 ms of every command's start
     """``hooks``: training hooks to register on the trainer (``rlplug.hooks.recipe``: the entries' schema),
     each checked here: a known hook, a known destination, arguments its constructor takes."""
 
     def validate(self, value: Any, where: str) -> Any:
+        value = super().validate(value, where)
+        if not value:  # no hooks: nothing to look up (and the hook registry is not imported for the default)
+            return value
         from ..hooks.recipe import check_hooks
 
-        return check_hooks(super().validate(value, where), where)
+        return check_hooks(value, where)
 
 
-@dataclass(frozen=True)
-class _ReferenceParam(Param):
+class _ReferenceParam(Param):  # no @dataclass: it adds no field
     """``reference``: a table (``REFERENCE_KEYS``) or a string, the source alone; stored as a table."""
 
     @property
@@ -118,6 +127,10 @@ FIELD_PARAMS: dict[str, Param] = {p.name: p for p in (
     Param("env_module", "", "a module imported before the environment is made (its gymnasium.register calls add "
           "ids); recorded in the run directory, imported again by eval and resume", check=_module_name,
           domain="a dotted module name, or empty"),
+    Param("wrappers", [], "Gymnasium wrappers around the environment, innermost first, in training and evaluation: "
+          "tables {wrapper = \"module:Name\", kwargs = {...}} (e.g. MiniGrid's minigrid.wrappers:FlatObsWrapper); "
+          "imported and checked before anything is built, recorded in the run directory for eval and resume",
+          check=_wrapper_entries, domain="tables {wrapper = \"module:Name\", kwargs}"),
     Param("hide_observation", [], "indices of a flat Box observation removed before the agent sees it, in training "
           "and evaluation (gymnasium TransformObservation): a partially observable task, e.g. [1, 3] hides "
           "CartPole's velocities", item_type=int, item_bounds="[0, 2**31 - 1]", length="[0, 2**16]", check=_distinct,
@@ -134,12 +147,13 @@ FIELD_PARAMS: dict[str, Param] = {p.name: p for p in (
           "registered limit", bounds="[0, 2**31 - 1]"),
     Param("action_mask", "auto", "where the environment's mask of valid Discrete actions is: 'auto' (its Dict "
           "observation key 'action_mask', when it has one), 'info' (info['action_mask'] of each reset and step) or "
-          "'ignore' (train without it); masked actions are never taken (README, \"Action masks\")",
+          "'ignore' (train without it); masked actions are never taken (the documentation site's \"Action masks\" page)",
           choices=("auto", "info", "ignore")),
     Param("vector_mode", "sync", "how the num_envs training copies are stepped: 'sync' (one after another in this "
-          "process) or 'async' (gymnasium AsyncVectorEnv, one worker process each; for envs slower than IPC: "
-          "MuJoCo, Atari). A resume of an async run starts new episodes (the env state lives in the workers)",
-          choices=("sync", "async")),
+          "process), 'async' (gymnasium AsyncVectorEnv, one worker process each; for envs slower than IPC: "
+          "MuJoCo, Atari) or 'envpool' (EnvPool's C++ thread pool, its own copy of the task, no wrapper fields; "
+          "rlplug[envpool]). A resume of an async or envpool run starts new episodes (the env state is out of reach)",
+          choices=("sync", "async", "envpool")),
     Param("backend", None, "default backend", type=str, check=_non_empty),
     Param("steps", None, "environment-step budget (transitions, summed over environments); offline: gradient updates",
           type=int, bounds=f"[1, {MAX_STEPS}]"),
@@ -161,6 +175,9 @@ FIELD_PARAMS: dict[str, Param] = {p.name: p for p in (
           choices=TARGET_METRICS),
     Param("beat_dataset", False, "offline: also require an evaluation return above the dataset's mean return"),
     Param("eval_episodes", 10, "deterministic evaluation episodes", bounds="[1, 10**6]"),
+    Param("baseline_of", "", "the recipe this one is the baseline of (a recipe built to miss its target, as a feed-forward "
+          "policy on a task that needs memory): `rlplug bench` and the seeded table show its result beside that recipe's, "
+          "not as a failure, and count only real recipes as passing"),
     Param("tier", "full", "what `rlplug bench --tier` runs: 'quick' (one seed trains in about 10 minutes on a 2-core "
           "CPU) or 'full' (longer: a bigger machine or a GPU; recipes that do not say)", choices=TIERS),
     _ReferenceParam("reference", {}, "the published result the target is set from: a table {value, std, steps, "
@@ -205,6 +222,7 @@ class Recipe:
     num_envs: int = 1
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     env_module: str = ""
+    wrappers: list[dict[str, Any]] = field(default_factory=list)
     hide_observation: list[int] = field(default_factory=list)
     frame_stack: int = 0
     atari: bool = False
@@ -225,6 +243,7 @@ class Recipe:
     description: str = ""
     search: dict[str, Any] = field(default_factory=dict)
     tier: str = "full"
+    baseline_of: str = ""
     reference: dict[str, Any] = field(default_factory=dict)
     hooks: list[dict[str, Any]] = field(default_factory=list)
     source: str = ""
@@ -266,6 +285,8 @@ class Recipe:
         }
         if not self.hide_observation:  # only recipes of a partially observable task print it
             del table["hide_observation"]
+        if self.baseline_of:  # only a baseline says whose
+            table["baseline_of"] = self.baseline_of
         if self.reference:  # only recipes that cite a published result carry one
             table["reference"] = copy.deepcopy(self.reference)
         if self.action_mask != "auto":  # likewise: only recipes that say where the mask is (or to ignore it)
@@ -277,6 +298,8 @@ class Recipe:
             table["search"] = copy.deepcopy(self.search)
         if self.hooks:  # likewise: only recipes that name training hooks
             table["hooks"] = copy.deepcopy(self.hooks)
+        if self.wrappers:  # likewise: only recipes that wrap their env
+            table["wrappers"] = copy.deepcopy(self.wrappers)
         for backend, settings in self.backend_settings.items():
             table[backend] = copy.deepcopy(settings)
         return table

@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import stat
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,9 +47,11 @@ def read_recipe_file(path: Path | str) -> tuple[list[Entry], dict[str, DatasetTa
     """The recipes of a TOML file and its dataset declarations."""
     path = Path(path)
     text = _read_bounded(path)
+    from ..util import tomlcache  # tomllib itself is imported only for a text not parsed before
+
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
+        data = tomlcache.loads(text)
+    except ValueError as err:  # tomllib.TOMLDecodeError, without importing tomllib to name it
         raise RecipeError(f"{path}: malformed TOML: {err}") from None
     except RecursionError:  # tomllib recurses into nested arrays and inline tables
         raise RecipeError(f"{path}: values nested deeper than {MAX_NESTING} levels, the limit for a recipe") from None

@@ -340,6 +340,6 @@ def draw(groups: Sequence[Group], path: str | Path, title: str | None = None, ev
 
     try:
         return replace_atomically(Path(path), lambda partial: fig.savefig(partial, dpi=110, bbox_inches="tight", format="png",
-                                                                          metadata=png_metadata("compare")))  # fmt: skip
+                                                                          metadata=png_metadata("compare")), "picture")  # fmt: skip
     finally:
         plt.close(fig)

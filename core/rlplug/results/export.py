@@ -25,11 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ExportedFileError, ExportUnsupportedError
+from ..errors import ExportedFileError, ExportedFileVersionError, ExportUnsupportedError
+from ..util.formats import other_format, rlplug_version
 from ..util.outputs import EXPORTED_POLICY, write_file
 
 FORMATS = ("torchscript", "onnx")
 SUFFIXES = {"torchscript": ".pt", "onnx": ".onnx"}
+EXPORT_FORMAT = 1
+"""The metadata's ``rlplug_export``: the version of what an exported file holds and how it is called."""
 METADATA_KEY = "rlplug.json"
 """Where the metadata lives: a TorchScript extra file, an ONNX ``metadata_props`` entry."""
 TOLERANCE = 1e-5
@@ -140,7 +143,8 @@ def export_metadata(build: Any, signature: dict[str, Any]) -> dict[str, Any]:
     recipe = build.recipe
     trainer = build.trainer
     return {
-        "rlplug_export": 1,
+        "rlplug_export": EXPORT_FORMAT,
+        "rlplug": rlplug_version(),
         "recipe": getattr(recipe, "ref", getattr(recipe, "name", "")),
         "algorithm": build.algorithm.name,
         "backend": build.backend,
@@ -326,6 +330,11 @@ def _metadata(path: Path, text: Any) -> dict[str, Any]:
         metadata = json.loads(text) if text else None
     except ValueError:
         metadata = None
+    if isinstance(metadata, dict) and "rlplug_export" in metadata and metadata["rlplug_export"] != EXPORT_FORMAT:
+        writer = metadata.get("rlplug")
+        raise ExportedFileVersionError(other_format(f"exported policy {path}", metadata["rlplug_export"],
+                                                    str(writer) if writer is not None else None, EXPORT_FORMAT,
+                                                    "export format", "run it with that rlplug, or export it again"))
     if not isinstance(metadata, dict) or "inputs" not in metadata or "action" not in metadata:
         raise ExportedFileError(f"{path} is not a policy exported by rlplug (no {METADATA_KEY} metadata)")
     problem = _signature_problem(metadata)

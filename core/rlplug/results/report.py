@@ -50,7 +50,7 @@ def machine_lines(info: dict[str, Any]) -> list[str]:
 
 def _row(row: dict[str, Any]) -> list[str]:
     """A bench row's cells; a row of an earlier, one-seed table (a run's summary) is read as a one-seed row."""
-    from .seeded import as_seeded, ci_text, reference_text, result_text, seeds_text, target_text, wall_text
+    from .seeded import as_seeded, ci_text, reference_text, result_text, seeds_text, target_text, verdict_text, wall_text
 
     row = as_seeded(row)
     offline = row.get("step_unit") == "updates"
@@ -68,7 +68,7 @@ def _row(row: dict[str, Any]) -> list[str]:
         ci_text(row),
         target_text(row),
         reference_text(row.get("reference")),
-        "yes" if row["passed"] else "**no**",
+        verdict_text(row, "yes", "**no**"),
     ]
 
 

@@ -109,9 +109,11 @@ def _round(x: float, digits: int = 2) -> float:
 
 
 def aggregate(runs: Sequence[Mapping[str, Any]], *, recipe: str, backend: str, seeds: Sequence[int], tier: str | None = None,
-              reference: Mapping[str, Any] | None = None, target: float | None = None) -> dict[str, Any]:  # fmt: skip
+              reference: Mapping[str, Any] | None = None, target: float | None = None,
+              baseline_of: str = "") -> dict[str, Any]:  # fmt: skip
     """One bench row from per-seed results: each a run's summary, or ``{"seed": S, "error": "..."}``
-    for a seed that did not finish (it counts as a miss and the row fails)."""
+    for a seed that did not finish (it counts as a miss and the row fails). ``baseline_of``: the recipe the row's
+    recipe is the baseline of (``is_baseline``): shown beside it, not counted as a pass or a failure."""
     done = [r for r in runs if "error" not in r]
     errors = [{"seed": r.get("seed"), "error": r["error"]} for r in runs if "error" in r]
     first = done[0] if done else {}
@@ -147,6 +149,8 @@ def aggregate(runs: Sequence[Mapping[str, Any]], *, recipe: str, backend: str, s
         row["dataset_return_mean"] = first.get("dataset_return_mean")
     if errors:
         row["errors"] = errors
+    if baseline_of:
+        row["baseline_of"] = baseline_of
     if scored and len(scored) == len(values):
         mean = statistics.fmean(scored)
         low, high = bootstrap_ci(scored)
@@ -157,6 +161,26 @@ def aggregate(runs: Sequence[Mapping[str, Any]], *, recipe: str, backend: str, s
             passed = row["dataset_return_mean"] is not None and row["eval_return_mean"] > row["dataset_return_mean"]
         row["passed"] = passed
     return row
+
+
+def is_baseline(row: Mapping[str, Any]) -> bool:
+    """A row of a baseline recipe (``baseline_of``): built to miss, so neither a pass nor a failure."""
+    return bool(row.get("baseline_of"))
+
+
+def verdict_text(row: Mapping[str, Any], passed: str = "pass", failed: str = "FAIL") -> str:
+    """A row's verdict: ``passed``/``failed``, or ``baseline of NAME`` for a baseline's row."""
+    if is_baseline(row):
+        return f"baseline of {row['baseline_of']}"
+    return passed if row.get("passed") else failed
+
+
+def pass_count(rows: Sequence[Mapping[str, Any]]) -> str:
+    """``12 of 14 rows pass`` over the real recipes' rows, and how many baseline rows were set apart."""
+    real = [r for r in rows if not is_baseline(r)]
+    baselines = len(rows) - len(real)
+    apart = f" ({baselines} baseline row{'s' if baselines != 1 else ''} beside their recipes, not counted)" if baselines else ""
+    return f"{sum(1 for r in real if r.get('passed'))} of {len(real)} row{'s' if len(real) != 1 else ''} pass{apart}"
 
 
 def _mean_of(runs: Sequence[Mapping[str, Any]], key: str, digits: int = 1) -> float | None:

@@ -36,7 +36,7 @@ from .claim import abandon, check_new_run_dir, claim_new_run_dir
 from .rundir import CHECKPOINT, default_run_dir, recorded_checkpoint_every, recorded_plugins
 from .saved import SavedRun, check_unchanged, check_writable, read_run, saved_run
 from .summary import passed, summarise
-from .training import budget_note, train
+from .training import budget_note, stop_line, train
 from .versions import LIBRARIES, versions
 from .writer import RunWriter
 
@@ -47,6 +47,7 @@ __all__ = [
     "SavedRun",
     "abandon",
     "budget_note",
+    "stop_line",
     "check_distributed",
     "check_header",
     "check_new_run_dir",

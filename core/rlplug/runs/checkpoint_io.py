@@ -11,13 +11,14 @@ from __future__ import annotations
 import errno
 import os
 import pickle
-import tempfile
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import CorruptCheckpointError, RunDirError
+from ..errors import CheckpointVersionError, CorruptCheckpointError, RunDirError
+from ..util.formats import other_format, rlplug_version
+from ..util.outputs import temporary_sibling
 
 FORMAT = 1
 PREVIOUS = "previous.pt"
@@ -30,11 +31,14 @@ def save_checkpoint(path: Path, payload: dict[str, Any], keep_previous: bool = T
     ``previous.pt`` belongs to ``latest.pt``)."""
     import torch
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    existed = path.exists()
     try:
-        with os.fdopen(fd, "wb") as handle:
-            torch.save({"format": FORMAT, **payload}, handle)
+        tmp = temporary_sibling(path, ".tmp", prefix=f".{path.name}.")  # .latest.pt.XXXX.tmp: what a resume clears
+    except OSError as err:
+        raise RunDirError(_failed(path, err, existed)) from None
+    try:
+        with open(tmp, "wb") as handle:
+            torch.save({"format": FORMAT, "written_by": rlplug_version(), **payload}, handle)
             handle.flush()
             os.fsync(handle.fileno())
         if keep_previous and path.exists():
@@ -46,12 +50,17 @@ def save_checkpoint(path: Path, payload: dict[str, Any], keep_previous: bool = T
         _fsync_directory(path.parent)
     except OSError as err:
         Path(tmp).unlink(missing_ok=True)
-        if err.errno == errno.ENOSPC:
-            raise RunDirError(f"disk full while writing checkpoint {path}; the previous checkpoint is intact") from None
-        raise
+        raise RunDirError(_failed(path, err, existed)) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _failed(path: Path, err: OSError, existed: bool) -> str:
+    """One line: the checkpoint, the cause, and what the run keeps (the last complete checkpoint, untouched)."""
+    reason = "disk full (no space left on device)" if err.errno == errno.ENOSPC else (err.strerror or type(err).__name__)
+    kept = "the previous checkpoint there is intact" if existed else "no checkpoint was written"
+    return f"cannot write checkpoint {path}: {reason}; {kept}"
 
 
 def _fsync_directory(directory: Path) -> None:
@@ -90,9 +99,21 @@ def load_checkpoint(path: Path, mmap: bool = False) -> dict[str, Any]:
         raise RunDirError(f"cannot read checkpoint {path}: {err.strerror}") from None
     except (RuntimeError, EOFError, OSError, ValueError) as err:
         raise CorruptCheckpointError(f"checkpoint {path} is corrupt or truncated: {str(err).splitlines()[0] if str(err) else err!r}") from None
-    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+    if not isinstance(payload, dict) or "format" not in payload:
         raise CorruptCheckpointError(f"checkpoint {path} is not an rlplug checkpoint (format {FORMAT})")
+    if payload["format"] != FORMAT:
+        raise CheckpointVersionError(other_format(f"checkpoint {path}", payload["format"], written_by(payload), FORMAT,
+                                                  "checkpoint format", "continue or evaluate it with that rlplug"))
     return payload
+
+
+def written_by(payload: dict[str, Any]) -> str | None:
+    """The rlplug version that wrote a checkpoint: its top-level ``written_by``, or (format 1 before it had
+    one) the header's ``rlplug``."""
+    version = payload.get("written_by")
+    if version is None and isinstance(payload.get("rlplug"), dict):
+        version = payload["rlplug"].get("rlplug")
+    return str(version) if version is not None else None
 
 
 def non_finite_tensors(state: Any, prefix: str = "") -> Iterator[str]:

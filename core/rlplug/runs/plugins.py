@@ -4,11 +4,11 @@ line naming the missing module."""
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import Any
 
 from ..errors import RunPluginMissingError
+from ..util.here import import_from_here
 from .rundir import recorded_env_modules, recorded_plugins
 
 
@@ -29,20 +29,20 @@ def require_importable(value: str, run_dir: Path) -> None:
     """Import the module of a recorded ``MODULE[:OBJ]``, or refuse the run naming it."""
     module = value.partition(":")[0]
     try:
-        importlib.import_module(module)
+        import_from_here(module)
     except Exception as err:  # noqa: BLE001 - whatever the import raised, the line names it
         raise RunPluginMissingError(
             f"run {run_dir} was trained with plugin module '{module}', which cannot be imported here "
-            f"({type(err).__name__}: {err}); install it or put it on PYTHONPATH"
+            f"({type(err).__name__}: {err}); install it, run rlplug in the directory that holds it, or put that directory on PYTHONPATH"
         ) from None
 
 
 def require_env_module(module: str, run_dir: Path) -> None:
     """Import a module that registers the run's environment, or refuse the run naming it."""
     try:
-        importlib.import_module(module)
+        import_from_here(module)
     except Exception as err:  # noqa: BLE001 - whatever the import raised, the line names it
         raise RunPluginMissingError(
             f"run {run_dir} was trained with environment module '{module}', which cannot be imported here "
-            f"({type(err).__name__}: {err}); install it or put it on PYTHONPATH"
+            f"({type(err).__name__}: {err}); install it, run rlplug in the directory that holds it, or put that directory on PYTHONPATH"
         ) from None

@@ -48,6 +48,9 @@ def summarise(
         summary["dataset"] = dataset.name
         summary["normalised_score"] = round(score, 1) if score is not None else None
         summary["dataset_return_mean"] = round(stats["mean"], 2) if "mean" in stats else None
+        d4rl = dataset.d4rl_score(mean)
+        if d4rl is not None:  # the dataset carries D4RL's reference returns (Minari's ref_min_score / ref_max_score)
+            summary["d4rl_normalised_score"] = round(d4rl, 1)
         summary["beat_dataset"] = recipe.beat_dataset
     summary["passed"] = passed(recipe, summary)
     return summary

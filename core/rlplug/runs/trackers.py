@@ -205,12 +205,12 @@ class MlflowTracker:
 
         now = int(time.time() * 1000)
         metrics = [Metric(key, float(value), now, step) for step, row in rows for key, value in row.items()]
-        with tracker_errors(self.name, "log metrics"):
+        with tracker_errors(self.name, f"log metrics to {self.state['tracking_uri']}"):  # where its store is: a full disk names it
             for start in range(0, len(metrics), 1000):  # its batch limit
                 self.client.log_batch(self.run_id, metrics=metrics[start:start + 1000])
 
     def artifacts(self, run_dir: Path, paths: list[Path]) -> None:
-        with tracker_errors(self.name, "log artifacts"):
+        with tracker_errors(self.name, f"log artifacts to {self.state['tracking_uri']}"):
             for path in paths:
                 folder = str(path.parent.relative_to(run_dir)) if path.parent != run_dir else None
                 self.client.log_artifact(self.run_id, str(path), artifact_path=folder)

@@ -110,6 +110,27 @@ def stopped_by_env(trainer: Trainer, run_dir: Path | None) -> str:
     return f"{stopped}, before its first checkpoint"
 
 
+def stopped_by_hook(trainer: Trainer) -> dict[str, Any] | None:
+    """Which hook ended training before its budget (``summary.json``'s ``stopped_by``: hook, step, metric,
+    value, reason), or ``None`` when training ran its whole budget."""
+    hooks = getattr(trainer, "hooks", None)
+    if hooks is None or not getattr(hooks, "stop_requested", False):
+        return None
+    by = getattr(hooks, "stopped_by", None) or {"hook": None, "reason": getattr(hooks, "stop_reason", None), "metric": None, "value": None}
+    return {"hook": by["hook"], "step": trainer.progress, "step_unit": trainer.progress_unit, "metric": by["metric"],
+            "value": by["value"], "reason": by["reason"]}
+
+
+def stop_line(stopped: dict[str, Any] | None) -> str | None:
+    """``early_stopping stopped training at env step 11264 ('train/episode_return' = 487.3): ...``, one line."""
+    if not stopped:
+        return None
+    unit = "update" if stopped.get("step_unit") == "updates" else "env step"
+    on = f" ('{stopped['metric']}' = {stopped['value']:.4g})" if stopped.get("metric") and stopped.get("value") is not None else ""
+    reason = f": {stopped['reason']}" if stopped.get("reason") else ""
+    return f"{stopped.get('hook') or 'a hook'} stopped training at {unit} {stopped['step']}{on}{reason}"
+
+
 def train(
     build: Build,
     steps: int | None = None,
@@ -216,9 +237,14 @@ def _train(build: Build, trainer: Trainer, steps: int, run_dir: Path | None, wri
         if stop.signum is not None:
             raise stop.interrupted(tr, run_dir)
 
+    stopped = None
     try:
         try:
             trainer.train(steps, callbacks=[on_step])
+            stopped = stopped_by_hook(trainer)
+            if stopped is not None:  # the bar ends where training did, not at a budget it will never reach
+                bar.total = trainer.progress
+                bar.refresh()
         except (EnvContractError, EnvStepError) as err:
             raise type(err)(f"{err}; {stopped_by_env(trainer, run_dir)}") from err
         except (RuntimeError, ValueError) as err:
@@ -247,6 +273,7 @@ def _train(build: Build, trainer: Trainer, steps: int, run_dir: Path | None, wri
     if evaluations.active and evaluations.improved(sum(returns) / len(returns), trainer.progress) and writer is not None:
         writer.best_checkpoint(evaluations.best)
     summary = summarise(build, trainer.progress, trainer.progress - start_steps, wall, returns, cpu)
+    summary["stopped_by"] = stopped
     add_world(summary, here, in_sync)
     add_update_rate(summary, trainer, gradient_steps_before, wall)
     if evaluations.active and evaluations.best is not None:

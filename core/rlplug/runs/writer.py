@@ -109,6 +109,8 @@ class RunWriter:
         final = {"eval/return": summary["eval_return_mean"]}
         if summary.get("normalised_score") is not None:
             final["eval/normalised_score"] = summary["normalised_score"]
+        if summary.get("d4rl_normalised_score") is not None:
+            final["eval/d4rl_normalised_score"] = summary["d4rl_normalised_score"]
         self.log(summary["steps"], wall, final)
         self.metrics.close()
         write_json(self.dir / SUMMARY_FILE, summary)
@@ -124,4 +126,6 @@ def declared_metrics(build: Build) -> list[str]:
     declared.append("eval/return")
     if build.extras.get("dataset") is not None:
         declared.append("eval/normalised_score")
+        if build.extras["dataset"].metadata.get("d4rl_reference"):
+            declared.append("eval/d4rl_normalised_score")
     return declared

@@ -152,11 +152,13 @@ def declaration_problems(spec: Any) -> list[str]:
             continue
         problems += [f"{where}: {label} holds {_short(item)}, not a {kind.__name__}" for item in items if not isinstance(item, kind)]
     if not problems:
-        names = [p.name for p in spec.params]
-        twice = sorted({n for n in names if names.count(n) > 1})
+        names, seen, repeated = [p.name for p in spec.params], set(), set()
+        for name in names:  # one pass: every command's start checks each plugin's ~80 parameters
+            (repeated if name in seen else seen).add(name)
+        twice = sorted(repeated)
         if twice:
             problems.append(f"{where}: hyperparameter {twice[0]!r} is declared twice")
-        unknown = [f for rule in spec.rules for f in rule.fields if f not in names and f not in _RULE_RECIPE_FIELDS]
+        unknown = [f for rule in spec.rules for f in rule.fields if f not in seen and f not in _RULE_RECIPE_FIELDS]
         if unknown:
             problems.append(f"{where}: a rule names {unknown[0]!r}, which is neither a hyperparameter nor a recipe field")
     return problems

@@ -9,14 +9,17 @@ trials all fail still ends.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from . import require_optuna
+from ..errors import RlplugError
+from . import StudyError, require_optuna
+from .storage import one_line
 
 
 def counted(study: Any) -> int:
@@ -47,8 +50,38 @@ def run_trials(study: Any, objective: Callable[[Any], float], target: int, timeo
         optuna.storages.fail_stale_trials(study)  # trials of a process killed outright (heartbeats stopped)
         if counted(study) >= target:
             break
-        study.optimize(objective, n_trials=1, catch=CAUGHT)
+        with storage_errors(study):
+            study.optimize(objective, n_trials=1, catch=CAUGHT)
         after_trial()
+
+
+@contextlib.contextmanager
+def storage_errors(study: Any) -> Iterator[None]:
+    """The study's storage failing to record a trial (a full disk, a database made read-only) is one line naming
+    the storage and the cause; the trials recorded before stay in it."""
+    try:
+        yield
+    except RlplugError:
+        raise
+    except Exception as err:  # noqa: BLE001 - SQLAlchemy's OperationalError, under whatever Optuna raised after it
+        cause = _storage_cause(err)
+        if cause is None:
+            raise
+        storage = getattr(study, "_storage", None)  # Optuna may wrap the RDB storage in a cache
+        url = getattr(storage, "url", None) or getattr(getattr(storage, "_backend", None), "url", "?")
+        raise StudyError(f"cannot write the study storage '{url}': {one_line(cause)}; the trials recorded before are kept") from None
+
+
+def _storage_cause(err: BaseException | None) -> BaseException | None:
+    """The database's error behind ``err``: Optuna's own bookkeeping can fail after it (an ``AssertionError`` on a
+    trial left running), so the chain is searched."""
+    seen = set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        if type(err).__module__.split(".")[0] in ("sqlalchemy", "sqlite3"):
+            return err
+        err = err.__cause__ or err.__context__
+    return None
 
 
 def run_workers(commands: list[list[str]], monitor: Monitor, poll: float = 1.0) -> list[int]:

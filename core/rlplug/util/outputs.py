@@ -212,22 +212,72 @@ def write_file(path: Path, kind: Kind, option: str, write: Callable[[Path], obje
         write(partial)
         check_output(Path(path), kind, option, inputs)  # what appeared meanwhile is no more replaceable than before
 
-    return replace_atomically(Path(path), checked)
+    return replace_atomically(Path(path), checked, kind.noun)
 
 
-def replace_atomically(path: Path, write: Callable[[Path], object]) -> Path:
-    """``write(temporary sibling)``, then rename it to ``path``: a failed or interrupted write leaves what was
-    there, and a reader never sees half a file."""
+def os_reason(err: OSError) -> str:
+    """The OS's words for a failed write (``No space left on device``, ``Permission denied``, ``Read-only file
+    system``), without the errno number."""
+    return err.strerror or type(err).__name__
+
+
+def write_failed(what: str, path: Path, err: OSError, existed: bool) -> OutputError:
+    """The one line for a write that failed: what, where, why, and what is left (the earlier file, untouched, or
+    nothing: no partial file is ever left under the final name)."""
+    kept = f"the earlier {what.split()[-1]} there is kept as it was" if existed else "nothing was written there"
+    return OutputError(f"cannot write {what} {path}: {os_reason(err)}; {kept}")
+
+
+def umask() -> int:
+    """The process's umask, read without changing it where Linux says it (``/proc/self/status``): setting it to
+    read it back would race with another thread creating a file meanwhile."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def temporary_sibling(path: Path, suffix: str, directory: bool = False, prefix: str | None = None) -> Path:
+    """A new temporary file (or directory) beside ``path`` with the mode an ordinary ``open()`` (``mkdir()``) would
+    give it under the umask: ``tempfile`` makes them 0600 (0700), private to their writer, and the rename keeps that
+    mode, so a checkpoint, an export or a dataset would be unreadable to a teammate or a serving process under
+    another user while every other file of the run is readable (0644 under umask 022)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=f".partial{path.suffix}", dir=path.parent)
-    os.close(fd)
-    partial = Path(name)
+    if directory:
+        name = tempfile.mkdtemp(prefix=prefix or f".{path.name}.", suffix=suffix, dir=path.parent)
+        os.chmod(name, 0o777 & ~umask())
+    else:
+        fd, name = tempfile.mkstemp(prefix=prefix or f".{path.stem}.", suffix=suffix, dir=path.parent)
+        try:
+            os.fchmod(fd, 0o666 & ~umask())
+        finally:
+            os.close(fd)
+    return Path(name)
+
+
+def replace_atomically(path: Path, write: Callable[[Path], object], what: str = "file") -> Path:
+    """``write(temporary sibling)``, then rename it to ``path``: a failed or interrupted write leaves what was
+    there, and a reader never sees half a file. A failure of the file system (disk full, permission denied, a
+    read-only directory) is one ``OutputError`` line naming ``what``, the path and the cause."""
+    path = Path(path)
+    existed = os.path.lexists(path)
+    partial: Path | None = None
     try:
+        partial = temporary_sibling(path, f".partial{path.suffix}")
         write(partial)
         os.replace(partial, path)
+    except OSError as err:
+        raise write_failed(what, path, err, existed) from None
     finally:
-        partial.unlink(missing_ok=True)
+        if partial is not None:
+            partial.unlink(missing_ok=True)
     return path
 
 

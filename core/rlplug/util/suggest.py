@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 
@@ -13,6 +12,8 @@ def did_you_mean(name: str, choices: Iterable[str]) -> str:
     ``lr`` for ``learning_rate`` (the initials of its words), ``ent_coef`` for ``entropy_coef`` (each part a
     prefix of a word), ``gae`` for ``gae_lambda``; ``lr`` on SAC names every ``*_learning_rate``.
     """
+    import difflib  # here: every listing command imports this module, few of them suggest anything
+
     choices = sorted(set(choices))
     close = difflib.get_close_matches(name, choices, n=1, cutoff=0.6)
     if close:

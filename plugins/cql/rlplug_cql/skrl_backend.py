@@ -179,7 +179,7 @@ class CQLLoss:
                 agent.target_critic_2.act({"observations": next_observations, "taken_actions": next_actions}, role="target_critic_2")[0],
             )
             if not self.deterministic_backup:
-                target_q = target_q - agent._entropy_coefficient * next_outputs["log_prob"]
+                target_q = target_q - agent.entropy_coefficient * next_outputs["log_prob"]
             target = batch["rewards"] + self.discount_factor * batch["terminated"].logical_not() * target_q
             # the penalty's proposals: n rows per state, as TorchRL draws them (uniform, then pi(s), then pi(s'))
             repeated = observations.repeat_interleave(n, dim=0)
@@ -212,12 +212,12 @@ class CQLLoss:
         batch["log_prob"] = outputs["log_prob"]
         q1 = agent.critic_1.act({**inputs, "taken_actions": actions}, role="critic_1")[0]
         q2 = agent.critic_2.act({**inputs, "taken_actions": actions}, role="critic_2")[0]
-        loss = (agent._entropy_coefficient * outputs["log_prob"] - torch.min(q1, q2)).mean()
-        return {"loss_policy": loss, "entropy": -outputs["log_prob"].detach().mean(), "alpha": agent._entropy_coefficient.detach().clone()}
+        loss = (agent.entropy_coefficient * outputs["log_prob"] - torch.min(q1, q2)).mean()
+        return {"loss_policy": loss, "entropy": -outputs["log_prob"].detach().mean(), "alpha": agent.entropy_coefficient.detach().clone()}
 
     def entropy(self, agent: CQL, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         log_prob = batch["log_prob"].detach()
-        return {"loss_entropy": -(agent.log_entropy_coefficient * (log_prob + agent._target_entropy)).mean()}
+        return {"loss_entropy": -(agent.log_entropy_coefficient * (log_prob + agent.target_entropy)).mean()}
 
     # -- Discrete actions -------------------------------------------------------------------------
 
@@ -264,7 +264,7 @@ class CQL(OfflineStagedAgent):
     """
 
     update_stages = (UpdateStage("critic"), UpdateStage("policy"), UpdateStage("entropy", only_if="learn_entropy", clip_groups=0))
-    checkpointed = ("log_entropy_coefficient", "_entropy_coefficient")
+    checkpointed = ("log_entropy_coefficient", "entropy_coefficient")
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -275,10 +275,10 @@ class CQL(OfflineStagedAgent):
         hard_copy(self.target_critic_2, self.critic_2)
         cfg = self.cfg
         target_entropy = cfg.target_entropy
-        self._target_entropy = -float(np.prod(self.action_space.shape)) if target_entropy is None else float(target_entropy)
+        self.target_entropy = -float(np.prod(self.action_space.shape)) if target_entropy is None else float(target_entropy)
         self.log_entropy_coefficient = torch.log(torch.full((1,), float(cfg.initial_entropy_value), device=self.device))
         self.log_entropy_coefficient.requires_grad_(cfg.learn_entropy)
-        self._entropy_coefficient = self.log_entropy_coefficient.detach().exp()
+        self.entropy_coefficient = self.log_entropy_coefficient.detach().exp()
         self.policy_optimizer = torch.optim.Adam(self.policy.parameters(), lr=cfg.learning_rate[0])
         self.critic_optimizer = torch.optim.Adam(
             itertools.chain(self.critic_1.parameters(), self.critic_2.parameters()), lr=cfg.learning_rate[1]
@@ -297,7 +297,13 @@ class CQL(OfflineStagedAgent):
 
     def after_stage(self, stage: str) -> None:
         if stage == "entropy":
-            self._entropy_coefficient = self.log_entropy_coefficient.detach().exp()
+            self.entropy_coefficient = self.log_entropy_coefficient.detach().exp()
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        attributes = state["attributes"]
+        if "_entropy_coefficient" in attributes:  # a checkpoint written before alpha had its public name
+            attributes["entropy_coefficient"] = attributes.pop("_entropy_coefficient")
+        super().load_extra_state(state)
 
 
 # ---- trainer ------------------------------------------------------------------------------------

@@ -5,8 +5,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-import torch
-from packaging import version
 from rlplug import Build
 from rlplug.backends.skrl import StagedLossAgent
 from skrl.agents.torch import Agent, AgentCfg
@@ -26,24 +24,11 @@ class CQL_CFG(AgentCfg):
 
 
 class OfflineStagedAgent(StagedLossAgent, Agent):
-    """What both CQL agents share on skrl's ``Agent`` base: skrl's mixed-precision scaler, identity
-    preprocessors (the dataset is used as recorded), batches sampled by name from the dataset memory
-    (``StagedLossAgent.sample_batch``), and a deterministic ``act`` for skrl's own evaluation."""
+    """What both CQL agents share on skrl's ``Agent`` base: batches sampled by name from the dataset memory
+    (``StagedLossAgent.sample_batch``; the mixin provides skrl's mixed-precision scaler and identity
+    preprocessors: the dataset is used as recorded), and a deterministic ``act`` for skrl's own evaluation."""
 
-    def __init__(self, *, cfg: CQL_CFG, **kwargs: Any) -> None:
-        super().__init__(cfg=cfg, **kwargs)
-        self._device_type = torch.device(self.device).type
-        if version.parse(torch.__version__) >= version.parse("2.4"):
-            self.scaler = torch.amp.GradScaler(device=self._device_type, enabled=self.cfg.mixed_precision)
-        else:  # pragma: no cover - older torch
-            self.scaler = torch.cuda.amp.GradScaler(enabled=self.cfg.mixed_precision)
-        self._observation_preprocessor = self._empty_preprocessor
-        self._state_preprocessor = self._empty_preprocessor
-
-    def init(self, *, trainer_cfg: Any = None) -> None:
-        """The dataset memory already holds its tensors; name the ones a batch is sampled from."""
-        super().init(trainer_cfg=trainer_cfg)
-        self._tensors_names = ["observations", "states", "actions", "rewards", "next_observations", "next_states", "terminated"]
+    sampled_names = ("observations", "states", "actions", "rewards", "next_observations", "next_states", "terminated")
 
     # skrl's interaction hooks, for driving the agent with skrl's own loop (reference §11);
     # rlplug's offline trainer calls gradient_step directly

@@ -33,10 +33,9 @@ import numpy as np
 import torch
 from rlplug import Build
 from rlplug.backends.torchrl import (
-    LeanLoss,
+    LeanActorCritic,
     LossTargetUpdate,
     LeanQNetwork,
-    NetworkCall,
     chosen_q,
     TorchRLOfflineTrainer,
     UpdateStage,
@@ -156,7 +155,7 @@ class BatchedCQLLoss(CQLLoss):
         return cql_q_loss, {}
 
 
-class LeanCQLLoss(LeanLoss, BatchedCQLLoss):
+class LeanCQLLoss(LeanActorCritic, BatchedCQLLoss):
     """``BatchedCQLLoss`` computed from plain tensors (``NetworkCall``): upstream's terms (the per-state
     penalty of ``BatchedCQLLoss``), parameters, keys and random draws in upstream's order (the
     next action, the uniform proposals, the current and next policy proposals, the BC sample, the
@@ -166,18 +165,9 @@ class LeanCQLLoss(LeanLoss, BatchedCQLLoss):
     back to ``BatchedCQLLoss.forward``.
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._actor_call = NetworkCall(self.actor_network)
-        self._q_call = NetworkCall(self.qvalue_network)
-        self._dist = self.actor_network.module[1]
-
-    def _policy(self, observations: list[torch.Tensor], detach: bool = False) -> Any:
-        loc, scale = self._actor_call(self.actor_network_params, *observations, detach=detach)
-        return self._dist.distribution_class(loc, scale, **self._dist.distribution_kwargs)
-
-    def _q(self, params: Any, observations: list[torch.Tensor], action: torch.Tensor, detach: bool = False) -> torch.Tensor:
-        return torch.stack([self._q_call(params, *observations, action, index=i, detach=detach) for i in range(self.num_qvalue_nets)])
+    def critic_distance(self, prediction: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """Each Q network's per-sample TD loss against the target (``[N, B]``: the recipe's ``loss_function``)."""
+        return distance_loss(prediction, target, loss_function=self.loss_function)
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         if self.max_q_backup or self.with_lagrange or not lean_applies(self, tensordict):
@@ -186,27 +176,27 @@ class LeanCQLLoss(LeanLoss, BatchedCQLLoss):
         obs = [tensordict.get(k) for k in in_keys]
         next_obs = [tensordict.get(("next", k)) for k in in_keys]
         action = tensordict.get(keys.action)
-        alpha = self._alpha
+        alpha = self.entropy_coefficient
         # TD target: the next action from the current policy, the target Q networks (no gradient)
         with torch.no_grad():
-            next_action, next_log_prob = rsample_and_log_prob(self._policy(next_obs, detach=True))
-            next_value = self._q(self.target_qvalue_network_params, next_obs, next_action).min(0)[0]
+            next_action, next_log_prob = rsample_and_log_prob(self.actor_distribution(next_obs, detach=True))
+            next_value = self.qvalues(self.target_qvalue_network_params, next_obs, next_action).min(0)[0]
             if not self.deterministic_backup:
                 next_value = next_value - alpha * next_log_prob.unsqueeze(-1)
             target = td0_target(
                 self, tensordict.get(("next", keys.reward)), tensordict.get(("next", keys.terminated)), next_value
             ).squeeze(-1)
-        q_pred = self._q(self.qvalue_network_params, obs, action)
-        loss_qvalue = distance_loss(q_pred.squeeze(-1), target.expand_as(q_pred.squeeze(-1)), loss_function=self.loss_function).sum(0).mean()
+        q_pred = self.qvalues(self.qvalue_network_params, obs, action)
+        loss_qvalue = self.critic_distance(q_pred.squeeze(-1), target.expand_as(q_pred.squeeze(-1))).sum(0).mean()
         # conservative penalty: uniform, current-policy and next-policy proposals, num_random per state
         random_actions = q_pred.new_empty((action.shape[0] * n, action.shape[-1])).uniform_(-1, 1)
         obs_rep = [o.repeat_interleave(n, dim=0) for o in obs]
         next_rep = [o.repeat_interleave(n, dim=0) for o in next_obs]
         with torch.no_grad():
-            curr_actions, curr_log_pis = rsample_and_log_prob(self._policy(obs_rep, detach=True))
-            new_actions, new_log_pis = rsample_and_log_prob(self._policy(next_rep, detach=True))
+            curr_actions, curr_log_pis = rsample_and_log_prob(self.actor_distribution(obs_rep, detach=True))
+            new_actions, new_log_pis = rsample_and_log_prob(self.actor_distribution(next_rep, detach=True))
         proposal_obs = [torch.cat([o, o, x], 0) for o, x in zip(obs_rep, next_rep)]
-        values = self._q(self.qvalue_network_params, proposal_obs, torch.cat([random_actions, curr_actions, new_actions], 0))
+        values = self.qvalues(self.qvalue_network_params, proposal_obs, torch.cat([random_actions, curr_actions, new_actions], 0))
         q_random, q_curr, q_new = values.split(action.shape[0] * n, dim=1)
         random_density = np.log(0.5 ** action.shape[-1])
         penalty = 0
@@ -218,11 +208,11 @@ class LeanCQLLoss(LeanLoss, BatchedCQLLoss):
             penalty = penalty + logsumexp.reshape(-1, n).mean(-1) - q_pred[i].squeeze(-1) * self.min_q_weight
         loss_cql = penalty.mean()
         # behaviour cloning (reported) and actor terms: one distribution, two samples, as upstream draws them
-        dist = self._policy(obs)
+        dist = self.actor_distribution(obs)
         _, bc_sample_log_prob = rsample_and_log_prob(dist)
         loss_actor_bc = (alpha * bc_sample_log_prob - dist.log_prob(action)).mean()
         new_action, log_prob = rsample_and_log_prob(dist)
-        q_actor = self._q(self.qvalue_network_params, obs, new_action, detach=True).min(0)[0].squeeze(-1)
+        q_actor = self.qvalues(self.qvalue_network_params, obs, new_action, detach=True).min(0)[0].squeeze(-1)
         loss_actor = (alpha * log_prob - q_actor).mean()
         loss_alpha = (-self.log_alpha * (log_prob.detach() + self.target_entropy)).mean()
         return loss_output(
@@ -252,7 +242,7 @@ class PatchedDiscreteCQLLoss(DiscreteCQLLoss):
             with warnings.catch_warnings():  # the updater attaches later, in the target-updater stage
                 warnings.filterwarnings("ignore", message="No target network updater")
                 target_params = self.target_value_network_params
-            target_params.to_module(self._value_estimator.value_network, return_swap=False, preserve_module_state=False)
+            target_params.to_module(self.value_estimator.value_network, return_swap=False, preserve_module_state=False)
 
     def cql_loss(self, tensordict: TensorDictBase) -> tuple[torch.Tensor, dict]:
         loss, metadata = super().cql_loss(tensordict)
@@ -274,10 +264,10 @@ class LeanDiscreteCQLLoss(LeanQNetwork, PatchedDiscreteCQLLoss):
             return super().forward(tensordict)
         keys, in_keys = self.tensor_keys, self.value_network.in_keys
         action = tensordict.get(keys.action)
-        q = self._q_call(self.value_network_params, *[tensordict.get(k) for k in in_keys])
+        q = self.q_call(self.value_network_params, *[tensordict.get(k) for k in in_keys])
         q_a = chosen_q(q, action, self.action_space)
         with torch.no_grad():
-            next_q = self._q_call(self.target_value_network_params, *[tensordict.get(("next", k)) for k in in_keys])
+            next_q = self.q_call(self.target_value_network_params, *[tensordict.get(("next", k)) for k in in_keys])
             target = td0_target(
                 self, tensordict.get(("next", keys.reward)), tensordict.get(("next", keys.terminated)), next_q.max(-1, keepdim=True)[0]
             ).squeeze(-1)

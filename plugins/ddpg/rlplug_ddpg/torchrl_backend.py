@@ -35,7 +35,7 @@ class LeanDDPGLoss(LeanLoss, DDPGLoss):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._actor_call, self._q_call = NetworkCall(self.actor_network), NetworkCall(self.value_network)
+        self.actor_call, self.q_call = NetworkCall(self.actor_network), NetworkCall(self.value_network)
 
     def loss_value(self, tensordict: TensorDictBase) -> tuple[torch.Tensor, dict]:
         if not lean_applies(self, tensordict):
@@ -43,11 +43,11 @@ class LeanDDPGLoss(LeanLoss, DDPGLoss):
         keys, in_keys = self.tensor_keys, self.actor_network.in_keys
         observations = [tensordict.get(key) for key in in_keys]
         action = tensordict.get(self.actor_network.out_keys[0])  # the Q-network reads the observations, then it
-        predicted = self._q_call(self.value_network_params, *observations, action).squeeze(-1)
+        predicted = self.q_call(self.value_network_params, *observations, action).squeeze(-1)
         with torch.no_grad():
             next_observations = [tensordict.get(("next", key)) for key in in_keys]
-            next_action = self._actor_call(self.target_actor_network_params, *next_observations)
-            next_value = self._q_call(self.target_value_network_params, *next_observations, next_action)
+            next_action = self.actor_call(self.target_actor_network_params, *next_observations)
+            next_value = self.q_call(self.target_value_network_params, *next_observations, next_action)
             target = td0_target(self, tensordict.get(("next", keys.reward)), tensordict.get(("next", keys.terminated)), next_value)
         target = target.squeeze(-1)
         td_error = (predicted - target).pow(2).detach()
@@ -59,8 +59,8 @@ class LeanDDPGLoss(LeanLoss, DDPGLoss):
         if not lean_applies(self, tensordict):
             return super().loss_actor(tensordict)
         observations = [tensordict.get(key) for key in self.actor_network.in_keys]
-        action = self._actor_call(self.actor_network_params, *observations)
-        return -self._q_call(self.value_network_params, *observations, action, detach=True).squeeze(-1).mean(), {}
+        action = self.actor_call(self.actor_network_params, *observations)
+        return -self.q_call(self.value_network_params, *observations, action, detach=True).squeeze(-1).mean(), {}
 
     value_loss, actor_loss = loss_value, loss_actor
 

@@ -169,8 +169,8 @@ class LossDelegatingDQN(StagedLossAgent, DQN):
         masks its outputs, the random action is drawn uniformly from the mask.
         """
         inputs = {
-            "observations": self._observation_preprocessor(observations),
-            "states": self._state_preprocessor(states),
+            "observations": self.observation_preprocessor(observations),
+            "states": self.state_preprocessor(states),
         }
         q_values, outputs = self.q_network.act(inputs, role="q_network")
         greedy = torch.argmax(q_values, dim=1, keepdim=True)

@@ -112,14 +112,14 @@ class LeanDQNLoss(LeanQNetwork, DQNLoss):
         keys, in_keys = self.tensor_keys, self.value_network.module[0].in_keys  # the network's, not the mask
         mask_key = self.value_network.module[-1].action_mask_key
         action = tensordict.get(keys.action)
-        q = self._q_call(self.value_network_params, *[tensordict.get(k) for k in in_keys])
+        q = self.q_call(self.value_network_params, *[tensordict.get(k) for k in in_keys])
         pred = chosen_q(q, action, self.action_space)
         with torch.no_grad():
             next_obs = [tensordict.get(("next", k)) for k in in_keys]
             next_mask = None if mask_key is None else tensordict.get(("next", mask_key))
-            next_q = masked_q(self._q_call(self.target_value_network_params, *next_obs), next_mask)
+            next_q = masked_q(self.q_call(self.target_value_network_params, *next_obs), next_mask)
             if self.double_dqn:
-                online = masked_q(self._q_call(self.value_network_params, *next_obs, detach=True), next_mask)
+                online = masked_q(self.q_call(self.value_network_params, *next_obs, detach=True), next_mask)
                 next_value = torch.gather(next_q, -1, online.argmax(-1, keepdim=True))
             else:
                 next_value = next_q.max(-1, keepdim=True)[0]

@@ -1,10 +1,14 @@
 """rlplug-iql: Implicit Q-Learning (Kostrikov et al. 2021), offline, on skrl and TorchRL.
 
 This module is the plugin's entry point: it declares the algorithm and stays cheap (no torch).
-The backends live in ``skrl_backend`` and ``torchrl_backend`` and are imported only when built.
+The backends live in ``skrl_backend`` and ``torchrl_backend`` (Box actions) and are imported only when built;
+``skrl_discrete`` and ``torchrl_discrete`` are the modules the declaration names: they hand a Box build to those
+and build Discrete ones themselves (TorchRL's ``DiscreteIQLLoss`` and its maths on skrl).
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from rlplug import AlgorithmPlugin, AlgorithmSpec, LossSpec, Param, Search, both_backends
 from rlplug.families import OFFLINE_PARAMS, OPTIMIZER_PARAMS, TARGET_PARAMS
@@ -31,7 +35,9 @@ IQL = AlgorithmSpec(
     name="iql",
     summary="Implicit Q-Learning: expectile V, TD Q, advantage-weighted policy regression (offline)",
     kind="offline",
-    backends=both_backends("rlplug_iql", ("continuous",), skrl_settings, torchrl_settings, distributed=True),
+    # the backend modules route Box builds to skrl_backend / torchrl_backend and Discrete ones to their discrete cells
+    backends={backend: dataclasses.replace(spec, module=f"rlplug_iql.{backend}_discrete") for backend, spec in
+              both_backends("rlplug_iql", ("continuous", "discrete"), skrl_settings, torchrl_settings, distributed=True).items()},
     params=PARAMS,
     api_version=1,
     default_loss="iql",
@@ -40,31 +46,32 @@ IQL = AlgorithmSpec(
         LossSpec(
             name="iql",
             backend="skrl",
-            factory="rlplug_iql.skrl_backend:make_iql_loss",
+            factory="rlplug_iql.skrl_discrete:make_iql_loss",
             terms=("loss_value", "loss_critic", "loss_policy"),
             reported=("entropy",),
             optimisers={"loss_value": "value", "loss_critic": "critic", "loss_policy": "policy"},
             doc="IQL in three stages (value: expectile regression, critic: TD towards V(s'), policy: AWR), "
-            "one optimiser each; TorchRL's IQLLoss math",
+            "one optimiser each; TorchRL's IQLLoss math (DiscreteIQLLoss's for Discrete actions)",
         ),
         LossSpec(
             name="iql",
             backend="torchrl",
-            factory="rlplug_iql.torchrl_backend:make_iql_loss",
+            factory="rlplug_iql.torchrl_discrete:make_iql_loss",
             terms=("loss_actor", "loss_qvalue", "loss_value"),
             reported=("entropy",),
-            doc="torchrl.objectives.IQLLoss (two Q networks, V network, TD(0) value estimator)",
-            describe="rlplug_iql.torchrl_backend:describe_iql_loss",
+            doc="torchrl.objectives.IQLLoss (two Q networks, V network, TD(0) value estimator); DiscreteIQLLoss for "
+            "Discrete actions",
+            describe="rlplug_iql.torchrl_discrete:describe_iql_loss",
         ),
         LossSpec(
             name="iql-lean",
             backend="torchrl",
-            factory="rlplug_iql.torchrl_backend:make_lean_iql_loss",
+            factory="rlplug_iql.torchrl_discrete:make_lean_iql_loss",
             terms=("loss_actor", "loss_qvalue", "loss_value"),
             reported=("entropy",),
             doc="IQLLoss's terms from plain tensors (each network once, no tensordict plumbing): upstream's "
-            "values, parameters and keys",
-            describe="rlplug_iql.torchrl_backend:describe_iql_loss",
+            "values, parameters and keys (Discrete actions: DiscreteIQLLoss itself)",
+            describe="rlplug_iql.torchrl_discrete:describe_iql_loss",
         ),
     ),
 )

@@ -18,7 +18,10 @@ tanh-bounded mean and a state-independent log std.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
+import operator
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -60,9 +63,13 @@ class BoundedMeanGaussianPolicy(GaussianPolicy):
         return mean, {"log_std": self.log_std_parameter}
 
 
-def build_models(build: Build) -> dict[str, Any]:
-    """The policy, V(s), two Q(s, a) critics and their targets (started equal to the critics),
-    initialised from ``build.seed``."""
+CRITICS = ("critic_1", "critic_2")
+"""The critics' model roles (twin Q-networks); a derived cell names its own."""
+
+
+def build_models(build: Build, critics: Sequence[str] = CRITICS, value: bool = True) -> dict[str, Any]:
+    """The policy, V(s) (``value``: a derived algorithm without one says ``False``), the Q(s, a) ``critics``
+    and their targets (started equal to the critics), initialised from ``build.seed`` in that order."""
     configure_threads()
     seed_skrl(build.seed)
     s = build.settings
@@ -70,14 +77,12 @@ def build_models(build: Build) -> dict[str, Any]:
     encoder = lambda: observation_encoder(build)  # noqa: E731 - each network gets its own copy
     models = {
         "policy": BoundedMeanGaussianPolicy(*args, encoder=encoder()),
-        "value": value_model(*args, encoder=encoder()),
-        "critic_1": q_model(*args, encoder=encoder()),
-        "critic_2": q_model(*args, encoder=encoder()),
-        "target_critic_1": q_model(*args, encoder=encoder()),
-        "target_critic_2": q_model(*args, encoder=encoder()),
+        **({"value": value_model(*args, encoder=encoder())} if value else {}),
+        **{role: q_model(*args, encoder=encoder()) for role in critics},
+        **{f"target_{role}": q_model(*args, encoder=encoder()) for role in critics},
     }
-    hard_copy(models["target_critic_1"], models["critic_1"])
-    hard_copy(models["target_critic_2"], models["critic_2"])
+    for role in critics:
+        hard_copy(models[f"target_{role}"], models[role])
     return models
 
 
@@ -99,7 +104,9 @@ class IQLLoss:
     target Q in ``batch``); ``critic``: ``mean((Q1 - y)^2 + (Q2 - y)^2)``, ``y = r + gamma * not_terminated
     * V(s')``; ``policy``: ``-mean(min(exp(temperature * (target Q - V(s))), 100) * log pi(a|s))`` with
     the weights out of autograd (reports ``entropy = -mean log pi(a|s)`` of the dataset actions, as
-    TorchRL does).
+    TorchRL does). The critics are the agent's ``critic_roles``; ``critic_distance`` is one critic's
+    per-sample loss against the target (squared error) and ``critic_target`` the target, for a derived
+    loss to override.
     """
 
     max_weight = 100.0  # TorchRL's IQLLoss clamps the advantage weights here
@@ -110,22 +117,28 @@ class IQLLoss:
     def value(self, agent: IQL, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         inputs = {"observations": batch["observations"], "taken_actions": batch["actions"]}
         with torch.no_grad():
-            target_q1, _ = agent.target_critic_1.act(inputs, role="target_critic_1")
-            target_q2, _ = agent.target_critic_2.act(inputs, role="target_critic_2")
-            batch["target_q"] = torch.min(target_q1, target_q2)
+            target_qs = [getattr(agent, f"target_{r}").act(inputs, role=f"target_{r}")[0] for r in agent.critic_roles]
+            batch["target_q"] = functools.reduce(torch.min, target_qs)
         value, _ = agent.value.act({"observations": batch["observations"]}, role="value")
         difference = batch["target_q"] - value
         weight = torch.where(difference > 0, agent.cfg.expectile, 1.0 - agent.cfg.expectile)
         return {"loss_value": (weight * difference.pow(2)).mean()}
 
-    def critic(self, agent: IQL, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    def critic_distance(self, q: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """One critic's per-sample loss against the target (squared error; the critics' sum is averaged)."""
+        return F.mse_loss(q, target, reduction="none")
+
+    def critic_target(self, agent: IQL, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """``r + gamma * not_terminated * V(s')``, out of autograd."""
         with torch.no_grad():
             next_value, _ = agent.value.act({"observations": batch["next_observations"]}, role="value")
-            target = batch["rewards"] + agent.cfg.discount_factor * batch["terminated"].logical_not() * next_value
+            return batch["rewards"] + agent.cfg.discount_factor * batch["terminated"].logical_not() * next_value
+
+    def critic(self, agent: IQL, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        target = self.critic_target(agent, batch)
         inputs = {"observations": batch["observations"], "taken_actions": batch["actions"]}
-        q1, _ = agent.critic_1.act(inputs, role="critic_1")
-        q2, _ = agent.critic_2.act(inputs, role="critic_2")
-        loss = F.mse_loss(q1, target, reduction="none") + F.mse_loss(q2, target, reduction="none")
+        qs = [getattr(agent, role).act(inputs, role=role)[0] for role in agent.critic_roles]
+        loss = functools.reduce(operator.add, [self.critic_distance(q, target) for q in qs])
         return {"loss_critic": loss.mean()}
 
     def policy(self, agent: IQL, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -146,9 +159,9 @@ def make_iql_loss(build: Build) -> IQLLoss:
 
 
 def build_target_updater(build: Build) -> ModuleTargetUpdate:
-    """Soft (Polyak, ``tau``) or hard (every ``target_update_period`` steps) updates of both target critics."""
+    """Soft (Polyak, ``tau``) or hard (every ``target_update_period`` steps) updates of every target critic."""
     m = build.models
-    return module_target_update(build, [(m["target_critic_1"], m["critic_1"]), (m["target_critic_2"], m["critic_2"])])
+    return module_target_update(build, [(m[name], m[name.removeprefix("target_")]) for name in m if name.startswith("target_")])
 
 
 # ---- agent --------------------------------------------------------------------------------------
@@ -171,42 +184,46 @@ class IQL_CFG(AgentCfg):
 class IQL(StagedLossAgent, Agent):
     """Implicit Q-Learning on skrl's ``Agent`` base, its gradient step delegated to a staged loss.
 
-    Roles: ``policy``, ``value``, ``critic_1/2``, ``target_critic_1/2``. Stages "value", "critic" and
-    "policy", each stepping its own Adam; then the target updater. Everything persistent is in
-    ``checkpoint_modules`` (models and optimisers) and ``StagedLossAgent.extra_state``. ``init`` is
-    skrl's own: the dataset memory already holds its tensors.
+    Roles: ``policy``, ``value``, the ``critic_roles`` (``critic_1/2``) and a ``target_<role>`` of each.
+    Stages "value", "critic" and "policy", each stepping its own Adam; then the target updater.
+    Everything persistent is in ``checkpoint_modules`` (models and optimisers) and
+    ``StagedLossAgent.extra_state``. ``init`` is skrl's own: the dataset memory already holds its tensors.
+
+    Composable: every model is an attribute of its role name and checkpointed, every ``target_`` model is
+    frozen, and the Adams are ``optimizer_groups()``'s (name, roles, learning rate), so an algorithm of
+    this shape without V (AWAC) subclasses it with its own ``update_stages`` and ``optimizer_groups`` and
+    builds its models with ``build_models(build, value=False)``: nothing of the constructor is copied.
     """
 
+    critic_roles: tuple[str, ...] = CRITICS
     update_stages = (UpdateStage("value"), UpdateStage("critic"), UpdateStage("policy"))
-    _tensors_names = ["observations", "actions", "rewards", "next_observations", "terminated"]
+    sampled_names = ("observations", "actions", "rewards", "next_observations", "terminated")
 
     def __init__(self, *, cfg: IQL_CFG, **kwargs: Any) -> None:
         super().__init__(cfg=cfg, **kwargs)
-        self.policy = self.models["policy"]
-        self.value = self.models["value"]
-        self.critic_1, self.critic_2 = self.models["critic_1"], self.models["critic_2"]
-        self.target_critic_1, self.target_critic_2 = self.models["target_critic_1"], self.models["target_critic_2"]
         for role, model in self.models.items():
+            setattr(self, role, model)
             self.checkpoint_modules[role] = model
-        for target in (self.target_critic_1, self.target_critic_2):
-            target.freeze_parameters(True)
+            if role.startswith("target_"):
+                model.freeze_parameters(True)
+        for name, (roles, lr) in self.optimizer_groups().items():
+            optimizer = torch.optim.Adam(itertools.chain(*(getattr(self, role).parameters() for role in roles)), lr=lr)
+            setattr(self, name, optimizer)
+            self.checkpoint_modules[name] = optimizer
 
-        policy_lr, critic_lr, value_lr = cfg.learning_rate
-        self.policy_optimizer = torch.optim.Adam(self.policy.parameters(), lr=policy_lr)
-        self.critic_optimizer = torch.optim.Adam(itertools.chain(self.critic_1.parameters(), self.critic_2.parameters()), lr=critic_lr)
-        self.value_optimizer = torch.optim.Adam(self.value.parameters(), lr=value_lr)
-        self.checkpoint_modules["policy_optimizer"] = self.policy_optimizer
-        self.checkpoint_modules["critic_optimizer"] = self.critic_optimizer
-        self.checkpoint_modules["value_optimizer"] = self.value_optimizer
-
-        # what skrl's agents set up and skrl's optimiser step (``optimise``) reads
-        self._device_type = torch.device(self.device).type
-        self.scaler = torch.amp.GradScaler(device=self._device_type, enabled=cfg.mixed_precision)
-        self._observation_preprocessor = self._empty_preprocessor
+    def optimizer_groups(self) -> dict[str, tuple[Sequence[str], float]]:
+        """Each stage's Adam (``<stage>_optimizer``): the roles it steps and its learning rate
+        (``learning_rate``: policy, critics, value)."""
+        policy_lr, critic_lr, value_lr = self.cfg.learning_rate
+        return {
+            "policy_optimizer": (("policy",), policy_lr),
+            "critic_optimizer": (self.critic_roles, critic_lr),
+            "value_optimizer": (("value",), value_lr),
+        }
 
     def act(self, observations: torch.Tensor, states: torch.Tensor | None, *, timestep: int, timesteps: int) -> tuple[torch.Tensor, dict[str, Any]]:
         """The policy's sample (its ``mean_actions`` output is the deterministic action)."""
-        return self.policy.act({"observations": self._observation_preprocessor(observations)}, role="policy")
+        return self.policy.act({"observations": self.observation_preprocessor(observations)}, role="policy")
 
     def pre_interaction(self, *, timestep: int, timesteps: int) -> None:
         pass
@@ -219,8 +236,7 @@ class IQL(StagedLossAgent, Agent):
 
     def sample_batch(self) -> dict[str, torch.Tensor]:
         """One uniform dataset batch by name (no preprocessors: IQL trains on raw observations)."""
-        sampled = self.memory.sample(names=self._tensors_names, batch_size=self.cfg.batch_size)[0]
-        return dict(zip(self._tensors_names, sampled))
+        return self.sampled_transitions()
 
 
 def iql_cfg(build: Build) -> IQL_CFG:

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from rlplug import Build
 from rlplug.backends.torchrl import (
-    LeanLoss,
+    LeanActorCritic,
     LossTargetUpdate,
     NetworkCall,
     TorchRLOfflineTrainer,
@@ -99,7 +99,7 @@ def describe_iql_loss() -> dict[str, Any]:
     return describe_loss(IQLLoss, value_estimator="td0")
 
 
-class LeanIQLLoss(LeanLoss, IQLLoss):
+class LeanIQLLoss(LeanActorCritic, IQLLoss):
     """``IQLLoss`` computed from plain tensors (``NetworkCall``): upstream's terms, parameters and keys.
 
     Upstream evaluates the target Q networks twice (actor and value terms) and V(s) twice, through
@@ -110,13 +110,11 @@ class LeanIQLLoss(LeanLoss, IQLLoss):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._actor_call = NetworkCall(self.actor_network)
-        self._q_call = NetworkCall(self.qvalue_network)
-        self._v_call = NetworkCall(self.value_network)
-        self._dist = self.actor_network.module[1]
+        self.v_call = NetworkCall(self.value_network)
 
-    def _q(self, params: Any, observations: list[torch.Tensor], action: torch.Tensor) -> torch.Tensor:
-        return torch.stack([self._q_call(params, *observations, action, index=i) for i in range(self.num_qvalue_nets)]).squeeze(-1)
+    def critic_distance(self, prediction: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """Each Q network's per-sample loss against the TD target (``[N, B]``: the recipe's ``loss_function``)."""
+        return distance_loss(prediction, target, loss_function=self.loss_function)
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         if not lean_applies(self, tensordict):
@@ -125,18 +123,17 @@ class LeanIQLLoss(LeanLoss, IQLLoss):
         obs = [tensordict.get(k) for k in in_keys]
         action = tensordict.get(keys.action)
         with torch.no_grad():
-            min_q = self._q(self.target_qvalue_network_params, obs, action).min(0)[0]
-            next_value = self._v_call(self.value_network_params, *[tensordict.get(("next", k)) for k in in_keys], detach=True)
+            min_q = self.qvalues(self.target_qvalue_network_params, obs, action).squeeze(-1).min(0)[0]
+            next_value = self.v_call(self.value_network_params, *[tensordict.get(("next", k)) for k in in_keys], detach=True)
             target = td0_target(
                 self, tensordict.get(("next", keys.reward)), tensordict.get(("next", keys.terminated)), next_value
             ).squeeze(-1)
-        loc, scale = self._actor_call(self.actor_network_params, *obs)
-        log_prob = self._dist.distribution_class(loc, scale, **self._dist.distribution_kwargs).log_prob(action)
-        value = self._v_call(self.value_network_params, *obs).squeeze(-1)
+        log_prob = self.actor_distribution(obs).log_prob(action)
+        value = self.v_call(self.value_network_params, *obs).squeeze(-1)
         weight = torch.exp((min_q - value.detach()) * self.temperature).clamp_max(100)
         loss_actor = -(weight * log_prob).mean()
-        pred = self._q(self.qvalue_network_params, obs, action)
-        loss_qvalue = distance_loss(pred, target.expand_as(pred), loss_function=self.loss_function).sum(0).mean()
+        pred = self.qvalues(self.qvalue_network_params, obs, action).squeeze(-1)
+        loss_qvalue = self.critic_distance(pred, target.expand_as(pred)).sum(0).mean()
         loss_value = self.loss_value_diff(min_q - value, self.expectile).mean()
         return loss_output(
             {"loss_actor": loss_actor, "loss_qvalue": loss_qvalue, "loss_value": loss_value, "entropy": -log_prob.detach().mean()}

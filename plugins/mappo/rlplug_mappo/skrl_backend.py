@@ -87,8 +87,9 @@ def make_mappo_loss(build: Build) -> MAPPOClipLoss:
 # ---- agent --------------------------------------------------------------------------------------
 
 
-class LossDelegatingMAPPO(OnPolicyAgent, MAPPO):
-    """skrl's MAPPO whose per-agent ``update()`` asks ``loss(agent, batch, uid, epoch)`` for the loss terms.
+class PerAgentLossDelegation(OnPolicyAgent):
+    """Mixed in before skrl's MAPPO or IPPO (the same update upstream): the per-agent ``update()`` asks
+    ``loss(agent, batch, uid, epoch)`` for the loss terms.
 
     Everything else is upstream's update (the family's ``rollout_epochs``): GAE per agent, value
     preprocessing, epochs and minibatches, KL early stopping, gradient clipping, the per-epoch
@@ -121,12 +122,12 @@ class LossDelegatingMAPPO(OnPolicyAgent, MAPPO):
         is the same registered loss object.
         """
         if not self.shared:
-            self._update(uid, [uid])
+            self.update_agents(uid, [uid])
         elif uid == self.possible_agents[0]:
-            self._update(uid, self.possible_agents)
+            self.update_agents(uid, self.possible_agents)
         # with shared models, later agents' calls have nothing left to do
 
-    def _update(self, uid: str, sources: list[str]) -> None:
+    def update_agents(self, uid: str, sources: list[str]) -> None:
         learners = {source: rollout_learner(self, source) for source in sources}
         for source, learner in learners.items():
             compute_returns_and_advantages(self, learner, self._current_next_observations[source], self._current_next_states[source])
@@ -135,6 +136,10 @@ class LossDelegatingMAPPO(OnPolicyAgent, MAPPO):
         for source in sources:
             for name, value in means.items():
                 self.track_data(f"Loss / {name} ({source})", value)
+
+
+class LossDelegatingMAPPO(PerAgentLossDelegation, MAPPO):
+    """skrl's MAPPO with rlplug's per-agent loss delegation (``PerAgentLossDelegation``)."""
 
 
 # ---- trainer ------------------------------------------------------------------------------------

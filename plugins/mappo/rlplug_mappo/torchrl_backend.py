@@ -54,11 +54,12 @@ def build_memory(build: Build) -> ReplayBuffer:
 # ---- loss ---------------------------------------------------------------------------------------
 
 
-def make_mappo_loss(build: Build) -> MAPPOLoss:
+def make_mappo_loss(build: Build, loss_class: type[MAPPOLoss] = MAPPOLoss) -> MAPPOLoss:
     """The registered default loss ("mappo") for mappo/torchrl: ``MAPPOLoss`` with the group's keys and
-    a multi-agent GAE (advantages normalised per minibatch over everything but the agent dimension)."""
+    a multi-agent GAE (advantages normalised per minibatch over everything but the agent dimension).
+    ``loss_class``: a subclass with the same arguments (rlplug-ippo's ``IPPOLoss``)."""
     s, group = build.settings, agent_group(build.env_id)
-    loss = MAPPOLoss(
+    loss = loss_class(
         build.models["actor"],
         build.models["critic"],
         clip_epsilon=s["clip_epsilon"],

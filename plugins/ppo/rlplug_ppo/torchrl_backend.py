@@ -77,7 +77,7 @@ class SettingsClipPPOLoss(LeanClipPPOLoss, ClipPPOLoss):
             state_value = old_state_value + (state_value - old_state_value).clamp(-self.clip_value, self.clip_value)
         return target_return, state_value, old_state_value
 
-    def _kl_approx(self, log_weight: torch.Tensor, kl_approx: torch.Tensor) -> torch.Tensor:
+    def kl_approx(self, log_weight: torch.Tensor, kl_approx: torch.Tensor) -> torch.Tensor:
         if self.kl_estimator == "k3":
             with torch.no_grad():
                 return torch.expm1(log_weight) - log_weight
@@ -85,15 +85,15 @@ class SettingsClipPPOLoss(LeanClipPPOLoss, ClipPPOLoss):
 
     def _log_weight(self, tensordict: Any, adv_shape: torch.Size) -> tuple[Any, ...]:
         log_weight, dist, kl_approx, log_is_weight = super()._log_weight(tensordict, adv_shape)
-        return log_weight, dist, self._kl_approx(log_weight, kl_approx), log_is_weight
+        return log_weight, dist, self.kl_approx(log_weight, kl_approx), log_is_weight
 
 
-def make_clip_loss(build: Build) -> ClipPPOLoss:
-    """The registered default loss ("clip") for ppo/torchrl: ``ClipPPOLoss`` (``SettingsClipPPOLoss``) with
-    its value estimator. With ``advantage_norm_scope = "rollout"`` the trainer standardises advantages
-    once per rollout, so the loss does not do it again per minibatch."""
+def make_clip_loss(build: Build, loss_class: type[SettingsClipPPOLoss] = SettingsClipPPOLoss) -> ClipPPOLoss:
+    """The registered default loss ("clip") for ppo/torchrl: ``ClipPPOLoss`` (``SettingsClipPPOLoss``; ``loss_class``: a
+    subclass of it, RPO's) with its value estimator. With ``advantage_norm_scope = "rollout"`` the trainer standardises
+    advantages once per rollout, so the loss does not do it again per minibatch."""
     s = build.settings
-    loss = SettingsClipPPOLoss(
+    loss = loss_class(
         build.models["actor"],
         build.models["critic"],
         clip_epsilon=s["clip_epsilon"],

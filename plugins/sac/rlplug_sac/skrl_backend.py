@@ -12,6 +12,10 @@ With ``exploration_noise = "ou"`` the actions sent to the env while collecting a
 
 from __future__ import annotations
 
+import functools
+import itertools
+import operator
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -32,6 +36,7 @@ from rlplug.backends.skrl import (
     seed_skrl,
     tanh_log_det,
 )
+from skrl import config
 from skrl.agents.torch.sac import SAC, SAC_CFG
 from skrl.memories.torch import RandomMemory
 from skrl.resources.noises.torch import OrnsteinUhlenbeckNoise
@@ -53,7 +58,7 @@ class SquashedGaussianPolicy(GaussianPolicy):
 
     def act(self, inputs: dict[str, Any], *, role: str = "") -> tuple[torch.Tensor, dict[str, Any]]:
         mean, outputs = self.compute(inputs, role)
-        log_std = torch.clamp(outputs["log_std"], min=self._g_min_log_std, max=self._g_max_log_std)
+        log_std = self.clamp_log_std(outputs["log_std"])
         distribution = Normal(mean, log_std.exp())
         u = distribution.rsample()
         log_det = tanh_log_det(u, self.action_half_range)
@@ -65,10 +70,14 @@ class SquashedGaussianPolicy(GaussianPolicy):
         return self.action_center + self.action_half_range * torch.tanh(mean)
 
 
-def build_models(build: Build) -> dict[str, Any]:
-    """A Gaussian policy (state-independent log std, as skrl's SAC examples; optionally tanh-squashed)
-    and two Q(s, a) critics with their targets, initialised from ``build.seed``. skrl's SAC
-    hard-copies the targets itself."""
+CRITICS = ("critic_1", "critic_2")
+"""The critics' model roles (skrl's twin Q-networks); a derived cell names its own (an ensemble: N of them)."""
+
+
+def build_models(build: Build, critics: Sequence[str] = CRITICS) -> dict[str, Any]:
+    """A Gaussian policy (state-independent log std, as skrl's SAC examples; optionally tanh-squashed),
+    the Q(s, a) ``critics`` and a target of each (``target_<role>``), initialised from ``build.seed`` in
+    that order. The agent hard-copies the targets."""
     configure_threads()
     seed_skrl(build.seed)
     s = build.settings
@@ -76,10 +85,8 @@ def build_models(build: Build) -> dict[str, Any]:
     policy_class = SquashedGaussianPolicy if s["squash_actions"] else GaussianPolicy
     return {  # each network reads through its own copy of the cell's encoder
         "policy": policy_class(*args, encoder=observation_encoder(build)),
-        "critic_1": q_model(*args, encoder=observation_encoder(build)),
-        "critic_2": q_model(*args, encoder=observation_encoder(build)),
-        "target_critic_1": q_model(*args, encoder=observation_encoder(build)),
-        "target_critic_2": q_model(*args, encoder=observation_encoder(build)),
+        **{role: q_model(*args, encoder=observation_encoder(build)) for role in critics},
+        **{f"target_{role}": q_model(*args, encoder=observation_encoder(build)) for role in critics},
     }
 
 
@@ -94,42 +101,80 @@ def build_memory(build: Build) -> RandomMemory:
 # ---- loss ---------------------------------------------------------------------------------------
 
 
+def critic_roles(agent: SAC) -> Sequence[str]:
+    """The agent's critic roles: ``LossDelegatingSAC.critic_roles``, or skrl's twin ones on a plain ``SAC``."""
+    return getattr(agent, "critic_roles", CRITICS)
+
+
+def entropy_coefficient(agent: SAC) -> Any:
+    """alpha: ``LossDelegatingSAC.entropy_coefficient``, or the attribute skrl's plain ``SAC`` keeps it in."""
+    return agent.entropy_coefficient if hasattr(agent, "entropy_coefficient") else agent._entropy_coefficient
+
+
+def target_entropy(agent: SAC) -> Any:
+    """The entropy target: ``LossDelegatingSAC.target_entropy``, or skrl's plain ``SAC``'s attribute."""
+    return agent.target_entropy if hasattr(agent, "target_entropy") else agent._target_entropy
+
+
+def q_values(agent: SAC, roles: Sequence[str], inputs: dict[str, torch.Tensor], actions: torch.Tensor) -> list[torch.Tensor]:
+    """Q(s, a) of each critic in ``roles`` (an agent's roles, ``target_`` ones too), in that order."""
+    return [getattr(agent, role).act({**inputs, "taken_actions": actions}, role=role)[0] for role in roles]
+
+
 class SACLoss:
     """skrl's SAC loss, one stage per optimiser: called as ``loss(agent, batch, stage)``.
 
-    ``critic``: ``(MSE(Q1, y) + MSE(Q2, y)) / 2`` with ``y = r + gamma * not_terminated * (min target
-    Q(s', a') - alpha * log pi(a'|s'))``; ``policy``: ``mean(alpha * log pi(a|s) - min Q(s, a))`` (stashes
-    ``log_prob`` in ``batch``); ``entropy``: ``-mean(log_alpha * (log_prob + target_entropy))``. The
-    order of policy samples is upstream's, so the same seed draws the same actions.
+    ``critic``: the mean over the agent's ``critic_roles`` of ``critic_distance(Q_i, y)`` (MSE) with
+    ``y = critic_target(...) = r + gamma * not_terminated * (target_q(target Q_i(s', a')) - alpha * log
+    pi(a'|s'))``, ``target_q`` the minimum; ``policy``: ``mean(alpha * log pi(a|s) - policy_q(Q_i(s, a)))``,
+    ``policy_q`` the minimum (stashes ``log_prob`` in ``batch``); ``entropy``: ``-mean(log_alpha *
+    (log_prob + target_entropy))``. With the twin critics that is upstream's math, operation for operation;
+    the order of policy samples is upstream's, so the same seed draws the same actions.
+
+    A derived loss overrides the piece that differs: ``critic_distance`` (a Huber critic), ``target_q``
+    (an ensemble's random subset), ``policy_q``, or the whole ``critic_target`` (a distributional target).
     """
 
     def __call__(self, agent: SAC, batch: dict[str, torch.Tensor], stage: str) -> dict[str, torch.Tensor]:
         return getattr(self, stage)(agent, batch)
 
-    def critic(self, agent: SAC, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        inputs = {"observations": batch["observations"], "states": batch["states"]}
+    def critic_distance(self, q: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """One critic's loss against the target, reduced to a scalar (mean squared error)."""
+        return F.mse_loss(q, target)
+
+    def target_q(self, target_qs: list[torch.Tensor]) -> torch.Tensor:
+        """The target critics' values at (s', a') combined into one (the minimum)."""
+        return functools.reduce(torch.min, target_qs)
+
+    def policy_q(self, qs: list[torch.Tensor]) -> torch.Tensor:
+        """The critics' values at (s, pi(s)) combined into the one the policy ascends (the minimum)."""
+        return functools.reduce(torch.min, qs)
+
+    def critic_target(self, agent: SAC, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """``y``, out of autograd: the soft Bellman target from the next observations."""
         next_inputs = {"observations": batch["next_observations"], "states": batch["next_states"]}
         with torch.no_grad():
             next_actions, outputs = agent.policy.act(next_inputs, role="policy")
-            target_q1, _ = agent.target_critic_1.act({**next_inputs, "taken_actions": next_actions}, role="target_critic_1")
-            target_q2, _ = agent.target_critic_2.act({**next_inputs, "taken_actions": next_actions}, role="target_critic_2")
-            target_q = torch.min(target_q1, target_q2) - agent._entropy_coefficient * outputs["log_prob"]
-            target = batch["rewards"] + agent.cfg.discount_factor * batch["terminated"].logical_not() * target_q
-        q1, _ = agent.critic_1.act({**inputs, "taken_actions": batch["actions"]}, role="critic_1")
-        q2, _ = agent.critic_2.act({**inputs, "taken_actions": batch["actions"]}, role="critic_2")
-        return {"loss_critic": (F.mse_loss(q1, target) + F.mse_loss(q2, target)) / 2}
+            target_qs = q_values(agent, [f"target_{role}" for role in critic_roles(agent)], next_inputs, next_actions)
+            target_q = self.target_q(target_qs) - entropy_coefficient(agent) * outputs["log_prob"]
+            return batch["rewards"] + agent.cfg.discount_factor * batch["terminated"].logical_not() * target_q
+
+    def critic(self, agent: SAC, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        target = self.critic_target(agent, batch)
+        inputs = {"observations": batch["observations"], "states": batch["states"]}
+        qs = q_values(agent, critic_roles(agent), inputs, batch["actions"])
+        return {"loss_critic": functools.reduce(operator.add, [self.critic_distance(q, target) for q in qs]) / len(qs)}
 
     def policy(self, agent: SAC, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         inputs = {"observations": batch["observations"], "states": batch["states"]}
         actions, outputs = agent.policy.act(inputs, role="policy")
         batch["log_prob"] = outputs["log_prob"]
-        q1, _ = agent.critic_1.act({**inputs, "taken_actions": actions}, role="critic_1")
-        q2, _ = agent.critic_2.act({**inputs, "taken_actions": actions}, role="critic_2")
-        return {"loss_policy": (agent._entropy_coefficient * outputs["log_prob"] - torch.min(q1, q2)).mean()}
+        qs = q_values(agent, critic_roles(agent), inputs, actions)
+        return {"loss_policy": (entropy_coefficient(agent) * outputs["log_prob"] - self.policy_q(qs)).mean()}
 
     def entropy(self, agent: SAC, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         log_prob = batch["log_prob"].detach()
-        return {"loss_entropy": -(agent.log_entropy_coefficient * (log_prob + agent._target_entropy)).mean()}
+        return {"loss_entropy": -(agent.log_entropy_coefficient * (log_prob + target_entropy(agent))).mean()}
 
 
 def make_sac_loss(build: Build) -> SACLoss:
@@ -140,10 +185,14 @@ def make_sac_loss(build: Build) -> SACLoss:
 # ---- target networks ----------------------------------------------------------------------------
 
 
+def target_pairs(models: dict[str, Any]) -> list[tuple[Any, Any]]:
+    """(target, online) for every ``target_<role>`` model: the target set, whatever the critics' roles."""
+    return [(models[name], models[name.removeprefix("target_")]) for name in models if name.startswith("target_")]
+
+
 def build_target_updater(build: Build) -> ModuleTargetUpdate:
-    """Soft (Polyak, ``tau``) or hard (every ``target_update_period`` steps) updates of both target critics."""
-    m = build.models
-    return module_target_update(build, [(m["target_critic_1"], m["critic_1"]), (m["target_critic_2"], m["critic_2"])])
+    """Soft (Polyak, ``tau``) or hard (every ``target_update_period`` steps) updates of every target critic."""
+    return module_target_update(build, target_pairs(build.models))
 
 
 # ---- agent --------------------------------------------------------------------------------------
@@ -156,13 +205,25 @@ class LossDelegatingSAC(StagedLossAgent, SAC):
     clips the entropy step. Upstream does not checkpoint ``log_entropy_coefficient`` (reference §14.6):
     it is ``checkpointed`` here. ``exploration_noise`` (optional) is added to the sampled actions ``act()``
     returns.
+
+    Open where a derived algorithm differs: ``critic_roles`` (any number of critics, each with a
+    ``target_<role>``; skrl's own ``SAC`` knows two), and ``optimizer_groups()`` (each stage optimiser's
+    roles and learning rate), which the constructor builds the policy and critic Adams from.
+    ``entropy_coefficient`` (alpha), ``target_entropy`` and skrl's ``log_entropy_coefficient`` /
+    ``entropy_optimizer`` are the entropy tuning's public names.
     """
 
+    critic_roles: tuple[str, ...] = CRITICS
     update_stages = (UpdateStage("critic"), UpdateStage("policy"), UpdateStage("entropy", only_if="learn_entropy", clip_groups=0))
-    checkpointed = ("log_entropy_coefficient", "_entropy_coefficient", "exploration_noise.state")
+    checkpointed = ("log_entropy_coefficient", "entropy_coefficient", "exploration_noise.state")
 
-    def __init__(self, *, exploration_noise: OrnsteinUhlenbeckNoise | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, *, exploration_noise: OrnsteinUhlenbeckNoise | None = None, critic_roles: Sequence[str] | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
+        if critic_roles is not None:
+            self.critic_roles = tuple(critic_roles)
+        self.setup_critics()
         self.exploration_noise = exploration_noise
         space = self.action_space
         self._action_low = torch.as_tensor(space.low, dtype=torch.float32, device=self.device)
@@ -176,12 +237,59 @@ class LossDelegatingSAC(StagedLossAgent, SAC):
             actions = torch.clamp(actions + noise, min=self._action_low, max=self._action_high)
         return actions, outputs
 
+    def setup_critics(self) -> None:
+        """Every critic role and its target as an attribute and a checkpointed module, targets frozen and
+        equal to their critics, and the Adams of ``optimizer_groups()`` in place of skrl's two-critic ones
+        (with the twin critics: the same parameters in the same order, so the same optimisers)."""
+        for name in [name for name, module in self.checkpoint_modules.items() if module is None]:
+            del self.checkpoint_modules[name]  # skrl's twin roles, when the critics are named otherwise
+        for role in (*self.critic_roles, *(f"target_{role}" for role in self.critic_roles)):
+            setattr(self, role, self.models[role])
+            self.checkpoint_modules[role] = self.models[role]
+        for role in self.critic_roles:
+            if config.torch.is_distributed and role not in CRITICS:  # skrl broadcasts its twin critics itself
+                getattr(self, role).broadcast_parameters()
+            target = getattr(self, f"target_{role}")
+            target.freeze_parameters(True)
+            target.update_parameters(getattr(self, role), polyak=1)
+        schedulers = dict(zip(("policy_optimizer", "critic_optimizer"), self.cfg.learning_rate_scheduler))
+        scheduler_kwargs = dict(zip(("policy_optimizer", "critic_optimizer"), self.cfg.learning_rate_scheduler_kwargs))
+        for name, (roles, lr) in self.optimizer_groups().items():
+            optimizer = torch.optim.Adam(itertools.chain(*(getattr(self, role).parameters() for role in roles)), lr=lr)
+            setattr(self, name, optimizer)
+            self.checkpoint_modules[name] = optimizer
+            scheduler = schedulers.get(name)
+            scheduler_name = name.replace("optimizer", "scheduler")
+            setattr(self, scheduler_name, scheduler(optimizer, **scheduler_kwargs[name]) if scheduler is not None else None)
+
+    def optimizer_groups(self) -> dict[str, tuple[Sequence[str], float]]:
+        """Each stage optimiser's name (skrl's: ``<stage>_optimizer``), the roles it steps and its learning
+        rate (``learning_rate``: policy, critics, entropy); skrl's own ``entropy_optimizer`` is kept."""
+        return {
+            "policy_optimizer": (("policy",), self.cfg.learning_rate[0]),
+            "critic_optimizer": (self.critic_roles, self.cfg.learning_rate[1]),
+        }
+
+    @property
+    def entropy_coefficient(self) -> Any:
+        """alpha: the entropy term's weight (a float until the first entropy step, then a tensor)."""
+        return self._entropy_coefficient
+
+    @entropy_coefficient.setter
+    def entropy_coefficient(self, value: Any) -> None:
+        self._entropy_coefficient = value
+
+    @property
+    def target_entropy(self) -> float:
+        """The entropy the "entropy" stage tunes alpha towards (skrl's ``target_entropy``, ``-|A|`` by default)."""
+        return self._target_entropy
+
     def after_stage(self, stage: str) -> None:
         if stage == "entropy":
-            self._entropy_coefficient = torch.exp(self.log_entropy_coefficient.detach())
+            self.entropy_coefficient = torch.exp(self.log_entropy_coefficient.detach())
 
     def extra_metrics(self) -> dict[str, float]:
-        return {"train/alpha": float(self._entropy_coefficient)}
+        return {"train/alpha": float(self.entropy_coefficient)}
 
 
 def exploration_noise(build: Build) -> OrnsteinUhlenbeckNoise | None:
@@ -216,13 +324,18 @@ def sac_cfg(build: Build) -> SAC_CFG:
 
 class SkrlSACTrainer(SkrlOffPolicyTrainer):
     """rlplug's off-policy loop around ``LossDelegatingSAC``; evaluation acts with the Gaussian mean
-    (squashed into the bounds with ``squash_actions``, clipped to them otherwise)."""
+    (squashed into the bounds with ``squash_actions``, clipped to them otherwise). A derived cell with
+    other critics names them in ``critics(build)`` (the roles its ``build_models`` made)."""
 
     agent_class = LossDelegatingSAC
     agent_config = staticmethod(sac_cfg)
 
+    def critics(self, build: Build) -> Sequence[str]:
+        """The agent's critic roles for this build (the class's ``critic_roles``: SAC's twin critics)."""
+        return self.agent_class.critic_roles
+
     def agent_kwargs(self, build: Build) -> dict[str, Any]:
-        return {"exploration_noise": exploration_noise(build)}
+        return {"exploration_noise": exploration_noise(build), "critic_roles": self.critics(build)}
 
 
 build_trainer = SkrlSACTrainer

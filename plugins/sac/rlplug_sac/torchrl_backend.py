@@ -17,9 +17,8 @@ import numpy as np
 import torch
 from rlplug import Build
 from rlplug.backends.torchrl import (
-    LeanLoss,
+    LeanActorCritic,
     LossTargetUpdate,
-    NetworkCall,
     TorchRLOffPolicyTrainer,
     UpdateStage,
     adam,
@@ -33,6 +32,7 @@ from rlplug.backends.torchrl import (
     ou_noise,
     q_value_operator,
     replay_buffer,
+    rsample_log_prob,
     seed_everything,
     set_value_estimator,
     tanh_normal_actor,
@@ -43,7 +43,6 @@ from tensordict.nn import TensorDictSequential
 from torch import nn
 from torchrl.data import TensorDictReplayBuffer
 from torchrl.objectives import SACLoss
-from torchrl.objectives.sac import compute_rsample_log_prob
 from torchrl.objectives.utils import distance_loss
 
 # ---- models -------------------------------------------------------------------------------------
@@ -104,7 +103,7 @@ def describe_sac_loss() -> dict[str, Any]:
     return describe_loss(SACLoss, value_estimator="td0 | td1 | td_lambda")
 
 
-class LeanSACLoss(LeanLoss, SACLoss):
+class LeanSACLoss(LeanActorCritic, SACLoss):
     """``SACLoss`` (v2) computed from plain tensors: the same terms, parameters, keys and random draws.
 
     Upstream's forward spends as long in tensordict plumbing (``to_module``, ``vmap`` over the stacked
@@ -112,21 +111,40 @@ class LeanSACLoss(LeanLoss, SACLoss):
     ``NetworkCall`` (the inner ``nn.Module`` with its slice of the loss's parameters). Order of draws
     as upstream: the next action (target), then the current one (actor). A multi-step estimator,
     priority weights or a loss mask fall back to ``SACLoss.forward``.
+
+    A derived loss overrides the piece that differs, as on skrl: ``critic_distance`` (per sample; the
+    recipe's ``loss_function`` by default, so a Huber critic is ``loss_function = "smooth_l1"``),
+    ``target_q`` (the target Q networks' soft values, ``[N, B, 1]``, combined: the minimum), ``policy_q``
+    (the online ones at the actor's action: the minimum) or the whole ``critic_target``; it reads the
+    networks through ``LeanActorCritic``'s ``qvalues``, ``actor_distribution`` and ``policy_sample``.
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._actor_call = NetworkCall(self.actor_network)
-        self._q_call = NetworkCall(self.qvalue_network)
-        self._dist = self.actor_network.module[1]
+    def policy_sample(self, observations: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        """A reparameterised action of the actor at ``observations`` and its log-probability (``[B]``)."""
+        return rsample_log_prob(self.actor_distribution(observations))
 
-    def _policy(self, observations: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-        loc, scale = self._actor_call(self.actor_network_params, *observations)
-        dist = self._dist.distribution_class(loc, scale, **self._dist.distribution_kwargs)
-        return compute_rsample_log_prob(dist)
+    def critic_distance(self, prediction: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """Each Q network's per-sample loss against the target (``[N, B]``; summed over N, averaged over B)."""
+        return distance_loss(prediction, target, loss_function=self.loss_function)
 
-    def _min_q(self, params: Any, observations: list[torch.Tensor], action: torch.Tensor, detach: bool = False) -> torch.Tensor:
-        return torch.stack([self._q_call(params, *observations, action, index=i, detach=detach) for i in range(self.num_qvalue_nets)])
+    def target_q(self, soft_values: torch.Tensor) -> torch.Tensor:
+        """The target networks' soft values ``Q'_i(s', a') - alpha * log pi(a'|s')`` (``[N, B, 1]``) combined."""
+        return soft_values.min(0)[0]
+
+    def policy_q(self, qvalues: torch.Tensor) -> torch.Tensor:
+        """The Q networks' values at the actor's action (``[N, B, 1]``, detached) combined into what it ascends."""
+        return qvalues.min(0)[0]
+
+    def critic_target(self, tensordict: TensorDictBase, next_obs: list[torch.Tensor], alpha: torch.Tensor) -> torch.Tensor:
+        """The TD(0) soft Bellman target ``[B]``, out of autograd (the next action is the first draw)."""
+        keys = self.tensor_keys
+        with torch.no_grad():
+            next_action, next_log_prob = self.policy_sample(next_obs)
+            q_next = self.qvalues(self.target_qvalue_network_params, next_obs, next_action)
+            next_value = self.target_q(q_next - alpha * next_log_prob.unsqueeze(-1))
+            return td0_target(
+                self, tensordict.get(("next", keys.reward)), tensordict.get(("next", keys.terminated)), next_value
+            ).squeeze(-1)
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         if self._version != 2 or not lean_applies(self, tensordict):
@@ -135,20 +153,14 @@ class LeanSACLoss(LeanLoss, SACLoss):
         in_keys = self.actor_network.in_keys
         obs = [tensordict.get(k) for k in in_keys]
         next_obs = [tensordict.get(("next", k)) for k in in_keys]
-        alpha = self._alpha
-        with torch.no_grad():
-            next_action, next_log_prob = self._policy(next_obs)
-            q_next = self._min_q(self.target_qvalue_network_params, next_obs, next_action)
-            next_value = (q_next - alpha * next_log_prob.unsqueeze(-1)).min(0)[0]
-            target = td0_target(
-                self, tensordict.get(("next", keys.reward)), tensordict.get(("next", keys.terminated)), next_value
-            ).squeeze(-1)
-        pred = self._min_q(self.qvalue_network_params, obs, tensordict.get(keys.action)).squeeze(-1)
-        loss_qvalue = distance_loss(pred, target.expand_as(pred), loss_function=self.loss_function).sum(0).mean()
-        action, log_prob = self._policy(obs)
-        q_new = self._min_q(self.qvalue_network_params, obs, action, detach=True).min(0)[0].squeeze(-1)
+        alpha = self.entropy_coefficient
+        target = self.critic_target(tensordict, next_obs, alpha)
+        pred = self.qvalues(self.qvalue_network_params, obs, tensordict.get(keys.action)).squeeze(-1)
+        loss_qvalue = self.critic_distance(pred, target.expand_as(pred)).sum(0).mean()
+        action, log_prob = self.policy_sample(obs)
+        q_new = self.policy_q(self.qvalues(self.qvalue_network_params, obs, action, detach=True)).squeeze(-1)
         loss_actor = (alpha * log_prob - q_new).mean()
-        loss_alpha = self._alpha_loss(log_prob.detach()).mean()
+        loss_alpha = self.entropy_loss(log_prob.detach()).mean()
         return loss_output(
             {"loss_actor": loss_actor, "loss_qvalue": loss_qvalue, "loss_alpha": loss_alpha, "alpha": alpha,
              "entropy": -log_prob.detach().mean()}  # fmt: skip

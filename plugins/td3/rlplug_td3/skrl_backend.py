@@ -37,6 +37,7 @@ from skrl.agents.torch.td3 import TD3, TD3_CFG
 from skrl.memories.torch import RandomMemory
 from skrl.models.torch import Model
 from skrl.resources.noises.torch import GaussianNoise
+from skrl.utils.spaces.torch import compute_space_limits
 
 # ---- models -------------------------------------------------------------------------------------
 
@@ -81,6 +82,10 @@ class TD3Loss:
     pi(s))``. The critics are the agent's ``critic_roles``, so one critic and no smoothing noise is
     skrl's DDPG. The operations (and random draws) come in upstream's order, so the result is bitwise
     skrl's.
+
+    A derived loss overrides the piece that differs: ``critic_distance`` (one critic's loss against the
+    target: MSE), ``target_q`` (the target critics' values combined: the minimum) or the whole
+    ``critic_target``.
     """
 
     def __init__(self, discount_factor: float, smoothing_noise: GaussianNoise | None, smoothing_clip: float) -> None:
@@ -95,8 +100,16 @@ class TD3Loss:
             return self.policy(agent, batch)
         raise ValueError(f"td3 has stages 'critic' and 'policy', not '{stage}'")
 
-    def critic(self, agent: TD3, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        inputs = {"observations": batch["observations"], "states": batch["states"]}
+    def critic_distance(self, q: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """One critic's loss against the target, reduced to a scalar (mean squared error)."""
+        return F.mse_loss(q, target)
+
+    def target_q(self, target_qs: list[torch.Tensor]) -> torch.Tensor:
+        """The target critics' values at (s', a') combined into one (the minimum: clipped double Q)."""
+        return functools.reduce(torch.min, target_qs)
+
+    def critic_target(self, agent: TD3, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """``r + gamma * (1 - terminated) * target_q(...)`` at the target policy's smoothed next action, out of autograd."""
         next_inputs = {"observations": batch["next_observations"], "states": batch["next_states"]}
         with torch.no_grad():
             next_actions, _ = agent.target_policy.act(next_inputs, role="target_policy")
@@ -105,14 +118,16 @@ class TD3Loss:
                     self.smoothing_noise.sample(next_actions.shape), min=-self.smoothing_clip, max=self.smoothing_clip
                 )
                 next_actions.add_(noises)
-                next_actions.clamp_(min=agent._min_actions, max=agent._max_actions)
+                next_actions.clamp_(min=agent.action_low, max=agent.action_high)
             next_inputs["taken_actions"] = next_actions
             target_q = [getattr(agent, f"target_{r}").act(next_inputs, role=f"target_{r}")[0] for r in agent.critic_roles]
-            target_values = batch["rewards"] + self.discount_factor * batch["terminated"].logical_not() * functools.reduce(
-                torch.min, target_q
-            )
+            return batch["rewards"] + self.discount_factor * batch["terminated"].logical_not() * self.target_q(target_q)
+
+    def critic(self, agent: TD3, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        target_values = self.critic_target(agent, batch)
+        inputs = {"observations": batch["observations"], "states": batch["states"]}
         q = [getattr(agent, r).act({**inputs, "taken_actions": batch["actions"]}, role=r)[0] for r in agent.critic_roles]
-        return {"loss_critic": functools.reduce(operator.add, (F.mse_loss(v, target_values) for v in q))}
+        return {"loss_critic": functools.reduce(operator.add, (self.critic_distance(v, target_values) for v in q))}
 
     def policy(self, agent: TD3, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         inputs = {"observations": batch["observations"], "states": batch["states"]}
@@ -146,30 +161,32 @@ class StagedTD3(StagedLossAgent):
     """TD3's update on a skrl deterministic actor-critic agent, mixed in before skrl's agent class
     (``LossDelegatingTD3(StagedTD3, TD3)``): upstream's update as stages of the registered loss, the
     critic on every gradient step, the policy and the target update on every ``policy_delay``-th. A
-    derived agent sets ``critic_roles`` and ``policy_delay`` (DDPG: ``("critic",)`` and 1).
+    derived agent sets ``critic_roles`` and ``policy_delay`` (DDPG: ``("critic",)`` and 1). ``action_low``
+    and ``action_high`` are the action bounds the smoothed target action is clamped to (skrl's limits).
     """
 
     critic_roles: tuple[str, ...] = CRITICS
     update_stages = (UpdateStage("critic"), UpdateStage("policy", every="policy_delay"))
     target_every = "policy_delay"
     # skrl checkpoints models and optimisers; the OU noise's state and the exploration schedule's clock are ours
-    checkpointed = ("_exploration_noise.state", "_timestep")
+    checkpointed = ("_exploration_noise.state", "exploration_timestep")
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._timestep = 0
+        self.exploration_timestep = 0
+        self.action_low, self.action_high = compute_space_limits(self.action_space, device=self.device, none_if_unbounded="any")
 
     @property
     def policy_delay(self) -> int:
         return self.cfg.policy_delay
 
     def gradient_step(self, *, timestep: int = 0, timesteps: int = 0) -> dict[str, torch.Tensor]:
-        self._timestep = timestep  # the exploration schedule's clock, for the logged scale
+        self.exploration_timestep = timestep  # the exploration schedule's clock, for the logged scale
         return super().gradient_step(timestep=timestep, timesteps=timesteps)
 
     def exploration_scale(self) -> float:
         schedule = self.cfg.exploration_scheduler
-        return 1.0 if schedule is None else float(schedule(self._timestep))
+        return 1.0 if schedule is None else float(schedule(self.exploration_timestep))
 
     def extra_metrics(self) -> dict[str, float]:
         return {"train/exploration_scale": self.exploration_scale(), "train/policy_updates": float(self.target_updater.steps)}

@@ -95,16 +95,29 @@ def describe_td3_loss() -> dict[str, Any]:
     return describe_loss(TD3Loss, value_estimator="td0 | td1 | td_lambda (hp value_estimator)")
 
 
-class LeanTD3Loss(LeanLoss, TD3Loss):
+class LeanTD3Critic(LeanLoss):
+    """What a lean loss with TD3's critic term has (``LeanTD3Loss``, td3bc's), placed before the upstream
+    class: ``actor_call`` and ``q_call`` (``NetworkCall``s of the actor and the Q stack), and the hooks
+    ``lean_critic_loss`` calls: ``critic_distance`` (each critic's per-sample loss against the target, the
+    recipe's ``loss_function``) and ``target_q`` (the target critics' values ``[N, B]`` combined: the minimum)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.actor_call = NetworkCall(self.actor_network)
+        self.q_call = NetworkCall(self.qvalue_network)
+
+    def critic_distance(self, prediction: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        return distance_loss(prediction, target, loss_function=self.loss_function)
+
+    def target_q(self, target_qs: torch.Tensor) -> torch.Tensor:
+        return target_qs.min(0)[0]
+
+
+class LeanTD3Loss(LeanTD3Critic, TD3Loss):
     """``TD3Loss`` whose ``value_loss`` and ``actor_loss`` compute from plain tensors (``NetworkCall``):
     upstream's terms, parameters, keys and draws (the smoothing noise first), without tensordict
     plumbing or ``vmap``. The actor term reads Q1 only (upstream evaluates both and keeps Q1). A
     multi-step estimator, priority weights or a loss mask fall back to upstream's methods."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._actor_call = NetworkCall(self.actor_network)
-        self._q_call = NetworkCall(self.qvalue_network)
 
     def value_loss(self, tensordict: TensorDictBase) -> tuple[torch.Tensor, dict]:
         if not lean_applies(self, tensordict):
@@ -119,7 +132,7 @@ class LeanTD3Loss(LeanLoss, TD3Loss):
 
 
 def _q(loss: Any, params: Any, observations: list[torch.Tensor], action: torch.Tensor, indices: range, detach: bool = False) -> torch.Tensor:
-    return torch.stack([loss._q_call(params, *observations, action, index=i, detach=detach) for i in indices]).squeeze(-1)
+    return torch.stack([loss.q_call(params, *observations, action, index=i, detach=detach) for i in indices]).squeeze(-1)
 
 
 def lean_critic_loss(loss: Any, tensordict: TensorDictBase) -> tuple[torch.Tensor, dict]:
@@ -131,20 +144,20 @@ def lean_critic_loss(loss: Any, tensordict: TensorDictBase) -> tuple[torch.Tenso
     nets = range(loss.num_qvalue_nets)
     with torch.no_grad():
         next_obs = [tensordict.get(("next", k)) for k in in_keys]
-        next_action = (loss._actor_call(loss.target_actor_network_params, *next_obs) + noise).clamp(loss.min_action, loss.max_action)
-        next_q = _q(loss, loss.target_qvalue_network_params, next_obs, next_action, nets).min(0)[0]
+        next_action = (loss.actor_call(loss.target_actor_network_params, *next_obs) + noise).clamp(loss.min_action, loss.max_action)
+        next_q = loss.target_q(_q(loss, loss.target_qvalue_network_params, next_obs, next_action, nets))
         target = td0_target(
             loss, tensordict.get(("next", keys.reward)), tensordict.get(("next", keys.terminated)), next_q.unsqueeze(-1)
         ).squeeze(-1)
     current = _q(loss, loss.qvalue_network_params, [tensordict.get(k) for k in in_keys], act, nets)
-    value = distance_loss(current, target.expand_as(current), loss_function=loss.loss_function).sum(0).mean()
+    value = loss.critic_distance(current, target.expand_as(current)).sum(0).mean()
     return value, {"next_state_value": next_q, "pred_value": current.detach(), "target_value": target}
 
 
 def lean_policy_q1(loss: Any, tensordict: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
     """The policy's action on the batch's observations and Q1 of it (the critic's parameters detached)."""
     obs = [tensordict.get(k) for k in loss.actor_network.in_keys]
-    action = loss._actor_call(loss.actor_network_params, *obs)
+    action = loss.actor_call(loss.actor_network_params, *obs)
     return action, _q(loss, loss.qvalue_network_params, obs, action, range(1), detach=True)[0]
 
 

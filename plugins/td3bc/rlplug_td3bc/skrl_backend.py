@@ -58,7 +58,7 @@ class SkrlTD3BCTrainer(SkrlOfflineTrainer):
         finally:
             skrl.logger.setLevel(level)
         if build.settings["normalize_observations"] and standardised_observations(build):
-            agent._observation_preprocessor = ObservationStandardizer(build.memory.tensors["observations"]).to(build.device)
+            agent.observation_preprocessor = ObservationStandardizer(build.memory.tensors["observations"]).to(build.device)
         return agent
 
 

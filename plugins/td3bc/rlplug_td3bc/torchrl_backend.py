@@ -13,9 +13,9 @@ from typing import Any
 
 import torch
 from rlplug import Build
-from rlplug.backends.torchrl import (LeanLoss, NetworkCall, ObservationStandardizer, TorchRLOfflineTrainer, UpdateStage, adam,
+from rlplug.backends.torchrl import (ObservationStandardizer, TorchRLOfflineTrainer, UpdateStage, adam,
                                     dataset_buffer, describe_loss, lean_applies, observation_keys, standardised_observations)
-from rlplug_td3.torchrl_backend import build_models, build_target_updater, lean_critic_loss, lean_policy_q1, make_td3_loss  # noqa: F401
+from rlplug_td3.torchrl_backend import LeanTD3Critic, build_models, build_target_updater, lean_critic_loss, lean_policy_q1, make_td3_loss  # noqa: F401
 from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModule
 from torch import nn
@@ -24,13 +24,9 @@ from torchrl.objectives import TD3BCLoss
 build_memory = dataset_buffer
 
 
-class LeanTD3BCLoss(LeanLoss, TD3BCLoss):
+class LeanTD3BCLoss(LeanTD3Critic, TD3BCLoss):
     """``TD3BCLoss`` from plain tensors: td3's lean critic term (``lean_critic_loss``), and the actor term
     ``-lambda * Q1(s, pi(s)) + MSE(pi(s), a)`` with ``lambda = alpha / mean |Q1|``, as upstream computes them."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._actor_call, self._q_call = NetworkCall(self.actor_network), NetworkCall(self.qvalue_network)
 
     def qvalue_loss(self, tensordict: TensorDictBase) -> tuple[torch.Tensor, dict]:
         return lean_critic_loss(self, tensordict) if lean_applies(self, tensordict) else super().qvalue_loss(tensordict)

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ...contract.encoders import MINATAR_CNN, NATURE_CNN, image_size, is_channels_last
+from ...contract.encoders import MINATAR_CNN, NATURE_CNN, image_size, is_channels_last, too_small
 from ...envs.masks import ACTION_MASK_KEY, feature_space, has_action_mask
 from ...errors import RecipeError, SpaceError
 
@@ -88,10 +88,7 @@ class ConvEncoder(nn.Module):
         for out_channels, kernel, stride in zip(channels, kernels, strides):
             size = tuple((d - kernel) // stride + 1 for d in size)
             if min(size) < 1:
-                raise SpaceError(
-                    f"encoder '{name}': a {height}x{width} image is too small for kernels {list(kernels)} with strides "
-                    f"{list(strides)}; pass smaller ones in encoder_kwargs (kernels = [3], strides = [1])"
-                )
+                raise SpaceError(too_small(name, height, width, list(kernels), list(strides)))
             layers += [nn.Conv2d(in_channels, out_channels, kernel, stride), nn.ReLU()]
             in_channels = out_channels
         layers.append(nn.Flatten())

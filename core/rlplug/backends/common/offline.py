@@ -99,12 +99,22 @@ class OfflineTrainerBase(TrainerBase):
             metrics.update(self.evaluation_metrics(self.evaluate(self.eval_episodes)))
         return metrics
 
+    def logged_metrics(self) -> frozenset[str]:
+        terms = getattr(self, "logged_terms", None) or self.agent.logged_terms  # TorchRL's staged updates, or skrl's agent
+        names = {f"loss/{name}" for name in terms} | {"train/updates"}
+        if self.eval_every:
+            names |= {"eval/return", "eval/normalised_score"}
+        return frozenset(names)
+
     def evaluation_metrics(self, returns: list[float]) -> dict[str, float]:
         mean = float(np.mean(returns))
         found = {"eval/return": mean}
         score = self.dataset.normalised_score(mean)
         if score is not None:
             found["eval/normalised_score"] = score
+        d4rl = self.dataset.d4rl_score(mean)
+        if d4rl is not None:
+            found["eval/d4rl_normalised_score"] = d4rl
         self.last_evaluation = found
         return found
 

@@ -53,23 +53,41 @@ def cadence(every: int | str, setting: Callable[[str], Any]) -> int:
 class UpdateSchedule:
     """Which stages, and whether the target update, are due at each gradient step; its count is checkpointed.
 
-    ``setting(name)`` reads the settings a stage names (skrl: the agent's config, TorchRL: the build's
-    settings). A gradient step ``n`` (counted from 1) takes a stage when ``n % every == 0``.
+    ``setting(name)`` reads the settings a stage names (skrl: the agent's attribute or config field,
+    TorchRL: the build's settings). Cadences (``every``, ``target_every``) and conditions (``only_if``)
+    are read at every gradient step, not once: a derived cell or a hook that changes the setting on the
+    instance changes the schedule from the next step on. A gradient step ``n`` (counted from 1) takes a
+    stage when ``n % every == 0``.
     """
 
     def __init__(self, stages: Sequence[UpdateStage], target_every: int | str, setting: Callable[[str], Any]) -> None:
         self.declared = tuple(stages)
-        self.stages = tuple(s for s in stages if s.only_if is None or setting(s.only_if))
-        self.every = [cadence(s.every, setting) for s in self.stages]
-        self.target_every = cadence(target_every, setting)
+        self.target_cadence = target_every
+        self.setting = setting
         self.steps = 0
+        _ = (self.every, self.target_every)  # a setting that names nothing fails here, at construction
+
+    @property
+    def stages(self) -> tuple[UpdateStage, ...]:
+        """The declared stages whose ``only_if`` setting holds now."""
+        return tuple(s for s in self.declared if s.only_if is None or self.setting(s.only_if))
+
+    @property
+    def every(self) -> list[int]:
+        """The cadence of each of ``stages``, read now."""
+        return [cadence(s.every, self.setting) for s in self.stages]
+
+    @property
+    def target_every(self) -> int:
+        return cadence(self.target_cadence, self.setting)
 
     def advance(self) -> tuple[list[tuple[UpdateStage, ...]], bool]:
         """Count one gradient step; its optimiser steps (the due stages, consecutive ones sharing an
         optimiser joined) and whether the target networks move after them."""
         self.steps += 1
         steps: list[tuple[UpdateStage, ...]] = []
-        for stage, every in zip(self.stages, self.every):
+        stages = self.stages
+        for stage, every in zip(stages, [cadence(s.every, self.setting) for s in stages]):
             if self.steps % every:
                 continue
             if steps and optimizer_of(steps[-1][-1]) == optimizer_of(stage):

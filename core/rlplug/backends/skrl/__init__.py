@@ -10,11 +10,13 @@ from ...contract.multiagent_trainer import MultiAgentTrainerBase
 from ...contract.trainer import TrainerBase
 from ..common.encoders import observation_encoder, standardised_observations
 from ..common.nets import mlp
+from ..common.optim import adam
 from ..common.parallel import sync_gradients
 from ..common.seeding import configure_threads
 from .env import seed_skrl
 from .memory import nstep_transitions, replay_memory
 from .models import (
+    DeterministicModel,
     DeterministicPolicy,
     EncodedModel,
     GaussianPolicy,
@@ -48,6 +50,7 @@ __all__ = [
     # shared: a name both packages list is the same object in both
     "MultiAgentTrainerBase",
     "TrainerBase",
+    "adam",
     "configure_threads",
     "mlp",
     "UpdateStage",
@@ -63,6 +66,7 @@ __all__ = [
     # models
     "DeterministicPolicy",
     "EncodedModel",
+    "DeterministicModel",
     "GaussianPolicy",
     "q_model",
     "register_action_bounds",

@@ -14,6 +14,7 @@ from skrl.utils import set_seed
 
 from ...envs.factory import env_errors, make_gym_vector_env
 from ...envs.spec import EnvSpec
+from ...envs.torch_native import FINAL_OBS_KEY
 
 # ---- seeding ------------------------------------------------------------------------------------
 
@@ -61,10 +62,34 @@ def make_vector_env(env: str | EnvSpec, env_kwargs: Mapping[str, Any] | None, nu
     return wrapped
 
 
-def env_state(env: Wrapper) -> dict[str, Any]:
-    """The vector env's state (sub-envs mid-episode, their RNGs, MuJoCo physics) and skrl's wrapper's, for checkpoints."""
+def make_torch_native_vector_env(env_id: str, env_kwargs: Mapping[str, Any] | None, num_envs: int, seed: int, device: str,
+                                 clip_actions: bool = True) -> Wrapper:  # fmt: skip
+    """A torch-native env (``rlplug.envs.torch_native``) through skrl's own IsaacLab wrapper: tensors in, tensors out,
+    on the env's device (a TorchRL ``EnvBase`` is first seen through ``EnvBaseAsIsaacLab``). Its first reset is
+    seeded with ``seed``, as the gymnasium path's; Box actions are clamped into their bounds on their way in
+    (``clip_actions``, the recipe's; the agent stores the unclamped sample)."""
+    from ...envs.torch_native import isaaclab_style, make_torch_env
+
+    with env_errors(env_id, dict(env_kwargs or {}), "training environment"):
+        env = isaaclab_style(make_torch_env(env_id, env_kwargs, num_envs, device, seed), env_id, clip_actions)
+    skrl.config.torch.key = seed  # the wrapper seeds its first reset with skrl's key, captured when it is constructed
+    return wrap_env(env, wrapper="isaaclab", verbose=False)
+
+
+def is_torch_native(env: Wrapper) -> bool:
+    """Whether a skrl-wrapped env is a torch-native one (``make_torch_native_vector_env``'s)."""
+    from skrl.envs.wrappers.torch.isaaclab_envs import IsaacLabWrapper
+
+    return isinstance(env, IsaacLabWrapper)
+
+
+def env_state(env: Wrapper) -> dict[str, Any] | None:
+    """The vector env's state (sub-envs mid-episode, their RNGs, MuJoCo physics) and skrl's wrapper's, for checkpoints.
+    ``None`` for a torch-native env, whose simulator state rlplug cannot capture: a resumed run starts new episodes."""
     from ...envs.state import snapshot, vector_env_state
 
+    if is_torch_native(env):
+        return None
     return {"vector": vector_env_state(env._env), "wrapper": snapshot(env)}
 
 
@@ -74,6 +99,10 @@ def load_env_state(env: Wrapper, state: dict[str, Any]) -> torch.Tensor | None:
     trainer steps on from those instead of the checkpoint's."""
     from ...envs.state import load_vector_env_state, restore
 
+    if state is None:  # a torch-native env: new episodes (env_state)
+        env._reset_once, env._seed = True, None
+        observations, _ = env.reset()
+        return observations
     restarted = load_vector_env_state(env._env, state["vector"])
     restore(env, state["wrapper"])
     if not restarted:
@@ -89,6 +118,9 @@ def true_next_observations(next_observations: torch.Tensor, infos: Mapping[str, 
     Under SAME_STEP autoreset the rows of ended episodes already hold the next episode's first
     observation; bootstrapping a truncated episode must use the state it was cut in instead.
     """
+    finals = infos.get(FINAL_OBS_KEY) if isinstance(infos, Mapping) else None
+    if isinstance(finals, torch.Tensor):  # a torch-native env's last observations, every row (rlplug.envs.torch_native)
+        return finals.reshape(next_observations.shape).to(next_observations.dtype)
     if "_final_obs" not in infos:
         return next_observations
     mask = np.asarray(infos["_final_obs"], dtype=bool)

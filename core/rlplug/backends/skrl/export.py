@@ -11,11 +11,13 @@ from typing import Any
 
 import torch
 from skrl.models.torch import CategoricalMixin, Model
+from skrl.resources.preprocessors.torch import RunningStandardScaler
 from torch import nn
 
 from ...errors import ExportUnsupportedError
 from ..common.export import Argmax, ClampToBounds, ExportedPolicy, policy_signature
 from .models import flat_observations
+from .settings import PooledRunningStandardScaler
 from .recurrent import pack_states, unpack_states
 
 THEN = ("mean_or_argmax", "argmax", "output")
@@ -55,10 +57,29 @@ class SkrlDeterministicPolicy(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.preprocessor is not None:
             x = self.preprocessor(x)
+        return self.head(x)
+
+    def head(self, x: torch.Tensor) -> torch.Tensor:
+        """The action from preprocessed observations."""
         output, _ = self.model.compute({"observations": x, "states": None}, role=self.role)
         if self.method is not None:
             output = getattr(self.model, self.method)(output)
         return self.then(output)
+
+
+class FrozenStandardScaler(nn.Module):
+    """skrl's ``RunningStandardScaler`` at evaluation (``train=False``), its statistics read once: the same
+    operations on the same values (``clamp((x - mean) / (sqrt(var) + eps))``), without recomputing the
+    denominator and casting the statistics on every call. For one evaluation, while the statistics stand still."""
+
+    def __init__(self, scaler: nn.Module) -> None:
+        super().__init__()
+        self.mean = scaler.running_mean.float()
+        self.denominator = torch.sqrt(scaler.running_variance.float()) + scaler.epsilon
+        self.clip = scaler.clip_threshold
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.clamp((x - self.mean) / self.denominator, min=-self.clip, max=self.clip)
 
 
 class SkrlRecurrentDeterministicPolicy(SkrlDeterministicPolicy):
@@ -175,6 +196,25 @@ class SkrlPolicyActing:
                 hidden = torch.zeros(len(x), *self.recurrent_state_shape, device=x.device)
             actions, self._acting_hidden = policy(x, hidden)
             return actions.cpu().numpy()
+
+    def evaluation_act(self) -> Any:
+        """``act_deterministic`` for one evaluation: the running scaler's statistics read once (``FrozenStandardScaler``)."""
+        policy = self.deterministic_policy()
+        scaler = policy.preprocessor
+        # a subclass that scales otherwise keeps its own path (rlplug's pooled scaler only casts integer inputs,
+        # which flat_observations already gives as float32)
+        if (isinstance(policy, SkrlRecurrentDeterministicPolicy) or not isinstance(scaler, RunningStandardScaler)
+                or type(scaler)._compute not in (RunningStandardScaler._compute, PooledRunningStandardScaler._compute)):
+            return self.act_deterministic
+        with torch.no_grad():
+            scaler = FrozenStandardScaler(scaler)
+        device = self.build.device
+
+        def act(observations: Any) -> Any:
+            with torch.no_grad():
+                return policy.head(scaler(flat_observations(observations, device))).cpu().numpy()
+
+        return act
 
     def export_policy(self) -> nn.Module:
         """``act_deterministic`` as one module: the observation preprocessor, the policy, its deterministic action."""

@@ -114,6 +114,11 @@ class GaussianPolicy(GaussianMixin, EncodedModel):
         x, outputs = self.features(inputs)
         return self.net(x), {**outputs, "log_std": self.log_std_parameter}
 
+    def clamp_log_std(self, log_std: torch.Tensor) -> torch.Tensor:
+        """``log_std`` clamped to ``[min_log_std, max_log_std]``, as skrl's ``GaussianMixin.act`` clamps it
+        (what a policy with its own ``act``, SAC's squashed Gaussian, reuses)."""
+        return torch.clamp(log_std, min=self._g_min_log_std, max=self._g_max_log_std)
+
 
 class CategoricalPolicy(CategoricalMixin, EncodedModel):
     """Categorical over Discrete actions from MLP logits."""
@@ -224,13 +229,14 @@ def stochastic_policy(
     initial_log_std: float = 0.0,
     encoder: nn.Module | None = None,
     recurrent: RecurrentSpec | None = None,
+    gaussian_class: type[GaussianPolicy] | None = None,
 ) -> Model:
     """A Categorical policy for Discrete actions, a Gaussian one for Box actions (``recurrent``: with an LSTM or
-    GRU core after the encoder)."""
+    GRU core after the encoder; ``gaussian_class``: a ``GaussianPolicy`` subclass, RPO's)."""
     if isinstance(action_space, gym.spaces.Discrete):
         return CategoricalPolicy(observation_space, action_space, device, hidden_sizes, activation, encoder=encoder, recurrent=recurrent)
     if isinstance(action_space, gym.spaces.Box):
-        return GaussianPolicy(
+        return (gaussian_class or GaussianPolicy)(
             observation_space, action_space, device, hidden_sizes, activation, initial_log_std, encoder=encoder, recurrent=recurrent
         )
     raise TypeError(f"no default stochastic policy for action space {action_space}")

@@ -381,6 +381,10 @@ class SkrlMultiAgentRolloutTrainer(MultiAgentTrainerBase, SkrlRolloutTrainer):
     def stored_outcome(self, next_observations: Any, terminated: Any, truncated: Any, infos: Any) -> tuple[Any, Any, Any]:
         return next_observations, terminated, truncated  # the wrappers mark every episode end terminated
 
+    def logged_metrics(self) -> frozenset[str]:
+        return frozenset({f"loss/{name}" for name in self.agent.logged_terms} | {"train/lr", "train/update_ms", "train/episode_return"}
+                         | ({"train/clip_ratio"} if self.clip_schedule is not None else set()))
+
     def update_metrics(self, tracked: Any) -> dict[str, float]:
         """Per-term means over agents."""
         metrics = {

@@ -26,7 +26,8 @@ from ...util.rng import capture_rng_state, restore_rng_state
 from ..common.encoders import flat_mask_columns, split_flat_mask
 from ..common.seeding import configure_threads
 from ..common.terms import TermMeans
-from .env import env_state, load_env_state, make_vector_env, seed_skrl, true_next_observations
+from ...envs.torch_native import is_torch_env
+from .env import env_state, load_env_state, make_torch_native_vector_env, make_vector_env, seed_skrl, true_next_observations
 from .memory import SKRL_NAMES, load_memory_state, memory_state
 from .staged import StagedAgentTrainer
 
@@ -105,7 +106,13 @@ class SkrlOffPolicyTrainer(StagedAgentTrainer, TrainerBase):
         configure_threads()
         seed_skrl(build.seed)
         s = build.settings
-        self.env = make_vector_env(build.env_spec, None, build.num_envs, build.seed, build.device)
+        self.on_device = is_torch_env(build.env_id)  # a torch-native env: its tensors never leave its device
+        if self.on_device:
+            self.env = make_torch_native_vector_env(
+                build.env_id, build.env_kwargs, build.num_envs, build.seed, build.device, build.env_spec.clip_actions
+            )
+        else:
+            self.env = make_vector_env(build.env_spec, None, build.num_envs, build.seed, build.device)
         self.agent = self.make_agent(build)
         self.agent.trainer_hooks = self.hooks
         self.agent.init()
@@ -120,6 +127,10 @@ class SkrlOffPolicyTrainer(StagedAgentTrainer, TrainerBase):
         self.gradient_steps = 0
         self.random_actions = gym.vector.utils.batch_space(build.action_space, build.num_envs)
         self.random_actions.seed(build.seed)
+        # a torch-native env's warm-up actions are drawn on its device, from a generator of their own
+        self.random_generator = torch.Generator(device=build.device) if self.on_device else None
+        if self.random_generator is not None:
+            self.random_generator.manual_seed(build.seed)
         self.is_discrete = isinstance(build.action_space, gym.spaces.Discrete)
         self.mask_columns = flat_mask_columns(build.observation_space)  # the warm-up draws valid actions only
         # skrl flips every model between train and eval mode around each update; that costs ~20 % of a
@@ -145,9 +156,10 @@ class SkrlOffPolicyTrainer(StagedAgentTrainer, TrainerBase):
                 actions = self._actions(observations, timestep)
                 next_observations, rewards, terminated, truncated, infos = env.step(actions)
                 ended = terminated | truncated
-                self.episodes.update(rewards.cpu().numpy(), ended.cpu().numpy(), ended_returns(infos))
+                self.episodes.update(rewards, ended, ended_returns(infos))
                 # a truncated step bootstraps from the state it was cut in, not the next episode's first
-                stored_next = true_next_observations(next_observations, infos) if ended.any() else next_observations
+                # (on a torch-native env the final observations are a tensor: taken without asking the host)
+                stored_next = true_next_observations(next_observations, infos) if self.on_device or ended.any() else next_observations
                 transition = self.hooks.batch_process({
                     "observations": observations, "actions": actions, "rewards": rewards,
                     "next_observations": stored_next, "terminated": terminated, "truncated": truncated,
@@ -165,6 +177,8 @@ class SkrlOffPolicyTrainer(StagedAgentTrainer, TrainerBase):
         return self._metrics(self.gradient_steps - updates_before)
 
     def _actions(self, observations: torch.Tensor, timestep: int) -> torch.Tensor:
+        if self.env_steps < self.learning_starts and self.random_generator is not None:
+            return self._device_random_actions()
         if self.env_steps < self.learning_starts:
             mask = None
             if self.mask_columns is not None:
@@ -175,6 +189,15 @@ class SkrlOffPolicyTrainer(StagedAgentTrainer, TrainerBase):
             return actions.reshape(self.num_envs, -1) if not self.is_discrete else actions.reshape(self.num_envs, 1)
         actions, _ = self.agent.act(observations, None, timestep=timestep, timesteps=self.total_timesteps)
         return actions
+
+    def _device_random_actions(self) -> torch.Tensor:
+        """Uniform actions drawn on a torch-native env's device: Box within its bounds, Discrete among its actions."""
+        space, generator, device = self.build.action_space, self.random_generator, self.build.device
+        if self.is_discrete:
+            return torch.randint(int(space.n), (self.num_envs, 1), generator=generator, device=device)
+        low = torch.as_tensor(space.low, dtype=torch.float32, device=device)
+        high = torch.as_tensor(space.high, dtype=torch.float32, device=device)
+        return low + (high - low) * torch.rand(self.num_envs, *space.shape, generator=generator, device=device)
 
     def _train(self, timestep: int) -> None:
         due = gradient_steps_due(self.env_steps, self.learning_starts, self.utd_ratio, self.gradient_steps)
@@ -189,6 +212,10 @@ class SkrlOffPolicyTrainer(StagedAgentTrainer, TrainerBase):
         if self._mode_sensitive:
             self.agent.enable_models_training_mode(False)
         self.gradient_steps += due
+
+    def logged_metrics(self) -> frozenset[str]:
+        names = {f"loss/{name}" for name in self.agent.logged_terms} | set(self.agent.extra_metrics())
+        return frozenset(names | {"train/gradient_steps", "train/updates_this_iteration", "train/episode_return"})
 
     def _metrics(self, updates: int) -> dict[str, float]:
         metrics = {f"loss/{name}": value for name, value in self.terms.pop().items()}
@@ -212,6 +239,7 @@ class SkrlOffPolicyTrainer(StagedAgentTrainer, TrainerBase):
             "env": env_state(self.env),  # mid-episode sub-envs: a resumed run steps on where this one was
             "observations": self._observations,
             "random_actions": self.random_actions.np_random.bit_generator.state,
+            "random_generator": None if self.random_generator is None else self.random_generator.get_state(),
             "gradient_steps": self.gradient_steps,
             "counters": self.counters(),
             "hooks": self.hooks.state_dict(),
@@ -227,6 +255,8 @@ class SkrlOffPolicyTrainer(StagedAgentTrainer, TrainerBase):
         restarted = load_env_state(self.env, state["env"])  # new episodes where the env could not be resumed
         self._observations = (state["observations"] if restarted is None else restarted).to(self.build.device)
         self.random_actions.np_random.bit_generator.state = state["random_actions"]
+        if self.random_generator is not None:
+            self.random_generator.set_state(state["random_generator"])
         self.gradient_steps = int(state["gradient_steps"])
         self.load_counters(state["counters"])
         self.hooks.load_state_dict(state.get("hooks"))  # None: a checkpoint from before hooks were saved

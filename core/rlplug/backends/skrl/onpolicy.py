@@ -26,8 +26,10 @@ from ...families.onpolicy import ClipSchedule
 from ...hooks import LOOPS
 from ...hooks.views import write_back
 from ...util.rng import capture_rng_state, restore_rng_state
+from ..common.rollout_optimizer import rollout_optimizer
 from ..common.seeding import configure_threads
-from .env import env_state, load_env_state, make_vector_env, seed_skrl, true_next_observations
+from ...envs.torch_native import is_torch_env
+from .env import env_state, load_env_state, make_torch_native_vector_env, make_vector_env, seed_skrl, true_next_observations
 from .export import SkrlPolicyActing
 from ..common.encoders import observation_encoder
 from .memory import observation_memory
@@ -39,12 +41,13 @@ from .rollout_agent import rollout_agent_arguments, rollout_config
 # ---- models and memory --------------------------------------------------------------------------
 
 
-def actor_critic_models(build: Build) -> dict[str, Model]:
+def actor_critic_models(build: Build, gaussian_class: type | None = None) -> dict[str, Model]:
     """Separate policy (Categorical or Gaussian) and value MLPs, initialised from ``build.seed``.
 
     Reads the on-policy family's network settings: ``hidden_sizes``, ``activation``, ``initial_log_std``;
     each network reads its observations through its own copy of the cell's encoder and, with ``recurrent``
     set, its own LSTM or GRU core after it (``recurrent_hidden_size``, ``recurrent_layers``, ``sequence_length``).
+    ``gaussian_class``: the Box policy's class, a ``GaussianPolicy`` subclass (RPO's perturbed mean).
     """
     configure_threads()
     seed_skrl(build.seed)
@@ -52,7 +55,8 @@ def actor_critic_models(build: Build) -> dict[str, Model]:
     args = (build.observation_space, build.action_space, build.device, s["hidden_sizes"], s["activation"])
     recurrent = RecurrentSpec.of(s, build.num_envs)
     return {
-        "policy": stochastic_policy(*args, initial_log_std=s["initial_log_std"], encoder=observation_encoder(build), recurrent=recurrent),
+        "policy": stochastic_policy(*args, initial_log_std=s["initial_log_std"], encoder=observation_encoder(build), recurrent=recurrent,
+                                    gaussian_class=gaussian_class),
         "value": value_model(*args, encoder=observation_encoder(build), recurrent=recurrent),
     }
 
@@ -61,6 +65,20 @@ def rollout_memory(build: Build) -> RandomMemory:
     """One rollout: skrl's on-policy agents need ``memory_size == rollouts`` (unfilled float rows are NaN);
     uint8 images are stored as uint8."""
     return observation_memory(build, build.settings["rollouts"], build.num_envs)
+
+
+def use_rollout_optimizer(agent: Agent, settings: Mapping[str, Any]) -> None:
+    """Replace the Adam a single-agent skrl agent made for itself with the ``optimizer`` setting's (``rollout_optimizer``)
+    over the same parameters and learning rate, and its learning-rate scheduler with one on the new optimiser. Before
+    the first update, so nothing has stepped yet."""
+    if settings["optimizer"] == "adam":
+        return
+    lr = agent.optimizer.param_groups[0]["lr"]
+    parameters = [p for group in agent.optimizer.param_groups for p in group["params"]]
+    agent.optimizer = agent.checkpoint_modules["optimizer"] = rollout_optimizer(parameters, lr, settings)
+    if agent.scheduler is not None:
+        kwargs = agent.cfg.learning_rate_scheduler_kwargs  # skrl's A2C_CFG keeps (policy's, value's)
+        agent.scheduler = type(agent.scheduler)(agent.optimizer, **(kwargs[0] if isinstance(kwargs, (tuple, list)) else kwargs))
 
 
 # ---- the trainer --------------------------------------------------------------------------------
@@ -119,6 +137,8 @@ class SkrlRolloutTrainer(SkrlPolicyActing, TrainerBase):
         seed_skrl(build.seed)
         self.env = self.make_env(build)
         self.agent = self.make_agent(build)
+        if "optimizer" in build.settings:  # a cell that declares the optimizer setting (A2C's RMSprop)
+            use_rollout_optimizer(self.agent, build.settings)
         self.agent.trainer_hooks = self.hooks
         self.agent.init()
         self.agent.enable_training_mode(True)
@@ -135,12 +155,17 @@ class SkrlRolloutTrainer(SkrlPolicyActing, TrainerBase):
         # bootstrap_truncated=false, as on its TorchRL backend: a time-limit cut ends the return.
         self.bootstrap_truncated = build.settings.get("time_limit_bootstrap", False)
         self.total_timesteps = max(1, build.recipe.steps // build.num_envs)
+        self.episodes_on_device = is_torch_env(build.env_id)
         self._observations, _ = self.env.reset()
         # gymnasium envs have no global state: skip the per-step (exception-raising) env.state() call
         self._states = self.env.state()
         self._has_states = self._states is not None
 
     def make_env(self, build: Build) -> Any:
+        if is_torch_env(build.env_id):  # batched tensors on the env's device, through skrl's IsaacLab wrapper
+            return make_torch_native_vector_env(
+                build.env_id, build.env_kwargs, build.num_envs, build.seed, build.device, build.env_spec.clip_actions
+            )
         return make_vector_env(build.env_spec, None, build.num_envs, build.seed, build.device)
 
     def agent_config(self, build: Build) -> Any:
@@ -210,7 +235,7 @@ class SkrlRolloutTrainer(SkrlPolicyActing, TrainerBase):
 
     def track_episodes(self, rewards: Any, terminated: Any, truncated: Any, infos: Any) -> None:
         """The step's rewards and ends into ``self.episodes``; the env's own returns where it records them (``infos``)."""
-        self.episodes.update(rewards.cpu().numpy(), (terminated | truncated).cpu().numpy(), ended_returns(infos))
+        self.episodes.update(rewards, terminated | truncated, ended_returns(infos))
 
     def stored_outcome(self, next_observations: Any, terminated: Any, truncated: Any, infos: Any) -> tuple[Any, Any, Any]:
         """``(next observations, terminated, truncated)`` as the agent stores them: without bootstrapping a
@@ -220,7 +245,7 @@ class SkrlRolloutTrainer(SkrlPolicyActing, TrainerBase):
         step's reward; a step that ends in a terminal state has no value after it, as on TorchRL)."""
         if not self.bootstrap_truncated:
             return next_observations, terminated | truncated, truncated
-        if truncated.any():
+        if self.episodes_on_device or truncated.any():  # (on the device: no host sync to ask)
             return true_next_observations(next_observations, infos), terminated, truncated & ~terminated
         return next_observations, terminated, truncated
 
@@ -234,6 +259,14 @@ class SkrlRolloutTrainer(SkrlPolicyActing, TrainerBase):
             metrics["train/episode_return"] = episode_return
         tracked.clear()
         return metrics
+
+    def logged_metrics(self) -> frozenset[str]:
+        names = {f"loss/{name}" for name in self.agent.logged_terms} | {"train/lr", "train/update_ms", "train/episode_return"}
+        if type(self).update_metrics is SkrlRolloutTrainer.update_metrics and not hasattr(self.build.action_space, "n"):
+            names.add("train/policy_std")  # a Gaussian policy's (a categorical one tracks NaN, left out of the row)
+        if self.clip_schedule is not None:
+            names.add("train/clip_ratio")
+        return frozenset(names)
 
     def update_metrics(self, tracked: Mapping[str, list[float]]) -> dict[str, float]:
         metrics = {f"loss/{name}": tracked[f"Loss / {name}"][-1] for name in self.agent.logged_terms}

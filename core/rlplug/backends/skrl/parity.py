@@ -83,6 +83,28 @@ TABLES: dict[str, Table] = {
         "kl_threshold": Excluded("library default kept: MAPPO has no KL early-stop parameter"),
         "time_limit_bootstrap": Excluded("fixed by the cell: False, MPE and VMAS episodes are fixed-horizon tasks (rlplug_mappo)"),
     },
+    "A2C_CFG": {
+        "experiment": EXPERIMENT,
+        "rollouts": Setting("rollouts", differs="SB3's A2C n_steps 5 (reinforce: 128-step Monte-Carlo rollouts); skrl's 16"),
+        "mini_batches": Setting("mini_batches"),
+        "discount_factor": Setting("discount_factor"),
+        "gae_lambda": Setting("gae_lambda"),
+        "learning_rate": Setting("learning_rate", differs="SB3's A2C learning rate 7e-4; skrl's 1e-3"),
+        "learning_rate_scheduler": Setting("learning_rate_scheduler"),
+        "learning_rate_scheduler_kwargs": Setting("learning_rate_scheduler_kwargs"),
+        "observation_preprocessor": Setting("observation_preprocessor"),
+        "observation_preprocessor_kwargs": PREPROCESSOR_KWARGS,
+        "state_preprocessor": NO_STATE,
+        "state_preprocessor_kwargs": NO_STATE,
+        "value_preprocessor": Setting("value_preprocessor"),
+        "value_preprocessor_kwargs": PREPROCESSOR_KWARGS,
+        "grad_norm_clip": Setting("grad_norm_clip"),
+        "entropy_loss_scale": Setting("entropy_loss_scale"),
+        "time_limit_bootstrap": Setting("time_limit_bootstrap", differs="a time-limit cut is not a termination: bootstrapping "
+                                        "it from the true last state is the correct return (GYMNASIUM_PARAMS)"),
+        "rewards_shaper": REWARDS_SHAPER,
+        "mixed_precision": MIXED_PRECISION,
+    },
     "SAC_CFG": {
         **_OFF_POLICY,
         "polyak": Setting("tau"),
@@ -129,7 +151,7 @@ TABLES: dict[str, Table] = {
         "target_update_interval": TRAINER_TARGETS,
         "exploration_scheduler": Excluded("set by the cell: a LinearSchedule from epsilon_start, epsilon_end, epsilon_decay_timesteps"),
     },
-    # rlplug's own configs (skrl has no IQL / CQL): their defaults are checked against the recipe's too
+    # rlplug's own configs (skrl has no IQL / CQL / BC): their defaults are checked against the recipe's too
     "IQL_CFG": {
         "experiment": EXPERIMENT,
         "gradient_steps": Excluded("library default kept: one gradient step per call; the offline trainer counts updates"),
@@ -137,6 +159,13 @@ TABLES: dict[str, Table] = {
         "discount_factor": Setting("discount_factor"),
         "expectile": Setting("expectile"),
         "temperature": Setting("temperature"),
+        "learning_rate": Setting("learning_rate"),
+        "grad_norm_clip": Setting("grad_norm_clip"),
+        "mixed_precision": MIXED_PRECISION,
+    },
+    "BC_CFG": {
+        "experiment": EXPERIMENT,
+        "batch_size": Setting("batch_size"),
         "learning_rate": Setting("learning_rate"),
         "grad_norm_clip": Setting("grad_norm_clip"),
         "mixed_precision": MIXED_PRECISION,
@@ -153,6 +182,12 @@ TABLES: dict[str, Table] = {
     },
 }
 """Every agent config a first-party skrl cell fills, by class name."""
+# rlplug_reinforce's REINFORCE_CFG is A2C_CFG with lambda fixed at 1
+TABLES["REINFORCE_CFG"] = {**TABLES["A2C_CFG"], "gae_lambda": Excluded("fixed by the cell: 1.0, Monte-Carlo returns")}
+# RPO_CFG is PPO_CFG and the perturbation's half-width
+TABLES["RPO_CFG"] = {**TABLES["PPO_CFG"], "alpha": Setting("alpha")}
+# IPPO_CFG is MAPPO_CFG (skrl's IPPO and MAPPO share their update; the critic's input differs)
+TABLES["IPPO_CFG"] = TABLES["MAPPO_CFG"]
 # DDPG_CFG is TD3_CFG less the policy delay and the target-policy smoothing
 TABLES["DDPG_CFG"] = {k: v for k, v in TABLES["TD3_CFG"].items() if k != "policy_delay" and not k.startswith("smooth_regularization")}
 

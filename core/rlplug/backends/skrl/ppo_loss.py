@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import torch
 from skrl.models.torch import Model
@@ -18,6 +19,7 @@ def clipped_ppo_terms(
     value_clip: float,
     entropy_loss_scale: float,
     value_loss_scale: float,
+    policy_inputs: Mapping[str, Any] | None = None,
 ) -> dict[str, torch.Tensor]:
     """skrl's PPO / MAPPO minibatch loss, once for both: clipped surrogate, (optionally clipped) scaled
     MSE value loss, entropy bonus, and the approximate KL.
@@ -25,9 +27,10 @@ def clipped_ppo_terms(
     ``batch`` holds preprocessed ``observations`` and ``states`` and the rollout's ``actions``,
     ``log_prob``, ``advantages``, ``values`` and ``returns`` (a recurrent agent's, the models' stored states
     too: ``model_inputs``). Upstream's order of operations, so a Gaussian policy's ``rsample`` draws the
-    same random numbers as skrl's own update.
+    same random numbers as skrl's own update. ``policy_inputs``: more inputs of the policy (RPO's ``alpha``).
     """
-    _, outputs = policy.act({**model_inputs(batch, "policy"), "taken_actions": batch["actions"]}, role="policy")
+    inputs = {**model_inputs(batch, "policy"), **(policy_inputs or {}), "taken_actions": batch["actions"]}
+    _, outputs = policy.act(inputs, role="policy")
     log_ratio = outputs["log_prob"] - batch["log_prob"]
     with torch.no_grad():
         approx_kl = ((torch.exp(log_ratio) - 1) - log_ratio).mean()

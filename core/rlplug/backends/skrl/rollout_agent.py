@@ -52,6 +52,8 @@ class RolloutLearner:
     gae_lambda: float
     time_limit_bootstrap: bool
     sequence_length: int = 1
+    standardise_advantages: bool = True
+    subtract_baseline: bool = True
 
 
 def rollout_learner(agent: Any, uid: str | None = None) -> RolloutLearner:
@@ -79,13 +81,17 @@ def rollout_learner(agent: Any, uid: str | None = None) -> RolloutLearner:
         own(cfg.gae_lambda),
         own(cfg.time_limit_bootstrap),
         getattr(agent, "_rnn_sequence_length", 1) if getattr(agent, "_rnn", False) else 1,
+        getattr(agent, "normalize_advantage", True),
+        getattr(agent, "advantage_baseline", True),
     )
 
 
 def compute_returns_and_advantages(
     agent: Agent, learner: RolloutLearner, next_observations: Any, next_states: Any, value_inputs: Mapping[str, Any] | None = None
 ) -> None:
-    """Upstream: GAE from the rollout and the value of the last next observation; values preprocessed.
+    """Upstream: GAE from the rollout and the value of the last next observation; values preprocessed. An agent whose
+    ``normalize_advantage`` is false keeps the advantages unstandardised; one whose ``advantage_baseline`` is false
+    takes the returns themselves as advantages (REINFORCE without a baseline).
     ``value_inputs``: more inputs of the value model (a recurrent value's carried states, ``"rnn"``)."""
     value, memory = learner.value, learner.memory
     with torch.no_grad(), torch.autocast(device_type=agent._device_type, enabled=agent.cfg.mixed_precision):
@@ -110,6 +116,12 @@ def compute_returns_and_advantages(
         lambda_coefficient=learner.gae_lambda,
         time_limit_bootstrap=learner.time_limit_bootstrap,
     )
+    if not (learner.standardise_advantages and learner.subtract_baseline):  # else compute_gae's, bit for bit
+        # SB3's A2C with normalize_advantage=False keeps them as they are; REINFORCE without a baseline weighs each
+        # log-probability by the return itself
+        advantages = returns - values if learner.subtract_baseline else returns.clone()
+        if learner.standardise_advantages:
+            advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
     memory.set_tensor_by_name("values", learner.value_preprocessor(values, train=True))
     memory.set_tensor_by_name("returns", learner.value_preprocessor(returns, train=True))
     memory.set_tensor_by_name("advantages", advantages)

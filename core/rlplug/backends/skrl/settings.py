@@ -28,8 +28,12 @@ class PooledRunningStandardScaler(RunningStandardScaler):
 
     skrl updates each rank's scaler from that rank's data only, so ranks drift apart (reference
     §10); here each update merges the moments of all ranks' batches, so every rank holds the same
-    statistics. One process: skrl's class exactly.
+    statistics. One process: skrl's class exactly. Integer observations (MiniGrid's flat uint8 grid under
+    ``FlatObsWrapper``, stored as uint8 by skrl's memory) are standardised as floats: skrl's ``torch.mean`` refuses them.
     """
+
+    def _compute(self, x: torch.Tensor, train: bool = False, inverse: bool = False) -> torch.Tensor:
+        return super()._compute(x if x.is_floating_point() else x.float(), train=train, inverse=inverse)
 
     def _parallel_variance(self, input_mean: torch.Tensor, input_var: torch.Tensor, input_count: int) -> None:
         if active():

@@ -54,16 +54,25 @@ class StagedLossAgent:
     registered staged loss, its update stages, the target updater from the hook, batch sampling.
 
     A subclass declares ``update_stages`` and ``target_every`` (the target networks move on every
-    ``target_every``-th gradient step, an int or a ``setting``'s name), and optionally ``checkpointed``
-    (attributes skrl's ``checkpoint_modules`` miss, dotted paths: ``"_exploration_noise.state"``),
-    ``after_stage(stage)`` and ``extra_metrics()``. A stage's optimiser is the agent's attribute
-    ``UpdateStage.optimizer`` (default ``"<stage>_optimizer"``, skrl's names); its learning-rate scheduler,
-    stepped once per gradient step as skrl does, the same name with ``scheduler`` for ``optimizer``.
+    ``target_every``-th gradient step, an int or a ``setting``'s name, read at every gradient step), and
+    optionally ``checkpointed`` (attributes skrl's ``checkpoint_modules`` miss, dotted paths:
+    ``"exploration_noise.state"``), ``after_stage(stage)`` and ``extra_metrics()``. A stage's optimiser is
+    the agent's attribute ``UpdateStage.optimizer`` (default ``"<stage>_optimizer"``, skrl's names); its
+    learning-rate scheduler, stepped once per gradient step as skrl does, the same name with ``scheduler``
+    for ``optimizer``.
+
+    An agent written on skrl's bare ``Agent`` (skrl has no offline agent) gets what skrl's own agents set
+    up and the gradient step reads: ``scaler`` (a ``GradScaler``, enabled by ``cfg.mixed_precision``), the
+    autocast device type and identity observation / state preprocessors; an agent that sets them keeps
+    its own. ``observation_preprocessor`` is their public name (TD3+BC sets a dataset standardiser), and
+    ``sampled_names`` (default: what skrl's ``init`` records) the memory tensors a batch holds.
     """
 
     update_stages: tuple[UpdateStage, ...] = ()
     target_every: int | str = 1
     checkpointed: tuple[str, ...] = ()
+    sampled_names: tuple[str, ...] | None = None
+    """The memory tensors one batch holds (``None``: the ones skrl's ``init`` created, skrl's own list)."""
     trainer_hooks = UNHOOKED
     """The hook points of the rlplug trainer driving this agent (``rlplug.hooks``); it sets them."""
 
@@ -79,6 +88,7 @@ class StagedLossAgent:
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.provide_skrl_attributes()
         self.loss = loss
         self.loss_terms = tuple(terms)
         self.logged_terms = tuple(terms) + tuple(t for t in reported if t not in terms)
@@ -88,10 +98,41 @@ class StagedLossAgent:
         self.stages_by_name = {stage.name: stage for stage in self.update_stages}
         self.update_schedule = UpdateSchedule(self.update_stages, self.target_every, self.setting)
 
+    def provide_skrl_attributes(self) -> None:
+        """Set what skrl's agents set in their constructors and ``gradient_step`` reads, where the agent's
+        skrl class did not (an agent on skrl's bare ``Agent``): the AMP scaler, the autocast device type,
+        identity preprocessors. skrl's own agents (``SAC``, ``TD3``, ``DQN`` ...) keep theirs."""
+        if not hasattr(self, "_device_type"):
+            self._device_type = torch.device(self.device).type
+        if not hasattr(self, "scaler"):
+            self.scaler = torch.amp.GradScaler(device=self._device_type, enabled=bool(getattr(self.cfg, "mixed_precision", False)))
+        for name in ("_observation_preprocessor", "_state_preprocessor"):
+            if not hasattr(self, name):
+                setattr(self, name, self._empty_preprocessor)
+
+    @property
+    def observation_preprocessor(self) -> Any:
+        """skrl's observation preprocessor (what ``act``, the batches and export apply), by its public name."""
+        return self._observation_preprocessor
+
+    @observation_preprocessor.setter
+    def observation_preprocessor(self, preprocessor: Any) -> None:
+        self._observation_preprocessor = preprocessor
+
+    @property
+    def state_preprocessor(self) -> Any:
+        """skrl's state preprocessor, by its public name."""
+        return self._state_preprocessor
+
+    @state_preprocessor.setter
+    def state_preprocessor(self, preprocessor: Any) -> None:
+        self._state_preprocessor = preprocessor
+
     def setting(self, name: str) -> Any:
-        """What a stage's ``every`` / ``only_if`` (or ``target_every``) names: the agent's attribute of that
-        name (a derived agent fixes one: DDPG's ``policy_delay = 1``), else its config's field."""
-        return getattr(self, name) if hasattr(type(self), name) else getattr(self.cfg, name)
+        """What a stage's ``every`` / ``only_if`` (or ``target_every``) names, read at every gradient step:
+        the agent's attribute of that name (a derived agent fixes one: DDPG's ``policy_delay = 1``; an
+        instance may change it while training), else its config's field."""
+        return getattr(self, name) if hasattr(self, name) else getattr(self.cfg, name)
 
     # -- one gradient step ------------------------------------------------------------------------
 
@@ -111,7 +152,7 @@ class StagedLossAgent:
             for stage in stages:
                 self.after_stage(stage.name)
         self.scaler.update()  # once, after the optimisers have stepped (upstream)
-        if target_due:
+        if target_due and self.target_updater is not None:  # None: an agent without target networks (BC)
             self.target_updater.step()
         for scheduler in self.schedulers():
             scheduler.step()
@@ -130,8 +171,9 @@ class StagedLossAgent:
     def sampled_transitions(self) -> dict[str, torch.Tensor]:
         """The memory's tensors at one batch of sampled rows, by name, as stored (an agent may rewrite them:
         DQN's n-step returns)."""
-        sampled = self.memory.sample(names=self._tensors_names, batch_size=self.cfg.batch_size)[0]
-        return dict(zip(self._tensors_names, sampled))
+        names = list(self.sampled_names) if self.sampled_names is not None else self._tensors_names
+        sampled = self.memory.sample(names=names, batch_size=self.cfg.batch_size)[0]
+        return dict(zip(names, sampled))
 
     def run_stage(self, batch: dict[str, torch.Tensor], stage: str | tuple[str, ...]) -> dict[str, torch.Tensor]:
         step = self.__dict__.get("stage_step") or self.optimise_stage  # the trainer sets stage_step when compiling

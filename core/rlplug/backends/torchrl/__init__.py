@@ -15,10 +15,22 @@ from ..common.parallel import sync_gradients
 from ..common.seeding import configure_threads, seed_everything
 from .acting import egreedy_step
 from .buffers import STEPS_TO_NEXT_OBS, nstep_batch
-from .lean import LeanLoss, LeanQNetwork, NetworkCall, chosen_q, lean_applies, loss_output, td0_target
+from .lean import (
+    LeanActorCritic,
+    LeanLoss,
+    LeanQNetwork,
+    NetworkCall,
+    actor_distribution,
+    chosen_q,
+    lean_applies,
+    loss_output,
+    rsample_log_prob,
+    td0_target,
+)
 from .lean_ppo import LeanClipPPOLoss, lean_ppo_obstacle
 from .losses import describe_loss
 from .modules import (
+    categorical_actor,
     action_mask_key,
     deterministic_actor,
     observation_keys,
@@ -57,6 +69,7 @@ __all__ = [
     "seed_everything",
     # modules
     "action_mask_key",
+    "categorical_actor",
     "deterministic_actor",
     "observation_keys",
     "observation_net",
@@ -69,6 +82,9 @@ __all__ = [
     "NetworkCall",
     "LeanLoss",
     "LeanQNetwork",
+    "LeanActorCritic",
+    "actor_distribution",
+    "rsample_log_prob",
     "chosen_q",
     "lean_applies",
     "loss_output",

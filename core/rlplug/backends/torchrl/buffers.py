@@ -11,7 +11,8 @@ from torchrl.data import LazyMemmapStorage, LazyTensorStorage
 from ..common.nstep import lookahead_positions, nstep_returns
 from .env import quiet_torchrl_info
 
-STEPS_TO_NEXT_OBS = "steps_to_next_obs"  # MultiStepTransform's key, which TorchRL's TD(0) estimator raises gamma to
+STEPS_TO_NEXT_OBS = "steps_to_next_obs"
+"""The key of an n-step batch's step counts: ``MultiStepTransform``'s, which TorchRL's TD(0) estimator raises gamma to."""
 
 
 def extend_quietly(memory: Any, transitions: TensorDict) -> None:

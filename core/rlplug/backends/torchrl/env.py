@@ -53,6 +53,28 @@ def quiet_torchrl_info() -> Iterator[None]:
         logger.setLevel(level)
 
 
+def numeric_info(info: Mapping[str, Any], keep: str) -> dict[str, Any]:
+    """A vector env's info without the entries TorchRL cannot stack (object arrays of anything but the final
+    observations ``keep``: DeepMind Control's ``timestep.step_type`` enums, its ``timestep.discount`` of None at a
+    reset), nested dicts filtered alike. Numeric entries, all other envs' infos, pass unchanged."""
+    kept: dict[str, Any] = {}
+    for key, value in info.items():
+        if isinstance(value, Mapping):
+            kept[key] = numeric_info(value, keep)
+        elif key == keep or not (isinstance(value, np.ndarray) and value.dtype == object):
+            kept[key] = value
+    return kept
+
+
+class FinalObservations(terminal_obs_reader):
+    """TorchRL 0.14's reader of a gymnasium vector env's final observations (``info["final_obs"]``), reading the
+    info's numeric entries only (``numeric_info``): upstream's reader stacks every entry and fails on an object
+    array of enums or of None (``IndexError`` in ``replace_none``)."""
+
+    def __call__(self, info_dict: Any, tensordict: Any) -> Any:
+        return super().__call__(numeric_info(info_dict, self.backend_key[self.backend]), tensordict)
+
+
 class DictFinalObservations(terminal_obs_reader):
     """TorchRL 0.14's reader of a gymnasium vector env's final observations (``info["final_obs"]``, where an
     episode ended in the step), for a Dict observation space. Upstream's nests the Dict's stacked final
@@ -64,7 +86,7 @@ class DictFinalObservations(terminal_obs_reader):
     def __call__(self, info_dict: Any, tensordict: Any) -> Any:
         key = self.backend_key[self.backend]
         finals = info_dict.get(key)
-        tensordict = super().__call__({k: v for k, v in info_dict.items() if k != key}, tensordict)
+        tensordict = super().__call__({k: v for k, v in numeric_info(info_dict, key).items() if k != key}, tensordict)
         if finals is not None:
             for name in self._obs_spec.keys():
                 buffer = tensordict.get((self.name, name))
@@ -75,13 +97,14 @@ class DictFinalObservations(terminal_obs_reader):
 
 
 @contextlib.contextmanager
-def dict_final_observations() -> Iterator[None]:
+def final_observation_reader(reader: type) -> Iterator[None]:
     """``GymWrapper`` registers its final-observation reader while it is constructed (and runs a probe rollout
-    with it): inside this block it constructs ``DictFinalObservations`` instead of upstream's."""
+    with it): inside this block it constructs ``reader`` (``FinalObservations``, ``DictFinalObservations``) instead
+    of upstream's."""
     import torchrl.envs.libs.gym as gym_library
 
     upstream = gym_library.terminal_obs_reader
-    gym_library.terminal_obs_reader = DictFinalObservations
+    gym_library.terminal_obs_reader = reader
     try:
         yield
     finally:
@@ -140,11 +163,12 @@ def make_env(env: str | EnvSpec, env_kwargs: Mapping[str, Any] | None, num_envs:
     # an explicit CPU device makes every tensordict write check and cast devices: ~15-20 % fewer
     # frames/s when collecting CartPole; without one, tensors are created on the CPU anyway
     placement = {} if torch.device(device).type == "cpu" else {"device": device}
-    dict_finals = dict_final_observations() if isinstance(vector_env.single_observation_space, gym.spaces.Dict) else contextlib.nullcontext()
+    dict_space = isinstance(vector_env.single_observation_space, gym.spaces.Dict)
+    finals = final_observation_reader(DictFinalObservations if dict_space else FinalObservations)
     # the wrapper's spec probe steps the not yet seeded envs with random actions from torch's global RNG until
     # one ends (an invalid masked action ends TinyMasked at once): a varying number of draws, so it gets a fork
     # of the RNG and a seeded run's random stream does not depend on it
-    with quiet_torchrl_info(), dict_finals, torch.random.fork_rng(devices=[]):  # quiet: it logs the probe
+    with quiet_torchrl_info(), finals, torch.random.fork_rng(devices=[]):  # quiet: it logs the probe
         wrapped = GymWrapper(vector_env, categorical_action_encoding=True, **placement)
     if not isinstance(wrapped, TransformedEnv):
         wrapped = TransformedEnv(wrapped)
@@ -185,7 +209,8 @@ def collector_state(collector: Collector, raw_envs: Sequence[Any] | None = None)
     from ...envs.state import deep_snapshot, vector_env_state
 
     state = {
-        "vector": vector_env_state(collector.env.base_env._env) if raw_envs is None else None,
+        # a torch-native env's simulator (rlplug.envs.torch_native) cannot be captured: a resumed run starts new episodes
+        "vector": vector_env_state(collector.env.base_env._env) if raw_envs is None and _gymnasium_under(collector.env) else None,
         "raw": None if raw_envs is None else [deep_snapshot(env) for env in raw_envs],
         "carrier": collector._carrier.to_dict(),
         "frames": int(collector._frames),
@@ -196,13 +221,19 @@ def collector_state(collector: Collector, raw_envs: Sequence[Any] | None = None)
     return state
 
 
+def _gymnasium_under(env: EnvBase) -> bool:
+    return isinstance(getattr(getattr(env, "base_env", None), "_env", None), gym.vector.VectorEnv)
+
+
 def load_collector_state(collector: Collector, state: dict[str, Any], raw_envs: Sequence[Any] | None = None) -> None:
     """Restore ``collector_state``. Sub-envs whose state a checkpoint cannot capture (Box2D, ALE:
     ``rlplug.envs.state``) start new episodes instead, and the carrier steps on from their reset."""
     from ...envs.state import deep_restore, load_vector_env_state
 
     restarted = False
-    if raw_envs is None:
+    if raw_envs is None and state["vector"] is None:  # a torch-native env (collector_state)
+        restarted = True
+    elif raw_envs is None:
         restarted = load_vector_env_state(collector.env.base_env._env, state["vector"])
     else:
         if len(raw_envs) != len(state["raw"]):

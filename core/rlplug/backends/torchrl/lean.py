@@ -147,12 +147,64 @@ class LeanLoss:
 
 
 class LeanQNetwork(LeanLoss):
-    """``LeanLoss`` over one Q network (``value_network``: DQN, discrete CQL): ``self._q_call`` calls it
+    """``LeanLoss`` over one Q network (``value_network``: DQN, discrete CQL): ``self.q_call`` calls it
     on plain tensors."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._q_call = NetworkCall(self.value_network)
+        self.q_call = NetworkCall(self.value_network)
+
+
+class LeanActorCritic(LeanLoss):
+    """``LeanLoss`` over a loss's ``actor_network`` and its stack of ``qvalue_network``s (SAC, CQL, IQL, and
+    what derives from them), placed before the upstream class: ``actor_call`` and ``q_call`` (``NetworkCall``s)
+    and the plain-tensor pieces a derived lean loss is written from:
+
+    * ``qvalues(params, observations, action)``: every Q network of the stack, ``[num_qvalue_nets, B, 1]``;
+    * ``actor_distribution(observations)``: the actor's distribution (``tanh_normal_actor``'s ``TanhNormal``),
+      ``rsample_log_prob(dist)`` its reparameterised sample and log-probability;
+    * ``entropy_coefficient`` (alpha, out of autograd, as upstream clamps it) and ``entropy_loss(log_prob)``
+      (upstream's alpha loss, per sample) where the loss tunes an entropy coefficient (``log_alpha``).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.actor_call = NetworkCall(self.actor_network)
+        self.q_call = NetworkCall(self.qvalue_network)
+
+    def qvalues(self, params: Any, observations: list[torch.Tensor], action: torch.Tensor, detach: bool = False) -> torch.Tensor:
+        """Q(s, a) of each network of the stack under ``params`` (online, target), stacked ``[N, B, 1]``."""
+        return torch.stack([self.q_call(params, *observations, action, index=i, detach=detach) for i in range(self.num_qvalue_nets)])
+
+    def actor_distribution(self, observations: list[torch.Tensor], detach: bool = False) -> Any:
+        """The actor's action distribution at ``observations`` under its online parameters (``detach``: out
+        of autograd), built as the ``ProbabilisticActor`` builds it."""
+        loc, scale = self.actor_call(self.actor_network_params, *observations, detach=detach)
+        return actor_distribution(self.actor_network, loc, scale)
+
+    @property
+    def entropy_coefficient(self) -> torch.Tensor:
+        """alpha, ``exp(log_alpha)`` clamped to the loss's bounds, out of autograd (upstream's ``_alpha``)."""
+        return self._alpha
+
+    def entropy_loss(self, log_prob: torch.Tensor) -> torch.Tensor:
+        """Upstream's per-sample alpha loss, ``-log_alpha * (log_prob + target_entropy)``."""
+        return self._alpha_loss(log_prob)
+
+
+def actor_distribution(actor: Any, loc: torch.Tensor, scale: torch.Tensor) -> Any:
+    """The distribution a ``ProbabilisticActor`` (``tanh_normal_actor``: a ``TanhNormal`` bounded by the
+    action space) builds from its network's ``loc`` and ``scale``, on plain tensors."""
+    module = actor.module[1]
+    return module.distribution_class(loc, scale, **module.distribution_kwargs)
+
+
+def rsample_log_prob(dist: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """A reparameterised sample of ``dist`` and its log-probability, as TorchRL's ``SACLoss`` draws them
+    (``compute_rsample_log_prob``: for a ``TanhNormal``, the log-density of the squashed action)."""
+    from torchrl.objectives.sac import compute_rsample_log_prob
+
+    return compute_rsample_log_prob(dist)
 
 
 def chosen_q(q: torch.Tensor, action: torch.Tensor, action_space: str) -> torch.Tensor:

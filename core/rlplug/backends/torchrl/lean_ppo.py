@@ -181,10 +181,15 @@ def lean_ppo_obstacle(loss: Any, tensordict: Any) -> str | None:
 
 class LeanClipPPOLoss:
     """Mixin before ``ClipPPOLoss``: its ``forward`` on plain tensors where ``lean_ppo_obstacle`` allows, else
-    upstream's. ``lean_forward = False`` always takes upstream's. ``_kl_approx(log_weight, kl_approx)`` is the
-    hook a subclass changes the reported KL through (both paths call it)."""
+    upstream's. ``lean_forward = False`` always takes upstream's. ``kl_approx(log_weight, kl_approx)`` is the
+    hook a subclass changes the reported KL through (the lean path calls it; a subclass that overrides
+    upstream's ``_log_weight`` calls it there too). ``_kl_approx`` is its former name, still honoured."""
 
     lean_forward = True
+
+    def kl_approx(self, log_weight: torch.Tensor, kl_approx: torch.Tensor) -> torch.Tensor:
+        """The reported KL estimate from the log importance weights and upstream's estimate (default: upstream's)."""
+        return self._kl_approx(log_weight, kl_approx)
 
     def _kl_approx(self, log_weight: torch.Tensor, kl_approx: torch.Tensor) -> torch.Tensor:
         return kl_approx
@@ -214,7 +219,7 @@ class LeanClipPPOLoss:
         dist = dist_module.distribution_class(**dist_kwargs, **dict(dist_module.distribution_kwargs))
         log_prob = dist.log_prob(tensordict.get(keys.action))
         log_weight = (log_prob - prev_log_prob).unsqueeze(-1)
-        kl_approx = self._kl_approx(log_weight, (prev_log_prob - log_prob).unsqueeze(-1))
+        kl_approx = self.kl_approx(log_weight, (prev_log_prob - log_prob).unsqueeze(-1))
 
         with torch.no_grad():
             lw = log_weight.squeeze(-1)

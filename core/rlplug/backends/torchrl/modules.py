@@ -90,8 +90,12 @@ class _Then(nn.Module):
         return self.last(self.net(*inputs))
 
 
-def _then(net: nn.Module, last: nn.Module) -> nn.Module:
+def then(net: nn.Module, last: nn.Module) -> nn.Module:
+    """``last`` applied to ``net``'s output (an encoder's network keeps its several observation inputs)."""
     return _Then(net, last) if isinstance(net, EncodedNet) else nn.Sequential(net, last)
+
+
+_then = then
 
 
 def _keys(observation_key: str | Sequence[str]) -> list[Any]:

@@ -29,7 +29,9 @@ from ..common.seeding import configure_threads, seed_everything
 from ..common.terms import TermMeans
 from .buffers import TransitionMemmapStorage, TransitionStorage
 from .collection import make_collection
+from ...envs.torch_native import is_torch_env
 from .env import make_env, returns_reader
+from .torch_env import make_torch_native_env
 from .modules import action_mask_key, observation_keys
 from .staged import TorchRLStagedUpdates
 
@@ -223,11 +225,16 @@ class TorchRLOffPolicyTrainer(TorchRLStagedUpdates, TrainerBase):
         self.gradient_steps = 0
         self.init_updates(build)
         self.exploration_policy = self.make_exploration_policy(build)
-        self.env = make_env(build.env_spec, None, build.num_envs, build.seed, build.device)
+        torch_native = is_torch_env(build.env_id)  # a batched EnvBase on its own device: TorchRL's Collector steps it
+        if torch_native:
+            self.env = make_torch_native_env(build.env_id, build.env_kwargs, build.num_envs, build.seed, build.device,
+                                             build.env_spec.clip_actions)
+        else:
+            self.env = make_env(build.env_spec, None, build.num_envs, build.seed, build.device)
         self.returns_reader = returns_reader(self.env)  # the env's own episode returns, where it records them
         # the random warm-up counts in batches: learning_starts is rounded up to whole batches
         self.collection = make_collection(
-            not s.get("collector", False), self.env, self.exploration_policy, build.num_envs, s["train_every"],
+            not s.get("collector", False) and not torch_native, self.env, self.exploration_policy, build.num_envs, s["train_every"],
             self.learning_starts, self.transition_keys,
         )
         self._closed = False
@@ -272,12 +279,17 @@ class TorchRLOffPolicyTrainer(TorchRLStagedUpdates, TrainerBase):
         return self._metrics(terms, updates)
 
     def _track_episodes(self, batch: TensorDict) -> None:
-        rewards = batch["next", "reward"].reshape(batch.shape[0], -1).cpu().numpy()
-        dones = batch["next", "done"].reshape(batch.shape[0], -1).cpu().numpy()
+        # as the tracker keeps them: host arrays, or tensors on a torch-native env's device
+        rewards = self.episodes.local(batch["next", "reward"].reshape(batch.shape[0], -1))
+        dones = self.episodes.local(batch["next", "done"].reshape(batch.shape[0], -1))
         reader = self.returns_reader
         for t in range(rewards.shape[1]):
             done = dones[:, t]
             self.episodes.update(rewards[:, t], done, reader.take(done) if reader else None)
+
+    def logged_metrics(self) -> frozenset[str]:
+        names = {f"loss/{name}" for name in self.logged_terms} | set(self.extra_metrics())
+        return frozenset(names | {"train/gradient_steps", "train/updates_this_iteration", "train/episode_return"})
 
     def _metrics(self, terms: TermMeans, updates: int) -> dict[str, float]:
         metrics = {f"loss/{name}": value for name, value in terms.pop().items()}  # one reduction per iteration

@@ -31,10 +31,13 @@ from ...util.rng import capture_rng_state, restore_rng_state
 from ...util.suggest import did_you_mean
 from ..common.encoders import standardised_observations
 from ..common.parallel import mean_over_ranks, sync_gradients
+from ..common.rollout_optimizer import rollout_optimizer
 from ..common.seeding import configure_threads, seed_everything
 from .buffers import extend_quietly
+from ...envs.torch_native import is_torch_env
 from .env import make_env, returns_reader
-from .export import recurrent_policy_export, torchrl_policy_export
+from .torch_env import make_torch_native_env
+from .export import plain_act, recurrent_policy_export, torchrl_policy_export
 from .modules import (
     NORMALIZER_CONVENTIONS,
     RunningNormalizer,
@@ -44,6 +47,7 @@ from .modules import (
     observation_keys,
     observation_net,
     stochastic_actor,
+    then,
     value_operator,
 )
 from .recurrent import (
@@ -62,14 +66,15 @@ from .rollout_collection import lean_obstacle, make_rollouts
 # ---- models and memory --------------------------------------------------------------------------
 
 
-def actor_critic_modules(build: Build) -> dict[str, nn.Module]:
+def actor_critic_modules(build: Build, actor_output: nn.Module | None = None) -> dict[str, nn.Module]:
     """Separate actor (Categorical or Gaussian) and critic MLPs, initialised from ``build.seed``.
 
     Reads the on-policy family's network settings; with ``recurrent`` each network is ``features -> LSTM /
     GRU -> MLP head`` (``recurrent.recurrent_actor_critic``). With ``normalize_observations`` both networks
     start with the same ``RunningNormalizer``, so the collector's policy, the loss and
     ``act_deterministic`` all standardise observations identically and the statistics travel inside
-    the actor's ``state_dict`` (``TorchRLRolloutTrainer`` updates them after each update).
+    the actor's ``state_dict`` (``TorchRLRolloutTrainer`` updates them after each update). ``actor_output``: a module
+    applied to the feed-forward actor's network output before the distribution's head (RPO's mean perturbation).
     """
     configure_threads()
     seed_everything(build.seed)
@@ -87,7 +92,10 @@ def actor_critic_modules(build: Build) -> dict[str, nn.Module]:
         body = observation_net(build, output_size, s["hidden_sizes"], s["activation"])
         return body if normalizer is None else nn.Sequential(normalizer, body)
 
-    actor = stochastic_actor(net, build.action_space, s["initial_log_std"], keys, mask_key=action_mask_key(build))
+    def actor_net(output_size: int) -> nn.Module:
+        return net(output_size) if actor_output is None else then(net(output_size), actor_output)
+
+    actor = stochastic_actor(actor_net, build.action_space, s["initial_log_std"], keys, mask_key=action_mask_key(build))
     return {"actor": actor.to(build.device), "critic": value_operator(net(1), keys).to(build.device)}
 
 
@@ -218,13 +226,15 @@ class TorchRLRolloutTrainer(TrainerBase):
     every observation and next observation once, the loss's own value estimator turns them into
     advantages and value targets; then ``num_epochs`` passes of minibatches drawn without replacement
     from ``build.memory`` go through the registered loss (``build.loss``), whose optimised terms
-    (``build.loss_entry.terms``) are summed, clipped by gradient norm and stepped with Adam over
+    (``build.loss_entry.terms``) are summed, clipped by gradient norm and stepped with Adam (or the ``optimizer``
+    setting's RMSprop) over
     ``loss.parameters()``.
 
     Settings read: ``frames_per_batch``, ``num_epochs``, ``max_grad_norm``, ``lr``,
     ``normalize_values``, and when the algorithm declares them ``lr_schedule`` / ``kl_target`` /
     ``total_updates``, ``kl_early_stop``, ``normalize_observations`` and ``bootstrap_truncated``
-    (without it a time-limit cut ends the return), and ``advantage_norm_scope`` (with
+    (without it a time-limit cut ends the return), ``advantage_baseline`` (false: the value targets themselves are the
+    advantages, REINFORCE without a baseline), and ``advantage_norm_scope`` (with
     ``normalize_advantage``), ``value_norm_update``, ``observation_norm_update`` and ``normalizer_convention``
     (``RunningNormalizer``'s): absent, the loop behaves as before they existed; PPO sets skrl's semantics
     (``rlplug_ppo.settings``). With ``recurrent``
@@ -271,6 +281,7 @@ class TorchRLRolloutTrainer(TrainerBase):
         self.max_grad_norm = s["max_grad_norm"]
         self.kl_early_stop = s.get("kl_early_stop", 0.0)
         self.bootstrap_truncated = s.get("bootstrap_truncated", False)
+        self.advantage_baseline = s.get("advantage_baseline", True)
         self.action_bounds = None
         if isinstance(build.action_space, gym.spaces.Box):
             space = build.action_space
@@ -290,8 +301,9 @@ class TorchRLRolloutTrainer(TrainerBase):
             setting_choice(s, "advantage_norm_scope", ADVANTAGE_NORM_SCOPES) == "rollout"
         )
 
-        # loss.parameters() rather than the models': a registered loss may own extra parameters
-        self.optimizer = torch.optim.Adam(self.loss.parameters(), lr=s["lr"])
+        # loss.parameters() rather than the models': a registered loss may own extra parameters; Adam unless the
+        # cell declares the optimizer setting (A2C's RMSprop)
+        self.optimizer = rollout_optimizer(self.loss.parameters(), s["lr"], s)
         # what the gradient norm clips, listed once: loss.parameters() walks every submodule on each minibatch
         self.clipped_parameters = list(self.loss.parameters())
         self.lr_schedule = LearningRateSchedule(
@@ -327,6 +339,9 @@ class TorchRLRolloutTrainer(TrainerBase):
         return getattr(self.collection, "collector", None)
 
     def make_env(self, build: Build) -> EnvBase:
+        if is_torch_env(build.env_id):  # a batched EnvBase on the env's device, stepped by the collector directly
+            return make_torch_native_env(build.env_id, build.env_kwargs, build.num_envs, build.seed, build.device,
+                                             build.env_spec.clip_actions)
         return make_env(build.env_spec, None, build.num_envs, build.seed, build.device)
 
     # -- one iteration ----------------------------------------------------------------------------
@@ -375,8 +390,9 @@ class TorchRLRolloutTrainer(TrainerBase):
         return batch["next", "reward"].reshape(batch.shape)
 
     def _track_episodes(self, batch: TensorDict) -> None:
-        rewards = self.step_rewards(batch).cpu().numpy()
-        dones = batch["next", "done"].reshape(batch.shape).cpu().numpy()
+        # as the tracker keeps them: host arrays, or tensors on a torch-native env's device
+        rewards = self.episodes.local(self.step_rewards(batch))
+        dones = self.episodes.local(batch["next", "done"].reshape(batch.shape))
         reader = self.returns_reader
         for t in range(batch.shape[1]):
             done = dones[:, t]
@@ -403,6 +419,8 @@ class TorchRLRolloutTrainer(TrainerBase):
         # the values are already in the batch: skip_existing stops the estimator recomputing them
         with set_skip_existing(True):
             self.loss.value_estimator(batch)
+        if not self.advantage_baseline:  # REINFORCE without a baseline: the return itself weighs each log-probability
+            batch["advantage"] = batch["value_target"].clone()
         if self.value_normalizer is not None:
             if self.value_norm_update == "values_and_returns":
                 # skrl's order: statistics updated with the values, values standardised, then the same
@@ -417,6 +435,11 @@ class TorchRLRolloutTrainer(TrainerBase):
                 batch[self.value_key] = self.value_normalizer(batch[self.value_key])
         if self.rollout_advantage_norm:
             batch["advantage"] = standardise_advantages(batch["advantage"])
+
+    def logged_metrics(self) -> frozenset[str]:
+        names = {f"loss/{name}" for name in self.logged_terms}
+        names |= {"train/lr", "train/minibatches", "train/kl_early_stopped", "train/episode_return"}
+        return frozenset(names | ({"train/clip_ratio"} if self.clip_schedule is not None else set()))
 
     def _update(self, batch: TensorDict) -> dict[str, float]:
         logged: list[list[torch.Tensor]] = []  # per optimised minibatch, self.logged_terms in order
@@ -485,6 +508,9 @@ class TorchRLRolloutTrainer(TrainerBase):
     def reset_acting_state(self) -> None:
         if self.acting_state is not None:
             self.acting_state.reset()
+
+    def evaluation_act(self) -> Any:
+        return plain_act(self)
 
     def export_policy(self) -> nn.Module:
         """``act_deterministic`` as one module: the actor's network (normaliser and encoder inside), its

@@ -82,6 +82,45 @@ LOSSES: dict[str, Table] = {
         "entropy_coeff": Setting("entropy_coeff"),
         "normalize_advantage": Excluded("library default kept: per minibatch, over all but the agent dimension"),
     },
+    "A2CLoss": {
+        "actor_network": MODEL,
+        "critic_network": MODEL,
+        "entropy_bonus": Excluded("fixed by the cell: True (A2CLoss drops the term at a zero coefficient; the cell declares it "
+                                  "optimised), entropy_coeff = 0 removes the bonus"),
+        "samples_mc_entropy": Excluded("library default kept: rlplug's distributions have a closed-form entropy"),
+        "entropy_coeff": Setting("entropy_coeff", differs="SB3's A2C ent_coef 0.0 (skrl's A2C entropy_loss_scale 0.0); "
+                                 "TorchRL's None stands for its 0.01"),
+        "critic_coeff": Setting("critic_coeff", differs="SB3's A2C vf_coef 0.5; TorchRL weighs the critic by 1.0"),
+        "loss_critic_type": Setting("loss_critic_type", differs="the neutral value_coef weighs a mean squared error (skrl's "
+                                    "and SB3's A2C value loss); TorchRL defaults to smooth_l1"),
+        "advantage_norm": Excluded("library default kept: rlplug's loop standardises the rollout's advantages "
+                                   "(normalize_advantage, advantage_norm_scope = 'rollout', as skrl's compute_gae)"),
+        "gamma": LOSS_GAMMA,
+        "separate_losses": SEPARATE,
+        "advantage_key": KEYS,
+        "value_target_key": KEYS,
+        "functional": Excluded("fixed by the cell: False, the modules themselves instead of parameter copies (as PPO's)"),
+        "actor": Excluded("deprecated alias of actor_network"),
+        "critic": Excluded("deprecated alias of critic_network"),
+        "reduction": REDUCTION,
+        "clip_value": Excluded("library default kept: A2C does not clip the value change (neither skrl's nor SB3's)"),
+    },
+    "ReinforceLoss": {
+        "actor_network": MODEL,
+        "critic_network": MODEL,
+        "delay_value": Excluded("library default kept: no target critic; TD(1) targets bootstrap from the critic itself"),
+        "loss_critic_type": Setting("loss_critic_type", differs="a mean squared error, as the skrl cell's (A2C's value loss); "
+                                    "TorchRL defaults to smooth_l1"),
+        "gamma": LOSS_GAMMA,
+        "advantage_key": KEYS,
+        "value_target_key": KEYS,
+        "separate_losses": SEPARATE,
+        "functional": Excluded("fixed by the cell: False, the modules themselves instead of parameter copies"),
+        "actor": Excluded("deprecated alias of actor_network"),
+        "critic": Excluded("deprecated alias of critic_network"),
+        "reduction": REDUCTION,
+        "clip_value": Excluded("library default kept: REINFORCE does not clip the value change"),
+    },
     "SACLoss": {
         "actor_network": MODEL,
         "qvalue_network": MODEL,
@@ -136,6 +175,9 @@ LOSSES: dict[str, Table] = {
         "reduction": REDUCTION,
         "use_prioritized_weights": NO_PRIORITIES,
     },
+    # a loss of a plugin's own on TorchRL's base (qrdqn's QRDQNLoss): the base takes no argument, the loss's
+    # own arguments are the plugin's settings
+    "LossModule": {},
     "DQNLoss": {
         "value_network": MODEL,
         "loss_function": Setting("loss_function"),
@@ -162,6 +204,31 @@ LOSSES: dict[str, Table] = {
         "separate_losses": SEPARATE,
         "reduction": REDUCTION,
         "deactivate_vmap": VMAP,
+        "scalar_output_mode": SCALAR_OUTPUT,
+    },
+    "BCLoss": {
+        "actor_network": MODEL,
+        "loss_function": Setting("loss_function", differs="named, not inferred: BCLoss's None picks MSE for a deterministic "
+                                 "actor's Box actions (the recipe's 'l2') and cross-entropy for Discrete ones (the cell "
+                                 "passes 'cross_entropy' there)"),
+        "reduction": REDUCTION,
+    },
+    "DiscreteIQLLoss": {
+        "actor_network": MODEL,
+        "qvalue_network": MODEL,
+        "value_network": MODEL,
+        "action_space": Excluded("fixed by the cell: 'categorical', the index actions datasets store (the library's None "
+                                 "warns and means one-hot)"),
+        "num_qvalue_nets": Setting("num_qvalue_nets"),
+        "loss_function": Setting("loss_function", differs=L2_LOSS),
+        "temperature": Setting("temperature", differs="the IQL paper's value; IQLLoss's own defaults are not the paper's "
+                               "(rlplug_iql.torchrl_discrete.make_discrete_iql_loss)"),
+        "expectile": Setting("expectile", differs="the IQL paper's value; IQLLoss's own defaults are not the paper's "
+                             "(rlplug_iql.torchrl_discrete.make_discrete_iql_loss)"),
+        "gamma": LOSS_GAMMA,
+        "priority_key": NO_PRIORITIES,
+        "separate_losses": SEPARATE,
+        "reduction": REDUCTION,
         "scalar_output_mode": SCALAR_OUTPUT,
     },
     "CQLLoss": {
@@ -204,6 +271,8 @@ LOSSES["TD3BCLoss"] = {
     "loss_function": Setting("loss_function", differs="the paper's mean squared TD error, as TD3's cells (rlplug_td3bc.settings); "
                              "TorchRL defaults to smooth_l1"),
 }
+# IPPOLoss is MAPPOLoss for a per-agent critic on local observations (TorchRL: "structurally identical")
+LOSSES["IPPOLoss"] = LOSSES["MAPPOLoss"]
 
 # ---- value estimators ------------------------------------------------------------------------------
 

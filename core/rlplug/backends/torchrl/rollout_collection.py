@@ -37,7 +37,7 @@ from torchrl.envs.transforms import TensorDictPrimer, VecGymEnvTransform
 
 from .acting import tensor_policy
 from .collection import restore_envs, step_vector_env
-from .env import EndedReturns, collector_state, load_collector_state, make_collector, returns_reader
+from .env import EndedReturns, FinalObservations, collector_state, load_collector_state, make_collector, returns_reader
 from .recurrent import INIT_KEY
 
 TRAJ_IDS = ("collector", "traj_ids")
@@ -86,8 +86,9 @@ def lean_obstacle(env: EnvBase, recurrent: bool) -> str | None:
         return f"the env has transforms the lean path does not replay: {', '.join(unknown)}"
     extra = [str(key) for key in info_keys(env, carried_keys(env) if recurrent else [])]
     readers = [type(reader) for reader in base.info_dict_reader]
-    if extra and (isinstance(base._env.single_observation_space, gym.spaces.Dict) or any(kind not in (terminal_obs_reader, EndedReturns) for kind in readers)):
-        # replayed: upstream's terminal reader over a Box space's info; other readers are their own business
+    if extra and (isinstance(base._env.single_observation_space, gym.spaces.Dict) or any(kind not in (terminal_obs_reader, FinalObservations, EndedReturns) for kind in readers)):
+        # replayed: upstream's terminal reader over a Box space's info (FinalObservations: upstream's on its numeric
+        # entries); other readers are their own business
         return f"the env's info entries reach the steps through readers the lean path does not replay ({', '.join(extra)})"
     return None
 

@@ -29,7 +29,7 @@ from ..common.stages import (
     stage_terms,
     summed,
 )
-from .export import torchrl_policy_export
+from .export import plain_act, torchrl_policy_export
 from .modules import deterministic_actions
 
 
@@ -61,7 +61,7 @@ class TorchRLStagedUpdates:
         self.logged_terms = self.optimised_terms + tuple(t for t in entry.reported if t not in self.optimised_terms)
         self.stage_terms_of = stage_terms(entry.terms, entry.optimisers, self.update_stages, type(self).__name__)
         self.stages_by_name = {stage.name: stage for stage in self.update_stages}
-        self.update_schedule = UpdateSchedule(self.update_stages, self.target_every, s.__getitem__)
+        self.update_schedule = UpdateSchedule(self.update_stages, self.target_every, self.setting)
         self.grad_norm_clip = s.get(self.clip_setting, 0.0)
         self.optimizers = dict(self.make_optimizers(build))
         missing = sorted({optimizer_of(stage) for stage in self.update_stages} - set(self.optimizers))
@@ -71,6 +71,12 @@ class TorchRLStagedUpdates:
         self.policy = self.policy_module(build)
         # compile = true: each optimiser step (its terms, backward, clip, step) compiled; the target update stays eager
         self._optimise_stage = self.compiled(self.optimise_stage)
+
+    def setting(self, name: str) -> Any:
+        """What a stage's ``every`` / ``only_if`` (or ``target_every``) names, read at every gradient step: the
+        trainer's attribute of that name where it has one (a derived cell's class attribute, or one set on the
+        instance while training), else the build's setting (as skrl's ``StagedLossAgent.setting``)."""
+        return getattr(self, name) if hasattr(self, name) else self.build.settings[name]
 
     def make_optimizers(self, build: Build) -> Mapping[str, torch.optim.Optimizer]:  # pragma: no cover - abstract
         raise NotImplementedError(f"{type(self).__name__} implements no make_optimizers")
@@ -119,7 +125,7 @@ class TorchRLStagedUpdates:
         terms: dict[str, torch.Tensor] = {}
         for stages in steps:
             terms.update(self._optimise_stage(stages[0].name if len(stages) == 1 else tuple(s.name for s in stages), sample))
-        if target_due:
+        if target_due and self.target_updater is not None:  # None: a cell without target networks (BC)
             self.target_updater.step()
         for scheduler in self.lr_schedulers.values():
             scheduler.step()
@@ -141,6 +147,9 @@ class TorchRLStagedUpdates:
         """``act_deterministic`` as one module: the policy's network and its deterministic action."""
         return torchrl_policy_export(self.build, self.policy)
 
+    def evaluation_act(self) -> Any:
+        return plain_act(self)
+
     # -- checkpoints: the loss holds the online and target parameters (and SAC's log alpha) ------------
 
     def module_state(self) -> dict[str, Any]:
@@ -148,7 +157,7 @@ class TorchRLStagedUpdates:
             "loss": self.loss.state_dict(),
             "optimizers": {name: optimizer.state_dict() for name, optimizer in self.optimizers.items()},
             "lr_schedulers": {name: scheduler.state_dict() for name, scheduler in self.lr_schedulers.items()},
-            "target_updater": self.target_updater.state_dict(),
+            "target_updater": self.target_updater.state_dict() if self.target_updater is not None else None,
             "update_schedule": self.update_schedule.state_dict(),
             "attributes": attribute_states(self, self.checkpointed),
         }
@@ -159,6 +168,7 @@ class TorchRLStagedUpdates:
             optimizer.load_state_dict(state["optimizers"][name])
         for name, scheduler in self.lr_schedulers.items():
             scheduler.load_state_dict(state["lr_schedulers"][name])
-        self.target_updater.load_state_dict(state["target_updater"])
+        if self.target_updater is not None:
+            self.target_updater.load_state_dict(state["target_updater"])
         self.update_schedule.load_state_dict(state["update_schedule"])
         load_attribute_states(self, state["attributes"])

@@ -19,7 +19,7 @@ from .files import INSTALL, hyperparams_dir, load, zoo_version
 from .translate import Translation, translate
 
 PREFIX = "zoo:"
-ZOO_ALGORITHMS = ("ppo", "sac", "td3", "dqn", "ddpg")
+ZOO_ALGORITHMS = ("ppo", "a2c", "sac", "td3", "dqn", "ddpg", "qrdqn")
 """The Zoo files for rlplug's algorithms, each translated key by key (``TRANSLATORS``)."""
 SPECIAL_ENTRIES = ("default", "atari")
 DEFAULT_BACKEND = "skrl"
@@ -174,6 +174,25 @@ def pairs(algorithms: Any = ZOO_ALGORITHMS) -> list[Pair]:
     return rows
 
 
+ZOO_ENV_PACKAGES = (
+    ("Bullet", "pybullet_envs_gymnasium"),
+    ("MiniGrid-", "minigrid"),
+    ("donkey-", "gym-donkeycar"),
+    ("Fetch", "gymnasium-robotics"),
+    ("Panda", "panda-gym"),
+    ("parking-", "highway-env"),
+    ("highway-", "highway-env"),
+    ("RocketLander", "rocket-lander-gym"),
+)
+"""(part of an env id, the PyPI package that registers it): the packages rl_zoo3's ``import_envs.py`` imports to
+register the envs its hyperparameter files name (and gymnasium-robotics for the Fetch tasks)."""
+
+
+def env_package(env: str) -> str | None:
+    """The package to install for a Zoo env id that gymnasium does not know here, or ``None`` when none is known."""
+    return next((package for part, package in ZOO_ENV_PACKAGES if part in env), None)
+
+
 def env_status(env: str) -> str:
     """Whether ``env`` can be made here, from gymnasium's registry and the suites' packages (nothing imported
     beyond gymnasium's registry)."""
@@ -188,7 +207,10 @@ def env_status(env: str) -> str:
         return "installed" if suite_available(suite) else f"needs {suite.label}: pip install 'rlplug[{suite.extra}]'"
     spec = gym.registry.get(env)
     if spec is None:
-        return "not registered here (its package is not installed)"
+        package = env_package(env)
+        if package is None:
+            return "not registered here (no package on PyPI registers it: one of the Zoo authors' own envs)"
+        return f"not registered here: pip install {package}"
     point = spec.entry_point
     if callable(point) and getattr(point, "__name__", "").startswith("_raise"):
         return "not makeable with gymnasium 1.x (needs mujoco-py)"

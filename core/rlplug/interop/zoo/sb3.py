@@ -2,7 +2,7 @@
 leaves out, its strings (``lin_3e-4`` schedules, ``policy_kwargs`` such as ``dict(net_arch=[64, 64],
 activation_fn=nn.ReLU)``) read safely, never ``eval``-ed.
 
-The defaults are those of Stable-Baselines3 2.9.2's constructors (``PPO.__init__``, ``SAC.__init__``, ``TD3.__init__``,
+The defaults are those of Stable-Baselines3 2.9.2's constructors (``PPO.__init__``, ``A2C.__init__``, ``SAC.__init__``, ``TD3.__init__``,
 ``DDPG.__init__``, ``DQN.__init__`` and the policies' ``net_arch`` / ``activation_fn``); the Zoo passes an entry's keys to them as
 keyword arguments, so what an entry does not say is what SB3 does by default.
 """
@@ -15,6 +15,10 @@ from typing import Any
 SB3_DEFAULTS: dict[str, dict[str, Any]] = {
     "ppo": {"learning_rate": 3e-4, "n_steps": 2048, "batch_size": 64, "n_epochs": 10, "gamma": 0.99, "gae_lambda": 0.95,
             "clip_range": 0.2, "ent_coef": 0.0, "vf_coef": 0.5, "max_grad_norm": 0.5,
+            "policy_kwargs": "dict(net_arch=dict(pi=[64, 64], vf=[64, 64]), activation_fn=nn.Tanh, log_std_init=0.0)"},
+    # A2C.__init__: n_steps 5, gae_lambda 1.0 (Monte-Carlo), RMSprop (alpha 0.99, eps rms_prop_eps), advantages as they are
+    "a2c": {"learning_rate": 7e-4, "n_steps": 5, "gamma": 0.99, "gae_lambda": 1.0, "ent_coef": 0.0, "vf_coef": 0.5,
+            "max_grad_norm": 0.5, "rms_prop_eps": 1e-5, "use_rms_prop": True, "normalize_advantage": False,
             "policy_kwargs": "dict(net_arch=dict(pi=[64, 64], vf=[64, 64]), activation_fn=nn.Tanh, log_std_init=0.0)"},
     "sac": {"learning_rate": 3e-4, "buffer_size": 1_000_000, "learning_starts": 100, "batch_size": 256, "tau": 0.005,
             "gamma": 0.99, "train_freq": 1, "gradient_steps": 1, "ent_coef": "auto", "target_update_interval": 1,
@@ -30,10 +34,16 @@ SB3_DEFAULTS: dict[str, dict[str, Any]] = {
             "gamma": 0.99, "train_freq": 4, "gradient_steps": 1, "target_update_interval": 10_000,
             "exploration_fraction": 0.1, "exploration_initial_eps": 1.0, "exploration_final_eps": 0.05,
             "max_grad_norm": 10.0, "policy_kwargs": "dict(net_arch=[64, 64], activation_fn=nn.ReLU)"},
+    # sb3-contrib's QRDQN.__init__ and QRDQNPolicy (no gradient clipping unless max_grad_norm is given)
+    "qrdqn": {"learning_rate": 5e-5, "buffer_size": 1_000_000, "learning_starts": 100, "batch_size": 32, "tau": 1.0,
+              "gamma": 0.99, "train_freq": 4, "gradient_steps": 1, "target_update_interval": 10_000,
+              "exploration_fraction": 0.005, "exploration_initial_eps": 1.0, "exploration_final_eps": 0.01,
+              "max_grad_norm": None, "policy_kwargs": "dict(net_arch=[64, 64], activation_fn=nn.ReLU, n_quantiles=200)"},
 }  # fmt: skip
 """Per algorithm, SB3's constructor defaults that rlplug's own defaults would otherwise replace."""
 
 SB3_BEHAVIOUR: dict[str, dict[str, tuple[Any, str]]] = {
+    "a2c": {"minibatches": (1, "SB3's A2C makes one gradient step over each whole rollout")},
     "sac": {"squash_actions": (True, "SB3's SAC policy is a tanh-squashed Gaussian")},
     "dqn": {"td_loss": ("huber", "SB3's DQN minimises the smooth-L1 (Huber) TD loss")},
 }

@@ -204,8 +204,15 @@ def _env_wrapper(c: _Context, key: str, value: Any) -> None:
                 c.drop(f"{label} options", other, "rlplug's Atari preprocessing is fixed at SB3's defaults")
         elif name in TIME_LIMITS and set(kwargs) <= {"max_episode_steps"} and "max_episode_steps" in kwargs:
             c.field(label, kwargs, time_limit=int(kwargs["max_episode_steps"]))
+        elif isinstance(name, str) and "." in name:
+            # any other Gymnasium wrapper: the recipe field ``wrappers`` imports it by path and applies it where
+            # the Zoo does (right above gym.make); a module not installed here is refused when the env is made
+            module, _, attribute = name.rpartition(".")
+            entry = {"wrapper": f"{module}:{attribute}", **({"kwargs": kwargs} if kwargs else {})}
+            c.fields.setdefault("wrappers", []).append(entry)
+            c.ok(label, kwargs or name, f"wrappers += {_text(entry)}")
         else:
-            c.drop(label, kwargs or name, f"wrapper '{name}' has no rlplug equivalent")
+            c.drop(label, kwargs or name, f"wrapper '{name}' is not a module path (module.Class)")
 
 
 def _normalize(c: _Context, key: str, value: Any) -> None:
@@ -224,7 +231,7 @@ def _normalize(c: _Context, key: str, value: Any) -> None:
     obs, reward = bool(options.pop("norm_obs", True)), bool(options.pop("norm_reward", True))
     parts: list[str] = []
     if obs:
-        if c.t.algorithm == "ppo":
+        if c.t.algorithm in ("ppo", "a2c"):
             c.hp["normalize_observations"] = True
             parts.append("normalize_observations = true (running mean/std; VecNormalize clips at 10, skrl's scaler at 5)")
         else:
@@ -243,8 +250,8 @@ def _normalize(c: _Context, key: str, value: Any) -> None:
 def _policy_kwargs(c: _Context, key: str, value: Any) -> None:
     """SB3 merges ``policy_kwargs`` over the policy's defaults; the SB3 defaults here hold those defaults."""
     defaults = read_python_literal(SB3_DEFAULTS[c.t.algorithm]["policy_kwargs"])
-    if c.p.get("policy") == "CnnPolicy" and c.t.algorithm in ("ppo", "dqn"):
-        defaults["net_arch"] = []  # SB3's PPO and DQN put the heads straight on NatureCNN's features
+    if c.p.get("policy") == "CnnPolicy" and c.t.algorithm in ("ppo", "dqn", "qrdqn"):
+        defaults["net_arch"] = []  # SB3's PPO, DQN and QR-DQN put the heads straight on NatureCNN's features
     given: dict[str, Any] = {}
     if c.origins.get(key) == "zoo":
         try:
@@ -271,7 +278,7 @@ def _policy_option(c: _Context, key: str, name: str, value: Any) -> None:
         else:
             c.drop(key, value, f"rlplug's activations are {', '.join(f'nn.{a}' for a in ACTIVATIONS)}")
     elif name == "log_std_init":
-        if algo == "ppo":
+        if algo in ("ppo", "a2c"):
             c.hyper(key, value, initial_log_std=float(value))
         else:
             c.drop(key, value, f"SB3's {algo.upper()} uses it only with gSDE")
@@ -282,10 +289,15 @@ def _policy_option(c: _Context, key: str, name: str, value: Any) -> None:
             c.drop(key, value, "rlplug has no orthogonal initialisation (PyTorch's default init)")
     elif name == "n_critics" and algo in ("sac", "td3") and value == 2:
         c.ok(key, value, f"the twin critics of rlplug's {algo}")
+    elif name == "n_quantiles" and algo == "qrdqn":
+        c.hyper(key, value, n_quantiles=int(value))
     elif name == "n_critics" and algo == "ddpg" and value == 1:
         c.ok(key, value, "the one critic of rlplug's ddpg")
     elif name in ("use_expln", "full_std", "squash_output", "clip_mean"):
         c.drop(key, value, GSDE)
+    elif name in ("optimizer_class", "optimizer_kwargs"):
+        c.drop(key, value, "rlplug's optimiser is torch's Adam or RMSprop (the optimizer hyperparameter; SB3's "
+               "RMSpropTFLike puts epsilon inside the square root)")  # fmt: skip
     else:
         c.drop(key, value, f"policy option '{name}' has no rlplug field")
 
@@ -375,7 +387,7 @@ def _vf_coef(c: _Context, key: str, value: Any) -> None:
 
 
 def _max_grad_norm(c: _Context, key: str, value: Any) -> None:
-    c.hyper(key, value, max_grad_norm=float(value))
+    c.hyper(key, value, max_grad_norm=0.0 if value is None else float(value))  # None: no clip (sb3-contrib's QRDQN)
 
 
 def _target_kl(c: _Context, key: str, value: Any) -> None:
@@ -391,6 +403,30 @@ def _normalize_advantage(c: _Context, key: str, value: Any) -> None:
         c.ok(key, value, "advantages are standardised, as rlplug's PPO does")
     else:
         c.drop(key, value, "rlplug's PPO always standardises advantages")
+
+
+# ---- A2C (stable_baselines3/a2c/a2c.py) ------------------------------------------------------------------
+
+
+def _normalize_advantage_a2c(c: _Context, key: str, value: Any) -> None:
+    c.hyper(key, value, normalize_advantage=bool(value))
+
+
+def _use_rms_prop(c: _Context, key: str, value: Any) -> None:
+    """SB3's A2C with ``use_rms_prop`` steps ``th.optim.RMSprop(alpha=0.99, eps=rms_prop_eps, weight_decay=0)``;
+    without it the policy's Adam with eps 1e-5 (rlplug's Adam keeps torch's 1e-8)."""
+    if value:
+        eps = float(c.p.get("rms_prop_eps", 1e-5))
+        c.hyper(f"{key}, rms_prop_eps", [value, eps], " (SB3's alpha 0.99)", optimizer="rmsprop", rmsprop_alpha=0.99,
+                rmsprop_eps=eps)  # fmt: skip
+    else:
+        c.hyper(key, value, " (torch's eps 1e-8; SB3's Adam has 1e-5)", optimizer="adam")
+
+
+def _rms_prop_eps(c: _Context, key: str, value: Any) -> None:
+    if not c.p.get("use_rms_prop", True):
+        c.drop(key, value, "use_rms_prop is false: SB3 ignores it")
+    # else translated together with use_rms_prop
 
 
 # ---- off-policy (stable_baselines3/common/off_policy_algorithm.py, sac/, td3/, dqn/) ---------------------
@@ -434,10 +470,10 @@ def _gradient_steps(c: _Context, key: str, value: Any) -> None:
 def _n_step_returns(c: _Context, key: str, value: Any) -> None:
     if int(value) == 1:
         c.ok(key, value, "one-step TD targets, as rlplug's value_estimator = 'td0'")
-    elif c.t.algorithm == "dqn":
+    elif c.t.algorithm in ("dqn", "qrdqn"):
         c.hyper(key, value, n_step=int(value))
     else:
-        c.drop(key, value, f"n-step replay returns exist in rlplug's dqn only; its {c.t.algorithm} uses one-step (td0) targets")
+        c.drop(key, value, f"n-step replay returns exist in rlplug's dqn and qrdqn only; its {c.t.algorithm} uses one-step (td0) targets")
 
 
 def _lr_both(*names: str) -> Callable[[_Context, str, Any], None]:
@@ -572,6 +608,9 @@ TRANSLATORS: dict[str, dict[str, Callable[[_Context, str, Any], None]]] = {
             "n_epochs": _n_epochs, "gae_lambda": _gae_lambda, "clip_range": _clip_range, "clip_range_vf": _clip_range_vf,
             "ent_coef": _ent_coef_ppo, "vf_coef": _vf_coef, "max_grad_norm": _max_grad_norm, "target_kl": _target_kl,
             "normalize_advantage": _normalize_advantage},
+    "a2c": {**COMMON, "learning_rate": _ppo_learning_rate, "n_steps": _n_steps, "gae_lambda": _gae_lambda,
+            "ent_coef": _ent_coef_ppo, "vf_coef": _vf_coef, "max_grad_norm": _max_grad_norm,
+            "normalize_advantage": _normalize_advantage_a2c, "use_rms_prop": _use_rms_prop, "rms_prop_eps": _rms_prop_eps},
     "sac": {**COMMON, **OFF_POLICY, "learning_rate": _lr_both("actor_learning_rate", "critic_learning_rate", "alpha_learning_rate"),
             "ent_coef": _ent_coef_sac, "target_entropy": _target_entropy,
             "target_update_interval": _target_update_interval_sac, "noise_type": _noise_type, "noise_std": _noise_std},
@@ -585,6 +624,7 @@ TRANSLATORS: dict[str, dict[str, Callable[[_Context, str, Any], None]]] = {
             "exploration_initial_eps": _exploration_initial_eps, "exploration_final_eps": _exploration_final_eps,
             "max_grad_norm": _max_grad_norm},
 }  # fmt: skip
+TRANSLATORS["qrdqn"] = TRANSLATORS["dqn"]  # sb3-contrib's QRDQN takes DQN's keys (n_quantiles: in policy_kwargs)
 """Per algorithm rlplug translates, each Zoo key's translation."""
 
 

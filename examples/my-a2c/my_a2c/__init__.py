@@ -1,6 +1,6 @@
-"""rlplug-a2c: A2C (advantage actor-critic) for rlplug, on skrl and TorchRL.
+"""my-a2c: A2C (advantage actor-critic) for rlplug, on skrl and TorchRL.
 
-This module is the plugin's entry point (``rlplug_a2c:plugin`` in group ``rlplug.plugins``). rlplug
+This module is the plugin's entry point (``my_a2c:plugin`` in group ``rlplug.plugins``). rlplug
 imports it to list algorithms and recipes, so it only declares things and never imports torch, skrl
 or TorchRL; the implementations live in ``skrl_backend`` and ``torchrl_backend`` and are imported when
 a run is built. The hyperparameters are the on-policy family's (``rlplug.families``), and so is
@@ -37,7 +37,7 @@ PARAMS = (
 
 
 def skrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
-    """Fields of skrl's ``A2C_CFG`` and the loss's scales (``rlplug show a2c-cartpole`` prints them)."""
+    """Fields of skrl's ``A2C_CFG`` and the loss's scales (``rlplug show mya2c-cartpole`` prints them)."""
     return skrl_onpolicy_settings(hp, recipe)
 
 
@@ -47,10 +47,10 @@ def torchrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
 
 
 A2C = AlgorithmSpec(
-    name="a2c",
+    name="mya2c",
     summary="A2C: advantage actor-critic, one gradient step per minibatch of each short rollout (GAE)",
     kind="on-policy",
-    backends=both_backends("rlplug_a2c", ("discrete", "continuous"), skrl_settings, torchrl_settings),
+    backends=both_backends("my_a2c", ("discrete", "continuous"), skrl_settings, torchrl_settings),
     params=PARAMS,
     api_version=rlplug.API_VERSION,
     default_loss="a2c",
@@ -61,7 +61,7 @@ A2C = AlgorithmSpec(
         LossSpec(
             name="a2c",
             backend="skrl",
-            factory="rlplug_a2c.skrl_backend:make_a2c_loss",
+            factory="my_a2c.skrl_backend:make_a2c_loss",
             terms=("loss_policy", "loss_value", "loss_entropy"),
             reported=("approx_kl",),
             doc="-(advantage * log pi(a|s)) + scaled MSE value loss - entropy bonus; skrl's own A2C math (value_coef = 1)",
@@ -69,7 +69,7 @@ A2C = AlgorithmSpec(
         LossSpec(
             name="a2c",
             backend="torchrl",
-            factory="rlplug_a2c.torchrl_backend:make_a2c_loss",
+            factory="my_a2c.torchrl_backend:make_a2c_loss",
             terms=("loss_objective", "loss_critic", "loss_entropy"),
             reported=("entropy",),
             doc="torchrl.objectives.A2CLoss with a GAE value estimator (advantages standardised per rollout)",
@@ -79,13 +79,13 @@ A2C = AlgorithmSpec(
 
 RECIPES = [
     {
-        "name": "a2c-cartpole",
+        "name": "mya2c-cartpole",
         "version": 1,
         "description": (
             "A2C on CartPole-v1, 8 environments, 16-step rollouts, learning rate annealed to zero; measured at "
             "100k steps: eval 167-500 (median 408) over seeds 42 and 0-3 on both backends, 8 s (skrl) / 14 s (TorchRL)"
         ),
-        "algorithm": "a2c",
+        "algorithm": "mya2c",
         "env": "CartPole-v1",
         "backend": "torchrl",
         "steps": 100_000,
@@ -109,4 +109,4 @@ RECIPES = [
     },
 ]
 
-plugin = AlgorithmPlugin(A2C, recipes=RECIPES, source="rlplug-a2c")
+plugin = AlgorithmPlugin(A2C, recipes=RECIPES, source="my-a2c")

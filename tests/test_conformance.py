@@ -1,0 +1,348 @@
+"""The algorithm plugins of issue 47 (a2c, rpo, reinforce, ippo) and issue 48 (qrdqn), one parametrised module over their cells.
+
+Each cell (algorithm x backend, plus the variants its settings reach) passes the conformance kit
+(``rlplug.testing.check_cell``: declarations, construction, a short train with finite optimised terms,
+deterministic evaluation, the checkpoint round trip and resume equivalence) and really learns something: a few
+hundred steps move every parameter. The skrl losses of the algorithms skrl ships an agent for (A2C, RPO) are
+upstream's update, bit for bit on the same transitions and random streams; REINFORCE's Monte-Carlo advantages and
+RPO's perturbation are checked where they live. IPPO (multi-agent, on MPE) runs the kit too; its own facts, the
+library's own IPPO with critics on local observations, are checked on hand-wired builds.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("skrl")
+pytest.importorskip("torchrl")
+
+from conftest import make_build  # noqa: E402
+from rlplug.testing import check_cell  # noqa: E402
+
+RECIPES = """
+[recipes.a2c-conformance]
+version = 1
+algorithm = "a2c"
+env = "CartPole-v1"
+backend = "skrl"
+steps = 256
+seed = 0
+num_envs = 4
+target = 0.0
+eval_episodes = 2
+[recipes.a2c-conformance.hyperparameters]
+hidden_sizes = [16, 16]
+rollout_steps = 8
+minibatches = 2
+
+[recipes.rpo-conformance]
+version = 1
+algorithm = "rpo"
+env = "Pendulum-v1"
+backend = "skrl"
+steps = 256
+seed = 0
+num_envs = 4
+target = 0.0
+eval_episodes = 2
+[recipes.rpo-conformance.hyperparameters]
+hidden_sizes = [16, 16]
+rollout_steps = 16
+epochs = 2
+minibatches = 2
+
+[recipes.reinforce-conformance]
+version = 1
+algorithm = "reinforce"
+env = "CartPole-v1"
+backend = "skrl"
+steps = 256
+seed = 0
+num_envs = 4
+target = 0.0
+eval_episodes = 2
+[recipes.reinforce-conformance.hyperparameters]
+hidden_sizes = [16, 16]
+rollout_steps = 16
+
+[recipes.qrdqn-conformance]
+version = 1
+algorithm = "qrdqn"
+env = "CartPole-v1"
+backend = "skrl"
+steps = 256
+seed = 0
+num_envs = 2
+target = 0.0
+eval_episodes = 2
+[recipes.qrdqn-conformance.hyperparameters]
+hidden_sizes = [16, 16]
+n_quantiles = 5
+learning_starts = 64
+batch_size = 16
+train_every = 32
+log_every = 32
+[recipes.ippo-conformance]
+version = 1
+algorithm = "ippo"
+env = "mpe:simple_spread"
+backend = "skrl"
+steps = 80
+seed = 0
+num_envs = 2
+target = -100.0
+eval_episodes = 2
+[recipes.ippo-conformance.env_kwargs]
+N = 3
+max_cycles = 25
+[recipes.ippo-conformance.hyperparameters]
+hidden_sizes = [16, 16]
+rollout_steps = 40   # 40-step rollouts end inside 25-step episodes: resume is checked mid-episode
+epochs = 1
+"""
+
+# (recipe, overrides): the default cells, and the settings that take another code path
+CELLS = {
+    "a2c": ("a2c-conformance", []),
+    "a2c-pendulum-rmsprop": ("a2c-conformance", ["env=Pendulum-v1", "optimizer=rmsprop", "normalize_advantage=false",
+                                                 "lr_schedule=linear"]),
+    "rpo": ("rpo-conformance", []),
+    "reinforce": ("reinforce-conformance", []),
+    "reinforce-no-baseline-pendulum": ("reinforce-conformance", ["env=Pendulum-v1", "baseline=false"]),
+    "qrdqn": ("qrdqn-conformance", []),
+    "qrdqn-nstep-soft": ("qrdqn-conformance", ["n_step=3", "target_update=soft"]),
+    "ippo": ("ippo-conformance", []),
+    "ippo-per-agent-parameters": ("ippo-conformance", ["share_parameters=false"]),
+}
+BACKENDS = ("skrl", "torchrl")
+
+
+@pytest.fixture(scope="module")
+def recipe_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("conformance") / "recipes.toml"
+    path.write_text(RECIPES)
+    return str(path)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("cell", CELLS)
+def test_cell_passes_the_conformance_kit(recipe_file, cell, backend):
+    recipe, overrides = CELLS[cell]
+    passed = check_cell(recipe, backend, overrides, recipe_files=[recipe_file])
+    assert passed[-1] == "resume equivalence" and len(passed) == 6
+
+
+# (plugin module, env, hyperparameters): a few hundred steps of each algorithm
+TRAINED = {
+    "a2c": ("rlplug_a2c", "CartPole-v1", dict(rollout_steps=8)),
+    "rpo": ("rlplug_rpo", "Pendulum-v1", dict(rollout_steps=32, epochs=2, minibatches=2)),
+    "reinforce": ("rlplug_reinforce", "CartPole-v1", dict(rollout_steps=32)),
+    "qrdqn": ("rlplug_qrdqn", "CartPole-v1", dict(learning_starts=64, batch_size=16, train_every=32, n_quantiles=5)),
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("algorithm", TRAINED)
+def test_training_moves_every_parameter_with_finite_terms(builds, algorithm, backend):
+    module, env, hp = TRAINED[algorithm]
+    build = builds(module, backend, env, num_envs=4, steps=512, hidden_sizes=[16, 16], **hp)
+    models = {name: model for name, model in build.models.items()}
+    before = {f"{name}.{key}": value.clone() for name, model in models.items() for key, value in model.state_dict().items()
+              if value.is_floating_point()}  # fmt: skip
+    history = []
+    build.trainer.train(512, callbacks=[lambda trainer, metrics: history.append(metrics)])
+    assert build.trainer.env_steps == 512 and history
+    terms = {f"loss/{term}" for term in build.loss_entry.terms}
+    assert all(terms <= metrics.keys() and all(math.isfinite(v) for v in metrics.values()) for metrics in history)
+    after = {f"{name}.{key}": value for name, model in models.items() for key, value in model.state_dict().items()}
+    still = [key for key, value in before.items() if torch.equal(value, after[key]) and "running" not in key]
+    assert not still, f"{algorithm}/{backend}: parameters that never moved: {still}"
+
+
+# ---- skrl: the default losses are upstream's update (A2C, RPO) --------------------------------------
+
+
+def _skrl_pair(algorithm, env):
+    """Upstream's skrl agent and rlplug's loss-delegating one over copies of the same models, configured alike."""
+    from rlplug.backends.skrl import configure_threads, seed_skrl
+    from skrl.memories.torch import RandomMemory
+    from skrl.resources.preprocessors.torch import RunningStandardScaler
+
+    configure_threads()
+    seed_skrl(0)
+    if algorithm == "a2c":
+        from rlplug_a2c import skrl_backend as cell
+        from skrl.agents.torch.a2c import A2C as Upstream
+        from skrl.agents.torch.a2c import A2C_CFG as Config
+
+        cfg = dict(mini_batches=2, entropy_loss_scale=0.01)
+        loss = cell.A2CLoss(entropy_loss_scale=0.01, value_loss_scale=1.0)  # skrl's A2C value loss is unscaled
+        ours_class, gaussian = cell.LossDelegatingA2C, None
+    else:
+        from rlplug_rpo import skrl_backend as cell
+        from skrl.agents.torch.rpo import RPO as Upstream
+        from skrl.agents.torch.rpo import RPO_CFG as Config
+
+        cfg = dict(learning_epochs=2, mini_batches=2, entropy_loss_scale=0.01, ratio_clip=0.2, value_clip=0.2, value_loss_scale=1.0,
+                   alpha=0.3)
+        loss = cell.RPOLoss(0.3, 0.2, 0.2, 0.01, 1.0)
+        ours_class, gaussian = cell.LossDelegatingRPO, cell.PerturbedGaussianPolicy
+    from rlplug.backends.skrl import stochastic_policy, value_model
+
+    models = {
+        "policy": stochastic_policy(env.observation_space, env.action_space, "cpu", [32, 32], "tanh", initial_log_std=-0.5,
+                                    gaussian_class=gaussian),
+        "value": value_model(env.observation_space, env.action_space, "cpu", [32, 32], "tanh"),
+    }  # fmt: skip
+
+    def agent(cls, **extra):
+        config = Config(
+            rollouts=16, learning_rate=1e-3, grad_norm_clip=0.5, **cfg,
+            observation_preprocessor=RunningStandardScaler,
+            observation_preprocessor_kwargs={"size": env.observation_space, "device": "cpu"},
+            value_preprocessor=RunningStandardScaler, value_preprocessor_kwargs={"size": 1, "device": "cpu"},
+            experiment={"write_interval": 0, "checkpoint_interval": 0},
+        )  # fmt: skip
+        made = cls(models=copy.deepcopy(models), memory=RandomMemory(memory_size=16, num_envs=env.num_envs), cfg=config,
+                   device="cpu", observation_space=env.observation_space, action_space=env.action_space, **extra)  # fmt: skip
+        made.init()
+        made.enable_training_mode(True)
+        return made
+
+    terms = ("loss_policy", "loss_value", "loss_entropy")
+    return agent(Upstream), agent(ours_class, loss=loss, terms=terms, reported=("approx_kl",))
+
+
+@pytest.mark.parametrize(("algorithm", "env_id"), [("a2c", "CartPole-v1"), ("a2c", "Pendulum-v1"), ("rpo", "Pendulum-v1")])
+def test_skrl_loss_is_upstream_update(algorithm, env_id):
+    """The same transitions and random streams through upstream's agent and rlplug's (the default loss on the family's
+    delegating update) give the same losses and parameters."""
+    from rlplug.backends.skrl.env import make_vector_env
+
+    env = make_vector_env(env_id, {}, 4, 0, "cpu")
+    try:
+        upstream, ours = _skrl_pair(algorithm, env)
+        observations, _ = env.reset()
+        total = 16 * 2
+        for timestep in range(total):
+            actions = []
+            for one in (upstream, ours):
+                torch.manual_seed(timestep)
+                with torch.no_grad():
+                    actions.append(one.act(observations, None, timestep=timestep, timesteps=total)[0])
+            assert torch.equal(*actions)
+            with torch.no_grad():
+                next_observations, rewards, terminated, truncated, infos = env.step(actions[0])
+            for one in (upstream, ours):
+                one.record_transition(observations=observations, states=None, actions=actions[0], rewards=rewards.clone(),
+                                      next_observations=next_observations, next_states=None, terminated=terminated,
+                                      truncated=truncated, infos=infos, timestep=timestep, timesteps=total)  # fmt: skip
+            for one in (upstream, ours):
+                torch.manual_seed(10_000 + timestep)  # the update's minibatch permutations, Gaussian and uniform draws
+                one.post_interaction(timestep=timestep, timesteps=total)
+            observations = next_observations
+    finally:
+        env.close()
+    for term, tag in (("loss_policy", "Policy loss"), ("loss_value", "Value loss"), ("loss_entropy", "Entropy loss")):
+        got, expected = ours.tracking_data[f"Loss / {term}"], upstream.tracking_data[f"Loss / {tag}"]
+        assert len(got) == len(expected) == 2 and got == pytest.approx(expected, rel=1e-5, abs=1e-7), term
+    for role in ("policy", "value"):
+        for a, b in zip(upstream.models[role].parameters(), ours.models[role].parameters(), strict=True):
+            assert torch.allclose(a, b, atol=1e-6), role
+    assert upstream.optimizer.state and ours.optimizer.state  # both really stepped
+
+
+# ---- what each algorithm changes ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_rpo_perturbs_the_mean_inside_the_loss_only(builds, backend):
+    """The loss evaluates the taken actions under a perturbed mean (two calls on one batch differ, and agree at
+    alpha = 0); acting, collecting and evaluating read the mean itself (deterministic evaluation: the kit)."""
+    values = {}
+    for alpha in (0.5, 0.0):
+        build = builds("rlplug_rpo", backend, "Pendulum-v1", num_envs=2, steps=64, rollout_steps=32, epochs=1, minibatches=1,
+                       alpha=alpha, hidden_sizes=[16, 16])  # fmt: skip
+        trainer = build.trainer
+        if backend == "skrl":
+            trainer.step()
+            memory = trainer.agent.memory
+            names = trainer.agent._tensors_names
+            batch = dict(zip(names, memory.sample_all(names=names)[0]))
+            calls = [build.loss(trainer.agent, batch, 0)["loss_policy"].item() for _ in range(2)]
+        else:
+            trainer.step()
+            batch = build.memory._storage[: len(build.memory)]
+            calls = [build.loss(batch.clone())["loss_objective"].item() for _ in range(2)]
+        values[alpha] = calls
+    assert values[0.5][0] != values[0.5][1]
+    assert values[0.0][0] == values[0.0][1]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("baseline", [True, False])
+def test_reinforce_advantages_are_monte_carlo_returns(builds, backend, baseline):
+    """With lambda = 1 the value targets are the discounted returns to the rollout's end (bootstrapped there); the
+    advantages are those returns less the critic's values, or (``baseline = false``) the returns themselves,
+    standardised over the rollout."""
+    gamma = 0.9
+    build = builds("rlplug_reinforce", backend, "CartPole-v1", num_envs=2, steps=64, rollout_steps=32, gamma=gamma,
+                   baseline=baseline, hidden_sizes=[16, 16], normalize_advantage=True)  # fmt: skip
+    trainer = build.trainer
+    trainer.step()
+    if backend == "skrl":
+        tensors = trainer.agent.memory.tensors
+        rewards, ended = tensors["rewards"][..., 0], (tensors["terminated"] | tensors["truncated"])[..., 0]
+        returns, advantages, values = tensors["returns"][..., 0], tensors["advantages"][..., 0], tensors["values"][..., 0]
+        rewards, ended, returns, advantages, values = (t.T for t in (rewards, ended, returns, advantages, values))  # [env, t]
+    else:
+        stored = build.memory._storage[: len(build.memory)].reshape(2, 32)  # [env, t]
+        rewards, ended = stored["next", "reward"][..., 0], stored["next", "done"][..., 0]
+        returns, advantages, values = stored["value_target"][..., 0], stored["advantage"][..., 0], stored["state_value"][..., 0]
+    # a return is the reward plus gamma times the next return, inside an episode (Monte-Carlo, no per-step bootstrap)
+    inside = ~ended[:, :-1]
+    recursion = rewards[:, :-1] + gamma * returns[:, 1:]
+    assert torch.allclose(returns[:, :-1][inside], recursion[inside], atol=1e-4)
+    raw = returns - values if baseline else returns
+    expected = (raw - raw.mean()) / (raw.std() + 1e-8)
+    assert torch.allclose(advantages, expected, atol=1e-4)
+    assert np.isfinite(advantages.numpy()).all()
+
+
+# ---- ippo: the library's own IPPO, critics on each agent's own observation ---------------------------
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_ippo_is_the_librarys_ippo_with_local_critics(backend):
+    pytest.importorskip("mpe2")
+    from mappo_builds import make_mappo_build
+
+    build = make_mappo_build(backend, algorithm="ippo", steps=200, share_parameters=False)
+    try:
+        assert build.settings["centralised_critic"] is False and "centralised_critic" not in build.hp
+        spaces = build.extras["multiagent"]
+        if backend == "skrl":
+            from skrl.multi_agents.torch.ippo import IPPO, IPPO_CFG
+
+            assert isinstance(build.trainer.agent, IPPO) and type(build.trainer.agent.cfg) is IPPO_CFG
+            # each critic's first layer takes only its agent's observation (MAPPO's adds the global state)
+            first = next(m for m in build.models["agent_0"]["value"].modules() if isinstance(m, torch.nn.Linear))
+            assert first.in_features == spaces.observation_space.shape[0]
+        else:
+            from torchrl.modules import MultiAgentMLP
+            from torchrl.objectives.multiagent import IPPOLoss
+
+            assert type(build.loss) is IPPOLoss
+            critic = next(m for m in build.models["critic"].modules() if isinstance(m, MultiAgentMLP))
+            assert critic.centralized is False and critic.share_params is False
+        history = []
+        build.trainer.train(200, callbacks=[lambda trainer, metrics: history.append(metrics)])
+        terms = {f"loss/{term}" for term in build.loss_entry.terms}
+        assert history and all(terms <= m.keys() and all(math.isfinite(m[t]) for t in terms) for m in history)
+    finally:
+        build.trainer.close()
