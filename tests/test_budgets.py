@@ -25,6 +25,8 @@ ROUNDED = {
     ("ppo-cartpole-novel", "torchrl"): "extends ppo-lstm-cartpole-novel (linear schedules over the budget)",
     ("qrdqn-cartpole", "torchrl"): "as dqn-cartpole's: 50_000 is 195.3 iterations of 256 on TorchRL, one env step on skrl; "
                                    "49_920 would end skrl's run earlier and shorten both backends' linear lr schedules",
+    ("c51-cartpole", "torchrl"): "qrdqn-cartpole's hyperparameters and budget, so the two distributional heads "
+                                 "compare on one setup (50_000 is 195.3 iterations of 256 on TorchRL)",
     ("a2c-cartpole", "skrl"): "its linear lr schedule runs over the budget: 99_968 would change it",
     ("a2c-cartpole", "torchrl"): "its linear lr schedule runs over the budget: 99_968 would change it",
 }

@@ -153,7 +153,7 @@ def test_action_space_mismatch_names_the_algorithms_that_fit():
     for recipe in ("sac-pendulum", "td3-pendulum"):
         result = run_cli("train", recipe, "--backend", "torchrl", "--set", "env=CartPole-v1", "--no-write")
         assert_one_line_error(result, "cannot handle the discrete action space of 'CartPole-v1'")
-        assert "for discrete actions use a2c, dqn, ppo, qrdqn or reinforce" in result.stderr
+        assert "for discrete actions use a2c, c51, dqn, ppo, qrdqn or reinforce" in result.stderr
 
 
 def test_listing_commands_import_only_what_they_use():

@@ -262,10 +262,17 @@ def test_mujoco_warnings_are_python_warnings_not_terminal_prints(capfd):
 
     import mujoco
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        make_gym_env("HalfCheetah-v5")  # its XML uses the deprecated 'settotalmass': gymnasium's file, dropped
-        mujoco.get_mju_user_warning()(b"a message of MuJoCo's own")  # the handler make_gym_env installed (C's bytes)
+    # A handler installed before is kept (importing dm_control installs its own, as an earlier test may have):
+    # start from none, as a process that never imported dm_control does, and put it back after.
+    installed = mujoco.get_mju_user_warning()
+    mujoco.set_mju_user_warning(None)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            make_gym_env("HalfCheetah-v5")  # its XML uses the deprecated 'settotalmass': gymnasium's file, dropped
+            mujoco.get_mju_user_warning()(b"a message of MuJoCo's own")  # the handler make_gym_env installed
+    finally:
+        mujoco.set_mju_user_warning(installed)
     assert [str(w.message) for w in caught if str(w.message).startswith("MuJoCo:")] == ["MuJoCo: a message of MuJoCo's own"]
     assert "settotalmass" not in capfd.readouterr().out + capfd.readouterr().err
 

@@ -41,6 +41,7 @@ TORCHRL_CELLS = {
     "dqn": ("dqn", "Tiny-v0", {}),
     "dqn-td1": ("dqn", "Tiny-v0", dict(num_envs=1, value_estimator="td1")),
     "qrdqn": ("qrdqn", "Tiny-v0", {}),
+    "c51": ("c51", "Tiny-v0", {}),
     "iql": ("iql", "TinyContinuous-v0", {}),
     "iql-discrete": ("iql", "Tiny-v0", {}),
     "cql": ("cql", "TinyContinuous-v0", {}),
@@ -54,7 +55,7 @@ TORCHRL_CELLS = {
     "rpo": ("rpo", "TinyContinuous-v0", {}),
     "reinforce": ("reinforce", "Tiny-v0", {}),
 }
-SKRL_CELLS = {name: TORCHRL_CELLS[name] for name in ("ppo", "sac", "td3", "ddpg", "dqn", "qrdqn", "iql", "cql", "cql-discrete", "td3bc",
+SKRL_CELLS = {name: TORCHRL_CELLS[name] for name in ("ppo", "sac", "td3", "ddpg", "dqn", "qrdqn", "c51", "iql", "cql", "cql-discrete", "td3bc",
                                                     "iql-discrete", "bc", "bc-discrete", "mappo", "ippo", "a2c", "rpo", "reinforce")}
 OFFLINE = ("iql", "cql", "td3bc", "bc")  # by algorithm: iql-discrete is offline too
 
@@ -106,8 +107,9 @@ def test_torchrl_cell_has_config_parity(cell, name):
     assert torchrl_parity.parity_problems(build) == []
     # the roles a cell of its family builds were all found (a missed attribute would hide a class)
     roles = set(torchrl_parity.constructed(build))
-    # behaviour cloning has no value estimator; QR-DQN's own LossModule computes its TD(0) quantile target itself
-    bootstraps = TORCHRL_CELLS[name][0] not in ("bc", "qrdqn")
+    # behaviour cloning has no value estimator; QR-DQN's own LossModule and C51's DistributionalDQNLoss compute their
+    # TD(0) distributional targets themselves
+    bootstraps = TORCHRL_CELLS[name][0] not in ("bc", "qrdqn", "c51")
     assert {"loss", "buffer", "storage", "sampler", "writer"} | ({"value_estimator"} if bootstraps else set()) <= roles
     # cells collect on the lean path unless told (or, multi-agent, where it does not apply)
     assert ("collector" in roles) == (name in ("mappo", "ippo", "td3-collector", "ppo-collector"))

@@ -101,3 +101,18 @@ def torchrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
         "activation": hp["activation"],
         "dueling": hp["dueling"],
     }
+
+
+DISTRIBUTIONAL_DROPS = ("double_dqn", "td_loss", "dueling", "value_estimator", "td_lambda", "trajectory_slice")
+"""DQN's hyperparameters that its distributional variants (qrdqn, c51) do not have: their own loss replaces the TD
+loss and its target."""
+_AS_DISTRIBUTIONAL = {"double_dqn": False, "td_loss": "l2", "dueling": False, "value_estimator": "td0", "td_lambda": 0.95,
+                      "trajectory_slice": 8}  # fmt: skip
+_UNUSED = ("double_dqn", "td_loss", "loss_function", "dueling")
+
+
+def distributional_settings(dqn_settings: Any, hp: Mapping[str, Any], recipe: Any, own: Mapping[str, Any]) -> dict[str, Any]:
+    """``dqn_settings`` (``skrl_settings`` or ``torchrl_settings``) of a distributional variant: DQN's settings
+    without those of the TD loss it replaces, plus the variant's ``own``."""
+    settings = dqn_settings({**hp, **_AS_DISTRIBUTIONAL}, recipe)
+    return {**{k: v for k, v in settings.items() if k not in _UNUSED}, **own}

@@ -6,24 +6,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from rlplug_dqn import settings as dqn
+from rlplug_dqn.settings import DISTRIBUTIONAL_DROPS as DQN_ONLY  # noqa: F401 -- the declaration's
 
-DQN_ONLY = ("double_dqn", "td_loss", "dueling", "value_estimator", "td_lambda", "trajectory_slice")
-"""DQN's hyperparameters that QR-DQN does not have (the quantile loss replaces the TD loss and its target)."""
-AS_QRDQN = {"double_dqn": False, "td_loss": "l2", "dueling": False, "value_estimator": "td0", "td_lambda": 0.95,
-            "trajectory_slice": 8}
-"""The values of those DQN's settings functions are called with."""
-UNUSED = ("double_dqn", "td_loss", "loss_function", "dueling")
-
-
-def _settings(settings: Mapping[str, Any], hp: Mapping[str, Any]) -> dict[str, Any]:
-    return {**{k: v for k, v in settings.items() if k not in UNUSED}, "n_quantiles": hp["n_quantiles"]}
+__all__ = ["DQN_ONLY", "skrl_settings", "torchrl_settings"]
 
 
 def skrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
     """DQN's ``DQN_CFG`` fields and rlplug's settings, with ``n_quantiles``."""
-    return _settings(dqn.skrl_settings({**hp, **AS_QRDQN}, recipe), hp)
+    return dqn.distributional_settings(dqn.skrl_settings, hp, recipe, {"n_quantiles": hp["n_quantiles"]})
 
 
 def torchrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
     """DQN's TorchRL settings (TD(0) estimator, epsilon-greedy, Adam), with ``n_quantiles``."""
-    return _settings(dqn.torchrl_settings({**hp, **AS_QRDQN}, recipe), hp)
+    return dqn.distributional_settings(dqn.torchrl_settings, hp, recipe, {"n_quantiles": hp["n_quantiles"]})

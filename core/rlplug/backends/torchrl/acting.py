@@ -11,8 +11,8 @@ policy's (tests/test_torchrl_lean_collection.py compares the collected data with
 
 Known modules: ``TensorDictSequential`` and the probabilistic sequence (run in order), ``TensorDictModule``
 (and subclasses that keep its ``forward``), ``ProbabilisticTensorDictModule`` / ``SafeProbabilisticModule``
-in RANDOM mode, ``AdditiveGaussianModule``, ``EGreedyModule``, ``QValueModule`` (both with an action mask,
-read from the inputs like an observation), ``LSTMModule`` / ``GRUModule`` stepping (their hidden states and
+in RANDOM mode, ``AdditiveGaussianModule``, ``EGreedyModule``, ``QValueModule`` and
+``DistributionalQValueModule`` (all three with an action mask, read from the inputs like an observation), ``LSTMModule`` / ``GRUModule`` stepping (their hidden states and
 ``is_init`` read from the inputs, the next states written to ``("next", key)``), and any module that offers ``tensor_step(batch_size)`` itself (a
 cell's own exploration module: DQN's per-step epsilon builds on ``egreedy_step``). A module with forward
 hooks, a ``safe`` projection, a generator, an input no earlier step provides, or anything else unknown
@@ -38,7 +38,7 @@ from tensordict.nn import (
 from tensordict.utils import expand_as_right
 from torch import nn
 from torchrl.data import Composite
-from torchrl.modules import AdditiveGaussianModule, EGreedyModule, GRUModule, LSTMModule, QValueModule
+from torchrl.modules import AdditiveGaussianModule, DistributionalQValueModule, EGreedyModule, GRUModule, LSTMModule, QValueModule
 from torchrl.modules.distributions.utils import sample_and_log_prob
 from torchrl.modules.tensordict_module.probabilistic import SafeProbabilisticModule
 
@@ -111,6 +111,8 @@ def _compile(module: nn.Module, steps: list[Step], available: set[Any], batch_si
         step = egreedy_step(module, batch_size)
     elif kind.forward is QValueModule.forward:
         step = _qvalue_step(module)
+    elif kind.forward is DistributionalQValueModule.forward:
+        step = _distributional_step(module)
     elif kind in (LSTMModule, GRUModule):
         step = _recurrent_step(module)
     else:
@@ -210,6 +212,24 @@ def _recurrent_step(module: LSTMModule | GRUModule) -> Step | None:
         values[out_keys[0]] = output.squeeze(1)
         for key, state in zip(out_keys[1:], hidden if isinstance(hidden, tuple) else (hidden,)):
             values[key] = state.transpose(0, 1)
+
+    return step
+
+
+def _distributional_step(module: DistributionalQValueModule) -> Step | None:
+    """``DistributionalQValueModule.forward``: the argmax of the log-probabilities' means on the support (masked
+    actions at the dtype's lowest value first, as upstream masks them), and those values as they were masked."""
+    if module.action_space != "categorical" or len(module.out_keys) != 2:
+        return None
+    values_key, mask_key = module.action_value_key, module.action_mask_key
+    action_key, out_values_key = module.out_keys
+    to_action = module.action_func_mapping[module.action_space]
+
+    def step(values: Values) -> None:
+        action_values = values[values_key]
+        if mask_key is not None:
+            action_values = torch.where(values[mask_key], action_values, torch.finfo(action_values.dtype).min)
+        values[action_key], values[out_values_key] = to_action(action_values), action_values
 
     return step
 

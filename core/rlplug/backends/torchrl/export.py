@@ -11,7 +11,15 @@ import torch
 from tensordict.nn import TensorDictModule
 from torch import nn
 from torch.distributions import Categorical
-from torchrl.modules import IndependentNormal, MaskedCategorical, MultiAgentMLP, ProbabilisticActor, QValueActor, TanhNormal
+from torchrl.modules import (
+    DistributionalQValueActor,
+    IndependentNormal,
+    MaskedCategorical,
+    MultiAgentMLP,
+    ProbabilisticActor,
+    QValueActor,
+    TanhNormal,
+)
 
 from ...envs.masks import ACTION_MASK_KEY
 from ...errors import ExportUnsupportedError
@@ -23,6 +31,19 @@ class Loc(nn.Module):
 
     def forward(self, loc_scale: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
         return loc_scale[0]
+
+
+class SupportMean(nn.Module):
+    """A distributional Q network's means: ``net``'s log-probabilities ``[..., atoms, actions]`` (TorchRL's layout)
+    weighted by the support, one Q-value per action (what ``DistributionalQValueModule`` takes the argmax of)."""
+
+    def __init__(self, net: nn.Module, support: torch.Tensor) -> None:
+        super().__init__()
+        self.net = net
+        self.register_buffer("support", support.detach().clone().unsqueeze(-1))
+
+    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+        return (self.net(*inputs).exp() * self.support).sum(-2)
 
 
 class TanhNormalMode(nn.Module):
@@ -101,10 +122,13 @@ def _plain(module: nn.Module) -> nn.Module:
 
 def deterministic_head(actor: nn.Module) -> tuple[nn.Module, nn.Module]:
     """``(net, then)`` of a TorchRL actor built by this package's factories: a ``QValueActor`` (argmax of
-    Q), a ``ProbabilisticActor`` over a ``Categorical`` (argmax of the logits), an ``IndependentNormal``
+    Q), a ``DistributionalQValueActor`` whose network gives log-probabilities (argmax of their means on the
+    support), a ``ProbabilisticActor`` over a ``Categorical`` (argmax of the logits), an ``IndependentNormal``
     (its loc) or a ``TanhNormal`` (the squashed loc), or a ``TensorDictModule`` writing ``"action"``
     itself (TD3's ``deterministic_actor``). Anything else raises ``ExportUnsupportedError``."""
-    if isinstance(actor, QValueActor):
+    if isinstance(actor, DistributionalQValueActor) and not actor.make_log_softmax:  # the network's log-probabilities
+        return SupportMean(actor.module[0].module, actor.support), Argmax()
+    if isinstance(actor, QValueActor) and not isinstance(actor, DistributionalQValueActor):
         return actor.module[0].module, Argmax()
     if isinstance(actor, ProbabilisticActor):
         params, sampler = actor.module[0], actor.module[-1]

@@ -189,6 +189,14 @@ LOSSES: dict[str, Table] = {
         "reduction": REDUCTION,
         "use_prioritized_weights": NO_PRIORITIES,
     },
+    "DistributionalDQNLoss": {
+        "value_network": MODEL,
+        "gamma": Setting("gamma"),  # its only discount: the loss takes no value estimator
+        "delay_value": Excluded("fixed by the cell: True (the library default), C51's target network"),
+        "priority_key": NO_PRIORITIES,
+        "reduction": REDUCTION,
+        "use_prioritized_weights": NO_PRIORITIES,
+    },
     "IQLLoss": {
         "actor_network": MODEL,
         "qvalue_network": MODEL,

@@ -1,0 +1,112 @@
+"""The distributional DQN losses of issue 48: QR-DQN's quantile loss against a hand-computed value on both backends,
+and C51's skrl loss against TorchRL's ``DistributionalDQNLoss`` on the same network and batch.
+
+QR-DQN:
+Two actions, two quantiles (midpoints tau = 0.25, 0.75), a linear Z(s) = s * W so every quantile is known:
+Z(1, .) = [[0, 1], [3, -0.5]], Z(2, .) = [[0, 2], [6, -1]] (means 1 and 2.5, so a' = 1). Sample 1: a = 0,
+r = 1, gamma 0.5, not terminated: target [1 + 0.5 * 6, 1 - 0.5 * 1] = [4, 0.5] against [0, 1]; pairwise Huber
+errors weighted by |tau_i - 1{delta < 0}|: 0.25 * 3.5 + 0.25 * 0.125 + 0.75 * 2.5 + 0.25 * 0.125 = 2.8125, over the
+two target samples 1.40625. Sample 2: a = 1, r = 0, terminated: target [0, 0] against [3, -0.5]: 2 * 0.75 * 2.5 +
+2 * 0.75 * 0.125 = 3.9375, halved 1.96875. The batch mean is 1.6875 (sb3-contrib's quantile_huber_loss).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("skrl")
+pytest.importorskip("torchrl")
+
+W = torch.tensor([0.0, 1.0, 3.0, -0.5])  # [a0 q0, a0 q1, a1 q0, a1 q1]
+EXPECTED = 1.6875
+
+
+def test_skrl_quantile_loss_equals_the_hand_computed_value():
+    from rlplug_qrdqn.skrl_backend import QRDQNLoss
+
+    class LinearZ:
+        def act(self, inputs, role=""):
+            quantiles = (inputs["observations"] * W).unflatten(-1, (2, 2))
+            return quantiles.mean(-1), {"quantiles": quantiles}
+
+    agent = type("Agent", (), {"q_network": LinearZ(), "target_q_network": LinearZ()})()
+    batch = {
+        "observations": torch.ones(2, 1), "states": None, "next_observations": torch.full((2, 1), 2.0), "next_states": None,
+        "actions": torch.tensor([[0], [1]]), "rewards": torch.tensor([[1.0], [0.0]]), "terminated": torch.tensor([[False], [True]]),
+    }  # fmt: skip
+    terms = QRDQNLoss(0.5)(agent, batch, "q")
+    assert terms["loss_q"].item() == pytest.approx(EXPECTED)
+    assert terms["q_taken"].item() == pytest.approx((0 + 1 + 3 - 0.5) / 4)
+
+
+def test_torchrl_quantile_loss_equals_the_hand_computed_value():
+    import gymnasium as gym
+    from rlplug.backends.torchrl import q_value_actor
+    from rlplug_qrdqn.torchrl_backend import QRDQNLoss, QuantileMean
+    from tensordict import TensorDict
+
+    linear = torch.nn.Linear(1, 4, bias=False)
+    with torch.no_grad():
+        linear.weight.copy_(W.view(4, 1))
+    loss = QRDQNLoss(q_value_actor(QuantileMean(linear, 2, 2), gym.spaces.Discrete(2)), gamma=0.5)
+    batch = TensorDict({
+        "observation": torch.ones(2, 1), "action": torch.tensor([0, 1]),
+        "next": {"observation": torch.full((2, 1), 2.0), "reward": torch.tensor([[1.0], [0.0]]),
+                 "terminated": torch.tensor([[False], [True]])},
+    }, batch_size=[2])  # fmt: skip
+    out = loss(batch)
+    assert out["loss"].item() == pytest.approx(EXPECTED)
+    out["loss"].backward()
+    assert linear.weight.grad is not None and linear.weight.grad.abs().sum() > 0  # only the online network learns
+
+
+@pytest.mark.parametrize("n_step", [False, True])
+def test_c51_skrl_loss_is_torchrls_distributional_dqn_loss(n_step):
+    """Same weights, same batch (returns outside the support, terminal and not, an n-step batch's per-sample
+    discounts): the projected cross-entropy and its gradient agree with upstream's to float precision."""
+    from rlplug_c51.skrl_backend import C51Loss
+    from rlplug_c51.torchrl_backend import AtomLogProbs
+    from tensordict import TensorDict
+    from torchrl.data import Categorical
+    from torchrl.modules import DistributionalQValueActor
+    from torchrl.objectives import DistributionalDQNLoss
+
+    torch.manual_seed(0)
+    batch_size, n_obs, n_actions, atoms, gamma = 32, 3, 2, 11, 0.9
+    support = torch.linspace(-2.0, 5.0, atoms)
+    online, target = torch.nn.Linear(n_obs, atoms * n_actions), torch.nn.Linear(n_obs, atoms * n_actions)
+    actor = DistributionalQValueActor(AtomLogProbs(online, atoms, n_actions), support=support, in_keys=["observation"],
+                                      spec=Categorical(n_actions), action_space="categorical", make_log_softmax=False)  # fmt: skip
+    upstream = DistributionalDQNLoss(actor, gamma=gamma, delay_value=True)
+    with torch.no_grad():  # the target parameters: another network's
+        upstream.target_value_network_params["module", "0", "module", "net", "weight"].copy_(target.weight)
+        upstream.target_value_network_params["module", "0", "module", "net", "bias"].copy_(target.bias)
+    obs, next_obs = torch.randn(batch_size, n_obs), torch.randn(batch_size, n_obs)
+    action, reward = torch.randint(n_actions, (batch_size,)), torch.randn(batch_size, 1) * 3
+    terminated = torch.rand(batch_size, 1) < 0.3
+    steps = torch.randint(1, 4, (batch_size, 1)) if n_step else None
+    data = {"observation": obs, "action": action,
+            "next": {"observation": next_obs, "reward": reward, "terminated": terminated, "done": terminated}}  # fmt: skip
+    if n_step:
+        data["steps_to_next_obs"] = steps
+    expected = upstream(TensorDict(data, batch_size=[batch_size]))["loss"]
+
+    class Z:  # skrl's side: the same networks, rlplug_c51's CategoricalQ outputs ([batch, actions, atoms])
+        def __init__(self, net):
+            self.net, self.support = net, support
+
+        def act(self, inputs, role=""):
+            log_probs = self.net(inputs["observations"]).unflatten(-1, (atoms, n_actions)).log_softmax(-2).transpose(-1, -2)
+            return (log_probs.exp() * support).sum(-1), {"log_probs": log_probs}
+
+    agent = type("Agent", (), {"q_network": Z(online), "target_q_network": Z(target)})()
+    batch = {"observations": obs, "states": None, "next_observations": next_obs, "next_states": None,
+             "actions": action.view(-1, 1), "rewards": reward, "terminated": terminated}  # fmt: skip
+    if n_step:
+        batch["discounts"] = gamma**steps
+    got = C51Loss(gamma)(agent, batch, "q")["loss_q"]
+    assert got.item() == pytest.approx(expected.item(), rel=1e-5)
+    (expected_grad,) = torch.autograd.grad(expected, upstream.value_network_params["module", "0", "module", "net", "weight"])
+    (got_grad,) = torch.autograd.grad(got, online.weight)
+    assert torch.allclose(got_grad, expected_grad, atol=1e-6)
