@@ -1,4 +1,4 @@
-"""The algorithm plugins of issue 47 (a2c, rpo, reinforce, ippo) and issue 48 (qrdqn, c51), one parametrised module over their cells.
+"""The algorithm plugins of issue 47 (a2c, rpo, reinforce, ippo) and issue 48 (qrdqn, c51, tqc), one parametrised module over their cells.
 
 Each cell (algorithm x backend, plus the variants its settings reach) passes the conformance kit
 (``rlplug.testing.check_cell``: declarations, construction, a short train with finite optimised terms,
@@ -107,6 +107,24 @@ learning_starts = 64
 batch_size = 16
 train_every = 32
 log_every = 32
+[recipes.tqc-conformance]
+version = 1
+algorithm = "tqc"
+env = "Pendulum-v1"
+backend = "skrl"
+steps = 256
+seed = 0
+num_envs = 2
+target = 0.0
+eval_episodes = 2
+[recipes.tqc-conformance.hyperparameters]
+hidden_sizes = [16, 16]
+n_critics = 3
+n_quantiles = 5
+squash_actions = true
+learning_starts = 64
+batch_size = 16
+log_every = 32
 [recipes.ippo-conformance]
 version = 1
 algorithm = "ippo"
@@ -138,6 +156,8 @@ CELLS = {
     "qrdqn-nstep-soft": ("qrdqn-conformance", ["n_step=3", "target_update=soft"]),
     "c51": ("c51-conformance", []),
     "c51-nstep-soft": ("c51-conformance", ["n_step=3", "target_update=soft"]),
+    "tqc": ("tqc-conformance", []),
+    "tqc-untruncated-hard": ("tqc-conformance", ["top_quantiles_to_drop_per_net=0", "target_update=hard"]),
     "ippo": ("ippo-conformance", []),
     "ippo-per-agent-parameters": ("ippo-conformance", ["share_parameters=false"]),
 }
@@ -166,6 +186,7 @@ TRAINED = {
     "reinforce": ("rlplug_reinforce", "CartPole-v1", dict(rollout_steps=32)),
     "qrdqn": ("rlplug_qrdqn", "CartPole-v1", dict(learning_starts=64, batch_size=16, train_every=32, n_quantiles=5)),
     "c51": ("rlplug_c51", "CartPole-v1", dict(learning_starts=64, batch_size=16, train_every=32, n_atoms=11, v_min=0.0, v_max=20.0)),
+    "tqc": ("rlplug_tqc", "Pendulum-v1", dict(learning_starts=64, batch_size=16, n_critics=3, n_quantiles=5, squash_actions=True)),
 }
 
 
@@ -174,7 +195,10 @@ TRAINED = {
 def test_training_moves_every_parameter_with_finite_terms(builds, algorithm, backend):
     module, env, hp = TRAINED[algorithm]
     build = builds(module, backend, env, num_envs=4, steps=512, hidden_sizes=[16, 16], **hp)
-    models = {name: model for name, model in build.models.items()}
+    # a list of TorchRL critics is stacked into the loss's own parameters (SACLoss's): those are what train
+    models = {name: model for name, model in build.models.items() if not isinstance(model, list)}
+    if backend == "torchrl":
+        models["loss"] = build.loss
     # parameters, not buffers (running statistics, a distributional support: fixed or not learnt)
     before = {f"{name}.{key}": value.detach().clone() for name, model in models.items() for key, value in model.named_parameters()}
     history = []

@@ -1,5 +1,6 @@
-"""The distributional DQN losses of issue 48: QR-DQN's quantile loss against a hand-computed value on both backends,
-and C51's skrl loss against TorchRL's ``DistributionalDQNLoss`` on the same network and batch.
+"""The distributional losses of issue 48: QR-DQN's quantile loss against a hand-computed value on both backends,
+C51's skrl loss against TorchRL's ``DistributionalDQNLoss`` and TQC's against ``TQCLoss``, each on the same networks
+and batch.
 
 QR-DQN:
 Two actions, two quantiles (midpoints tau = 0.25, 0.75), a linear Z(s) = s * W so every quantile is known:
@@ -110,3 +111,72 @@ def test_c51_skrl_loss_is_torchrls_distributional_dqn_loss(n_step):
     (expected_grad,) = torch.autograd.grad(expected, upstream.value_network_params["module", "0", "module", "net", "weight"])
     (got_grad,) = torch.autograd.grad(got, online.weight)
     assert torch.allclose(got_grad, expected_grad, atol=1e-6)
+
+
+def test_tqc_skrl_loss_is_torchrls_tqc_loss():
+    """Same actor, critics, target critics (moved off the online ones) and batch, the same random draws (the next
+    action, then the policy's): skrl's critic loss (averaged over the critics) times their number is upstream's
+    loss_qvalue (summed), and the policy losses agree, values and gradients."""
+    from rlplug_tqc.skrl_backend import TQCLoss as SkrlTQCLoss
+    from tensordict import TensorDict
+    from tensordict.nn import NormalParamExtractor, TensorDictModule
+    from torchrl.data import Bounded
+    from torchrl.modules import MLP, ProbabilisticActor, TanhNormal, ValueOperator
+    from torchrl.objectives import TQCLoss
+    from torchrl.objectives.sac import compute_rsample_log_prob
+
+    torch.manual_seed(0)
+    batch_size, n_obs, n_act, n_quantiles, n_critics, drop, gamma, alpha = 16, 3, 2, 5, 3, 1, 0.9, 0.5
+    net = torch.nn.Sequential(torch.nn.Linear(n_obs, 2 * n_act), NormalParamExtractor())
+    actor = ProbabilisticActor(TensorDictModule(net, in_keys=["observation"], out_keys=["loc", "scale"]),
+                               in_keys=["loc", "scale"], spec=Bounded(-1, 1, (n_act,)), distribution_class=TanhNormal)  # fmt: skip
+    critics = [ValueOperator(MLP(in_features=n_obs + n_act, out_features=n_quantiles, num_cells=[8]), in_keys=["observation", "action"])
+               for _ in range(n_critics)]  # fmt: skip
+    upstream = TQCLoss(actor, critics, num_qvalue_nets=n_critics, top_quantiles_to_drop_per_net=drop, alpha_init=alpha,
+                       fixed_alpha=True)  # fmt: skip
+    upstream.make_value_estimator(gamma=gamma)
+    with torch.no_grad():
+        for value in upstream.target_qvalue_network_params.values(True, True):
+            value.add_(0.3 * torch.randn_like(value))
+    obs, next_obs = torch.randn(batch_size, n_obs), torch.randn(batch_size, n_obs)
+    action, reward = torch.rand(batch_size, n_act) * 2 - 1, torch.randn(batch_size, 1)
+    terminated = torch.rand(batch_size, 1) < 0.3
+    data = {"observation": obs, "action": action,
+            "next": {"observation": next_obs, "reward": reward, "terminated": terminated, "done": terminated}}  # fmt: skip
+    torch.manual_seed(1)
+    expected = upstream(TensorDict(data, batch_size=[batch_size]))
+
+    class Policy:  # skrl's side: upstream's actor, drawn as TQCLoss draws
+        def act(self, inputs, role=""):
+            with upstream.actor_network_params.to_module(upstream.actor_network):
+                dist = upstream.actor_network.get_dist(TensorDict(observation=inputs["observations"], batch_size=[len(inputs["observations"])]))
+                action, log_prob = compute_rsample_log_prob(dist)
+            return action, {"log_prob": log_prob.unsqueeze(-1)}
+
+    class Critic:  # one of upstream's critics (its online or target parameters)
+        def __init__(self, params):
+            self.params = params
+
+        def act(self, inputs, role=""):
+            data = TensorDict(observation=inputs["observations"], action=inputs["taken_actions"], batch_size=[len(inputs["observations"])])
+            with self.params.to_module(upstream.qvalue_network):
+                return upstream.qvalue_network(data)["state_action_value"], {}
+
+    roles = tuple(f"critic_{i + 1}" for i in range(n_critics))
+    agent = type("Agent", (), {"policy": Policy(), "critic_roles": roles, "entropy_coefficient": alpha,
+                               "cfg": type("Cfg", (), {"discount_factor": gamma})()})()  # fmt: skip
+    for i, role in enumerate(roles):
+        setattr(agent, role, Critic(upstream.qvalue_network_params[i]))
+        setattr(agent, f"target_{role}", Critic(upstream.target_qvalue_network_params[i]))
+    batch = {"observations": obs, "states": None, "next_observations": next_obs, "next_states": None,
+             "actions": action, "rewards": reward, "terminated": terminated}  # fmt: skip
+    torch.manual_seed(1)
+    loss = SkrlTQCLoss(drop)
+    critic = loss(agent, batch, "critic")["loss_critic"]
+    policy = loss(agent, batch, "policy")["loss_policy"]
+    assert (critic * n_critics).item() == pytest.approx(expected["loss_qvalue"].item(), rel=1e-5)
+    assert policy.item() == pytest.approx(expected["loss_actor"].item(), rel=1e-5)
+    weight = upstream.qvalue_network_params["module", "0", "weight"]
+    (expected_grad,) = torch.autograd.grad(expected["loss_qvalue"], weight, retain_graph=True)
+    (got_grad,) = torch.autograd.grad(critic * n_critics, weight)
+    torch.testing.assert_close(got_grad, expected_grad, rtol=1e-5, atol=1e-7)

@@ -125,6 +125,16 @@ def test_qrdqn_entries_translate_sb3_contrib_semantics(session):
     assert hp(session, "zoo:qrdqn/Acrobot-v1")["n_quantiles"] == 25  # its own policy_kwargs
 
 
+def test_tqc_entries_translate_sb3_contrib_semantics(session):
+    """zoo:tqc/ENV (sb3-contrib's TQC): SAC's keys, the truncation and sb3-contrib's critics (2 x 25 quantiles,
+    256x256) where the entry is silent, n_critics / n_quantiles from policy_kwargs, the squashed policy."""
+    h = hp(session, "zoo:tqc/Pendulum-v1")  # n_timesteps 20000, learning_rate 1e-3 and nothing else
+    assert (h["n_critics"], h["n_quantiles"], h["top_quantiles_to_drop_per_net"]) == (2, 25, 2)
+    assert (h["hidden_sizes"], h["critic_learning_rate"], h["squash_actions"]) == ([256, 256], 1e-3, True)
+    translated, dropped = rows("zoo:tqc/MountainCarContinuous-v0")
+    assert "use_sde" in dropped and "top_quantiles_to_drop_per_net" in translated
+
+
 def test_show_lists_translated_and_dropped_keys(capsys):
     assert main(["show", "zoo:sac/MountainCarContinuous-v0", "--backend", "torchrl"]) == 0
     out = capsys.readouterr().out

@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 from rlplug import Build
 from rlplug.backends.skrl import (
+    DeterministicModel,
     GaussianPolicy,
     ModuleTargetUpdate,
     SkrlOffPolicyTrainer,
@@ -30,7 +31,6 @@ from rlplug.backends.skrl import (
     configure_threads,
     module_target_update,
     observation_encoder,
-    q_model,
     register_action_bounds,
     replay_memory,
     seed_skrl,
@@ -74,19 +74,24 @@ CRITICS = ("critic_1", "critic_2")
 """The critics' model roles (skrl's twin Q-networks); a derived cell names its own (an ensemble: N of them)."""
 
 
-def build_models(build: Build, critics: Sequence[str] = CRITICS) -> dict[str, Any]:
+def build_models(build: Build, critics: Sequence[str] = CRITICS, critic_outputs: int = 1) -> dict[str, Any]:
     """A Gaussian policy (state-independent log std, as skrl's SAC examples; optionally tanh-squashed),
     the Q(s, a) ``critics`` and a target of each (``target_<role>``), initialised from ``build.seed`` in
-    that order. The agent hard-copies the targets."""
+    that order. The agent hard-copies the targets. ``critic_outputs``: each critic's outputs (a
+    distributional critic's quantiles)."""
     configure_threads()
     seed_skrl(build.seed)
     s = build.settings
     args = (build.observation_space, build.action_space, build.device, s["hidden_sizes"], s["activation"])
     policy_class = SquashedGaussianPolicy if s["squash_actions"] else GaussianPolicy
+
+    def critic() -> DeterministicModel:  # q_model's Q(s, a), with critic_outputs outputs
+        return DeterministicModel(*args, output_size=critic_outputs, with_actions=True, encoder=observation_encoder(build))
+
     return {  # each network reads through its own copy of the cell's encoder
         "policy": policy_class(*args, encoder=observation_encoder(build)),
-        **{role: q_model(*args, encoder=observation_encoder(build)) for role in critics},
-        **{f"target_{role}": q_model(*args, encoder=observation_encoder(build)) for role in critics},
+        **{role: critic() for role in critics},
+        **{f"target_{role}": critic() for role in critics},
     }
 
 

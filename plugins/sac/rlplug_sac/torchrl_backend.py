@@ -48,9 +48,10 @@ from torchrl.objectives.utils import distance_loss
 # ---- models -------------------------------------------------------------------------------------
 
 
-def build_models(build: Build) -> dict[str, Any]:
-    """A ``TanhNormal`` actor over the action bounds and two independently initialised Q(s, a) networks,
-    each reading the observation through its own copy of the cell's encoder."""
+def build_models(build: Build, critic_outputs: int = 1) -> dict[str, Any]:
+    """A ``TanhNormal`` actor over the action bounds and ``num_qvalue_nets`` (two) independently initialised
+    Q(s, a) networks, each reading the observation through its own copy of the cell's encoder.
+    ``critic_outputs``: each critic's outputs (a distributional critic's quantiles)."""
     configure_threads()
     seed_everything(build.seed)
     s = build.settings
@@ -59,7 +60,7 @@ def build_models(build: Build) -> dict[str, Any]:
     actor_net = observation_net(build, 2 * action_size, s["hidden_sizes"], s["activation"])
     actor = tanh_normal_actor(actor_net, build.action_space, keys)
     critics = [
-        q_value_operator(observation_net(build, 1, s["hidden_sizes"], s["activation"], action_size), keys)
+        q_value_operator(observation_net(build, critic_outputs, s["hidden_sizes"], s["activation"], action_size), keys)
         for _ in range(s["num_qvalue_nets"])
     ]
     return {"actor": actor.to(build.device), "critics": [c.to(build.device) for c in critics]}

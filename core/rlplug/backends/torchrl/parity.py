@@ -279,6 +279,12 @@ LOSSES["TD3BCLoss"] = {
     "loss_function": Setting("loss_function", differs="the paper's mean squared TD error, as TD3's cells (rlplug_td3bc.settings); "
                              "TorchRL defaults to smooth_l1"),
 }
+# TQCLoss is SACLoss with quantile critics: no loss_function (its quantile Huber loss is fixed), no delay_actor,
+# a truncation per critic
+LOSSES["TQCLoss"] = {
+    **{k: v for k, v in LOSSES["SACLoss"].items() if k not in ("loss_function", "value_network", "delay_actor", "delay_value", "gamma", "priority_key")},
+    "top_quantiles_to_drop_per_net": Setting("top_quantiles_to_drop_per_net"),
+}
 # IPPOLoss is MAPPOLoss for a per-agent critic on local observations (TorchRL: "structurally identical")
 LOSSES["IPPOLoss"] = LOSSES["MAPPOLoss"]
 

@@ -39,12 +39,18 @@ SB3_DEFAULTS: dict[str, dict[str, Any]] = {
               "gamma": 0.99, "train_freq": 4, "gradient_steps": 1, "target_update_interval": 10_000,
               "exploration_fraction": 0.005, "exploration_initial_eps": 1.0, "exploration_final_eps": 0.01,
               "max_grad_norm": None, "policy_kwargs": "dict(net_arch=[64, 64], activation_fn=nn.ReLU, n_quantiles=200)"},
+    # sb3-contrib's TQC.__init__ (SAC's, plus the truncation) and TQCPolicy (2 critics of 25 quantiles)
+    "tqc": {"learning_rate": 3e-4, "buffer_size": 1_000_000, "learning_starts": 100, "batch_size": 256, "tau": 0.005,
+            "gamma": 0.99, "train_freq": 1, "gradient_steps": 1, "ent_coef": "auto", "target_update_interval": 1,
+            "target_entropy": "auto", "top_quantiles_to_drop_per_net": 2,
+            "policy_kwargs": "dict(net_arch=[256, 256], activation_fn=nn.ReLU, n_critics=2, n_quantiles=25)"},
 }  # fmt: skip
 """Per algorithm, SB3's constructor defaults that rlplug's own defaults would otherwise replace."""
 
 SB3_BEHAVIOUR: dict[str, dict[str, tuple[Any, str]]] = {
     "a2c": {"minibatches": (1, "SB3's A2C makes one gradient step over each whole rollout")},
     "sac": {"squash_actions": (True, "SB3's SAC policy is a tanh-squashed Gaussian")},
+    "tqc": {"squash_actions": (True, "sb3-contrib's TQC policy is SAC's tanh-squashed Gaussian")},
     "dqn": {"td_loss": ("huber", "SB3's DQN minimises the smooth-L1 (Huber) TD loss")},
 }
 """Hyperparameters that are not Zoo keys but SB3's fixed behaviour, set so the recipe does what SB3 does."""

@@ -289,8 +289,10 @@ def _policy_option(c: _Context, key: str, name: str, value: Any) -> None:
             c.drop(key, value, "rlplug has no orthogonal initialisation (PyTorch's default init)")
     elif name == "n_critics" and algo in ("sac", "td3") and value == 2:
         c.ok(key, value, f"the twin critics of rlplug's {algo}")
-    elif name == "n_quantiles" and algo == "qrdqn":
+    elif name == "n_quantiles" and algo in ("qrdqn", "tqc"):
         c.hyper(key, value, n_quantiles=int(value))
+    elif name == "n_critics" and algo == "tqc":
+        c.hyper(key, value, n_critics=int(value))
     elif name == "n_critics" and algo == "ddpg" and value == 1:
         c.ok(key, value, "the one critic of rlplug's ddpg")
     elif name in ("use_expln", "full_std", "squash_output", "clip_mean"):
@@ -310,7 +312,7 @@ def _net_arch(c: _Context, key: str, value: Any) -> None:
     if isinstance(value, list) and all(isinstance(v, int) for v in value):
         c.hyper(key, value, hidden_sizes=list(value))
         return
-    critic = "qf" if c.t.algorithm in ("sac", "td3", "ddpg") else "vf"
+    critic = "qf" if c.t.algorithm in ("sac", "td3", "ddpg", "tqc") else "vf"
     if isinstance(value, dict) and set(value) <= {"pi", critic} and "pi" in value:
         pi, other = list(value["pi"]), list(value.get(critic, value["pi"]))
         if pi == other:
@@ -586,6 +588,10 @@ def _exploration_fraction(c: _Context, key: str, value: Any) -> None:
     c.hyper(key, value, f" (x n_timesteps {int(float(c.p['n_timesteps']))})", epsilon_decay_steps=steps)
 
 
+def _top_quantiles_to_drop(c: _Context, key: str, value: Any) -> None:
+    c.hyper(key, value, top_quantiles_to_drop_per_net=int(value))
+
+
 def _exploration_initial_eps(c: _Context, key: str, value: Any) -> None:
     c.hyper(key, value, epsilon_start=float(value))
 
@@ -625,6 +631,7 @@ TRANSLATORS: dict[str, dict[str, Callable[[_Context, str, Any], None]]] = {
             "max_grad_norm": _max_grad_norm},
 }  # fmt: skip
 TRANSLATORS["qrdqn"] = TRANSLATORS["dqn"]  # sb3-contrib's QRDQN takes DQN's keys (n_quantiles: in policy_kwargs)
+TRANSLATORS["tqc"] = {**TRANSLATORS["sac"], "top_quantiles_to_drop_per_net": _top_quantiles_to_drop}  # sb3-contrib's TQC
 """Per algorithm rlplug translates, each Zoo key's translation."""
 
 
