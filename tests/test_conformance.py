@@ -1,4 +1,4 @@
-"""The algorithm plugins of issue 47 (a2c, rpo, reinforce, ippo) and issue 48 (qrdqn, c51, tqc), one parametrised module over their cells.
+"""The algorithm plugins of issue 47 (a2c, rpo, reinforce, ippo) and issue 48 (qrdqn, c51, tqc, redq), one parametrised module over their cells.
 
 Each cell (algorithm x backend, plus the variants its settings reach) passes the conformance kit
 (``rlplug.testing.check_cell``: declarations, construction, a short train with finite optimised terms,
@@ -125,6 +125,25 @@ squash_actions = true
 learning_starts = 64
 batch_size = 16
 log_every = 32
+[recipes.redq-conformance]
+version = 1
+algorithm = "redq"
+env = "Pendulum-v1"
+backend = "skrl"
+steps = 256
+seed = 0
+num_envs = 2
+target = 0.0
+eval_episodes = 2
+[recipes.redq-conformance.hyperparameters]
+hidden_sizes = [16, 16]
+n_critics = 4
+critic_subset = 2
+utd_ratio = 2.0
+squash_actions = true
+learning_starts = 64
+batch_size = 16
+log_every = 32
 [recipes.ippo-conformance]
 version = 1
 algorithm = "ippo"
@@ -158,6 +177,7 @@ CELLS = {
     "c51-nstep-soft": ("c51-conformance", ["n_step=3", "target_update=soft"]),
     "tqc": ("tqc-conformance", []),
     "tqc-untruncated-hard": ("tqc-conformance", ["top_quantiles_to_drop_per_net=0", "target_update=hard"]),
+    "redq": ("redq-conformance", []),
     "ippo": ("ippo-conformance", []),
     "ippo-per-agent-parameters": ("ippo-conformance", ["share_parameters=false"]),
 }
@@ -187,6 +207,7 @@ TRAINED = {
     "qrdqn": ("rlplug_qrdqn", "CartPole-v1", dict(learning_starts=64, batch_size=16, train_every=32, n_quantiles=5)),
     "c51": ("rlplug_c51", "CartPole-v1", dict(learning_starts=64, batch_size=16, train_every=32, n_atoms=11, v_min=0.0, v_max=20.0)),
     "tqc": ("rlplug_tqc", "Pendulum-v1", dict(learning_starts=64, batch_size=16, n_critics=3, n_quantiles=5, squash_actions=True)),
+    "redq": ("rlplug_redq", "Pendulum-v1", dict(learning_starts=64, batch_size=16, n_critics=4, critic_subset=2, squash_actions=True)),
 }
 
 

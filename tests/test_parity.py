@@ -43,6 +43,7 @@ TORCHRL_CELLS = {
     "qrdqn": ("qrdqn", "Tiny-v0", {}),
     "c51": ("c51", "Tiny-v0", {}),
     "tqc": ("tqc", "TinyContinuous-v0", {}),
+    "redq": ("redq", "TinyContinuous-v0", {}),
     "iql": ("iql", "TinyContinuous-v0", {}),
     "iql-discrete": ("iql", "Tiny-v0", {}),
     "cql": ("cql", "TinyContinuous-v0", {}),
@@ -56,7 +57,7 @@ TORCHRL_CELLS = {
     "rpo": ("rpo", "TinyContinuous-v0", {}),
     "reinforce": ("reinforce", "Tiny-v0", {}),
 }
-SKRL_CELLS = {name: TORCHRL_CELLS[name] for name in ("ppo", "sac", "td3", "ddpg", "dqn", "qrdqn", "c51", "tqc", "iql", "cql", "cql-discrete", "td3bc",
+SKRL_CELLS = {name: TORCHRL_CELLS[name] for name in ("ppo", "sac", "td3", "ddpg", "dqn", "qrdqn", "c51", "tqc", "redq", "iql", "cql", "cql-discrete", "td3bc",
                                                     "iql-discrete", "bc", "bc-discrete", "mappo", "ippo", "a2c", "rpo", "reinforce")}
 OFFLINE = ("iql", "cql", "td3bc", "bc")  # by algorithm: iql-discrete is offline too
 

@@ -136,8 +136,8 @@ class SACLoss:
     (log_prob + target_entropy))``. With the twin critics that is upstream's math, operation for operation;
     the order of policy samples is upstream's, so the same seed draws the same actions.
 
-    A derived loss overrides the piece that differs: ``critic_distance`` (a Huber critic), ``target_q``
-    (an ensemble's random subset), ``policy_q``, or the whole ``critic_target`` (a distributional target).
+    A derived loss overrides the piece that differs: ``critic_distance`` (a Huber critic), ``target_critics``
+    (an ensemble's random subset), ``target_q``, ``policy_q``, or the whole ``critic_target`` (a distributional target).
     """
 
     def __call__(self, agent: SAC, batch: dict[str, torch.Tensor], stage: str) -> dict[str, torch.Tensor]:
@@ -155,12 +155,16 @@ class SACLoss:
         """The critics' values at (s, pi(s)) combined into the one the policy ascends (the minimum)."""
         return functools.reduce(torch.min, qs)
 
+    def target_critics(self, agent: SAC) -> Sequence[str]:
+        """The target critics' roles the Bellman target reads (every ``target_<role>``; an ensemble's subset)."""
+        return [f"target_{role}" for role in critic_roles(agent)]
+
     def critic_target(self, agent: SAC, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """``y``, out of autograd: the soft Bellman target from the next observations."""
         next_inputs = {"observations": batch["next_observations"], "states": batch["next_states"]}
         with torch.no_grad():
             next_actions, outputs = agent.policy.act(next_inputs, role="policy")
-            target_qs = q_values(agent, [f"target_{role}" for role in critic_roles(agent)], next_inputs, next_actions)
+            target_qs = q_values(agent, self.target_critics(agent), next_inputs, next_actions)
             target_q = self.target_q(target_qs) - entropy_coefficient(agent) * outputs["log_prob"]
             return batch["rewards"] + agent.cfg.discount_factor * batch["terminated"].logical_not() * target_q
 

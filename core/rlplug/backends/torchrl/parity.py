@@ -285,6 +285,15 @@ LOSSES["TQCLoss"] = {
     **{k: v for k, v in LOSSES["SACLoss"].items() if k not in ("loss_function", "value_network", "delay_actor", "delay_value", "gamma", "priority_key")},
     "top_quantiles_to_drop_per_net": Setting("top_quantiles_to_drop_per_net"),
 }
+# REDQLoss is SACLoss over an ensemble: a random subset of the target critics, alpha clamped by default
+LOSSES["REDQLoss"] = {
+    **{k: v for k, v in LOSSES["SACLoss"].items() if k not in ("value_network", "delay_actor", "delay_value", "skip_done_states",
+                                                               "use_prioritized_weights")},
+    "sub_sample_len": Setting("critic_subset"),
+    "min_alpha": Excluded("fixed by the cell: 0 (alpha unclamped, as SAC's on both backends); the library clamps at 0.1"),
+    "max_alpha": Excluded("fixed by the cell: inf (alpha unclamped, as SAC's on both backends); the library clamps at 10"),
+    "gSDE": Excluded("library default kept: no gSDE"),
+}
 # IPPOLoss is MAPPOLoss for a per-agent critic on local observations (TorchRL: "structurally identical")
 LOSSES["IPPOLoss"] = LOSSES["MAPPOLoss"]
 
