@@ -176,7 +176,6 @@ CELLS = {
     "c51": ("c51-conformance", []),
     "c51-nstep-soft": ("c51-conformance", ["n_step=3", "target_update=soft"]),
     "tqc": ("tqc-conformance", []),
-    "tqc-untruncated-hard": ("tqc-conformance", ["top_quantiles_to_drop_per_net=0", "target_update=hard"]),
     "redq": ("redq-conformance", []),
     "ippo": ("ippo-conformance", []),
     "ippo-per-agent-parameters": ("ippo-conformance", ["share_parameters=false"]),
