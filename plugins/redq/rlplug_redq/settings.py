@@ -1,5 +1,4 @@
-"""REDQ's backend settings: SAC's, less the value estimators REDQ does not have, plus the ensemble (no torch
-imports)."""
+"""REDQ's backend settings: SAC's on a TD(0) target, plus the ensemble (no torch imports)."""
 
 from __future__ import annotations
 
@@ -7,11 +6,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from rlplug_sac import settings as sac
+from rlplug_sac.settings import TD0_ONLY as SAC_ONLY  # noqa: F401 -- the declaration's
 
-SAC_ONLY = ("value_estimator", "td_lambda", "trajectory_slice")
-"""SAC's hyperparameters REDQ does not have: its target is TD(0) over a random subset of the target critics."""
-
-_AS_TD0 = {"value_estimator": "td0", "td_lambda": 0.95, "trajectory_slice": 8}
+__all__ = ["SAC_ONLY", "skrl_settings", "torchrl_settings"]
 
 
 def _ensemble(hp: Mapping[str, Any]) -> dict[str, Any]:
@@ -23,13 +20,9 @@ def _ensemble(hp: Mapping[str, Any]) -> dict[str, Any]:
 
 def skrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
     """SAC's ``SAC_CFG`` fields and rlplug's settings, with the ensemble."""
-    own = _ensemble(hp)
-    return {**sac.skrl_settings({**hp, **_AS_TD0}, recipe), **own}
+    return sac.ensemble_settings(sac.skrl_settings, hp, recipe, _ensemble(hp))
 
 
 def torchrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
-    """SAC's TorchRL settings on a TD(0) estimator, ``num_qvalue_nets = n_critics``, with the ensemble."""
-    own = _ensemble(hp)
-    settings = sac.torchrl_settings({**hp, **_AS_TD0}, recipe)
-    del settings["lmbda"], settings["trajectory_slice"]
-    return {**settings, "num_qvalue_nets": hp["n_critics"], **own}
+    """SAC's TorchRL settings (``num_qvalue_nets = n_critics``), with the ensemble."""
+    return sac.ensemble_settings(sac.torchrl_settings, hp, recipe, _ensemble(hp))

@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
 from rlplug import Build
 from rlplug.backends.torchrl import describe_loss, set_value_estimator
+from rlplug_sac import torchrl_backend as sac
 from rlplug_sac.torchrl_backend import build_memory, build_models, build_target_updater, build_trainer  # noqa: F401 -- SAC's
 from torchrl.objectives import REDQLoss
 
@@ -22,21 +22,8 @@ def make_redq_loss(build: Build) -> REDQLoss:
     alpha is not clamped (``min_alpha = 0``, ``max_alpha = inf``), as SAC's on both backends; upstream's default
     clamps it to [0.1, 10]."""
     s = build.settings
-    target_entropy = s["target_entropy"]
-    if target_entropy == "auto":  # resolved here, as SAC's, so the loss needs no action spec
-        target_entropy = -float(np.prod(build.action_space.shape))
-    loss = REDQLoss(
-        build.models["actor"],
-        build.models["critics"],
-        num_qvalue_nets=s["num_qvalue_nets"],
-        sub_sample_len=s["critic_subset"],
-        loss_function=s["loss_function"],
-        alpha_init=s["alpha_init"],
-        min_alpha=0.0,
-        max_alpha=math.inf,
-        fixed_alpha=s["fixed_alpha"],
-        target_entropy=target_entropy,
-    )
+    loss = REDQLoss(**sac.sac_loss_arguments(build), sub_sample_len=s["critic_subset"], loss_function=s["loss_function"],
+                    min_alpha=0.0, max_alpha=math.inf)  # fmt: skip
     # REDQLoss registers its target_entropy buffer on first read: read it now, so a fresh loss's state_dict has the
     # key a checkpoint has (else resuming fails: "Unexpected key(s) in state_dict: target_entropy_buffer")
     _ = loss.target_entropy

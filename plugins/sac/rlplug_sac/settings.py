@@ -76,3 +76,22 @@ def torchrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
         "hidden_sizes": list(hp["hidden_sizes"]),
         "activation": hp["activation"],
     }
+
+
+TD0_ONLY = ("value_estimator", "td_lambda", "trajectory_slice")
+"""SAC's hyperparameters an ensemble variant (tqc, redq) does not have: its target is TD(0) (TorchRL's ``TQCLoss``
+and ``REDQLoss`` support only ``TD0Estimator``)."""
+
+_AS_TD0 = {"value_estimator": "td0", "td_lambda": 0.95, "trajectory_slice": 8}
+
+
+def ensemble_settings(sac_settings: Any, hp: Mapping[str, Any], recipe: Any, own: Mapping[str, Any]) -> dict[str, Any]:
+    """``sac_settings`` (``skrl_settings`` or ``torchrl_settings``) of an ensemble variant: SAC's settings on a
+    TD(0) target, without the multi-step estimator's, plus the variant's ``own`` (its critics: on TorchRL,
+    ``num_qvalue_nets`` is their number)."""
+    settings = sac_settings({**hp, **_AS_TD0}, recipe)
+    for key in ("lmbda", "trajectory_slice"):
+        settings.pop(key, None)
+    if "num_qvalue_nets" in settings:
+        settings["num_qvalue_nets"] = hp["n_critics"]
+    return {**settings, **own}

@@ -77,25 +77,23 @@ def build_memory(build: Build) -> TensorDictReplayBuffer:
 # ---- loss ---------------------------------------------------------------------------------------
 
 
-def make_sac_loss(build: Build, loss_class: type[SACLoss] = SACLoss) -> SACLoss:
-    """The registered loss "sac" for sac/torchrl: upstream's ``SACLoss`` over the two critics.
-
-    ``target_entropy = "auto"`` is resolved here (``-action_dim``) so the loss needs no action spec.
-    """
+def sac_loss_arguments(build: Build) -> dict[str, Any]:
+    """The arguments every SAC-family loss takes (``SACLoss``, ``TQCLoss``, ``REDQLoss``): the actor, the critics
+    and the entropy tuning. ``target_entropy = "auto"`` is resolved here (``-action_dim``) so the loss needs no
+    action spec."""
     s = build.settings
     target_entropy = s["target_entropy"]
     if target_entropy == "auto":
         target_entropy = -float(np.prod(build.action_space.shape))
-    loss = loss_class(
-        build.models["actor"],
-        build.models["critics"],
-        num_qvalue_nets=s["num_qvalue_nets"],
-        loss_function=s["loss_function"],
-        alpha_init=s["alpha_init"],
-        fixed_alpha=s["fixed_alpha"],
-        target_entropy=target_entropy,
-    )
-    set_value_estimator(loss, s)
+    return {"actor_network": build.models["actor"], "qvalue_network": build.models["critics"],
+            "num_qvalue_nets": s["num_qvalue_nets"], "alpha_init": s["alpha_init"], "fixed_alpha": s["fixed_alpha"],
+            "target_entropy": target_entropy}  # fmt: skip
+
+
+def make_sac_loss(build: Build, loss_class: type[SACLoss] = SACLoss) -> SACLoss:
+    """The registered loss "sac" for sac/torchrl: upstream's ``SACLoss`` over the two critics."""
+    loss = loss_class(**sac_loss_arguments(build), loss_function=build.settings["loss_function"])
+    set_value_estimator(loss, build.settings)
     return loss
 
 

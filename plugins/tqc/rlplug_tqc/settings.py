@@ -1,5 +1,4 @@
-"""TQC's backend settings: SAC's, less the value estimators TQC does not have, plus the quantile critics
-(no torch imports)."""
+"""TQC's backend settings: SAC's on a TD(0) target, plus the quantile critics (no torch imports)."""
 
 from __future__ import annotations
 
@@ -7,15 +6,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from rlplug_sac import settings as sac
+from rlplug_sac.settings import TD0_ONLY as SAC_ONLY  # noqa: F401 -- the declaration's
 
-SAC_ONLY = ("value_estimator", "td_lambda", "trajectory_slice")
-"""SAC's hyperparameters TQC does not have: its target is TD(0) over pooled quantiles (TorchRL's ``TQCLoss``
-supports only ``TD0Estimator``)."""
-
-_AS_TD0 = {"value_estimator": "td0", "td_lambda": 0.95, "trajectory_slice": 8}
+__all__ = ["SAC_ONLY", "skrl_settings", "torchrl_settings"]
 
 
-def _check(hp: Mapping[str, Any]) -> dict[str, Any]:
+def _critics(hp: Mapping[str, Any]) -> dict[str, Any]:
     if hp["top_quantiles_to_drop_per_net"] >= hp["n_quantiles"]:
         raise ValueError(
             f"top_quantiles_to_drop_per_net ({hp['top_quantiles_to_drop_per_net']}) must be below n_quantiles "
@@ -27,14 +23,12 @@ def _check(hp: Mapping[str, Any]) -> dict[str, Any]:
 
 def skrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
     """SAC's ``SAC_CFG`` fields and rlplug's settings, with the quantile critics."""
-    own = _check(hp)
-    return {**sac.skrl_settings({**hp, **_AS_TD0}, recipe), **own}
+    return sac.ensemble_settings(sac.skrl_settings, hp, recipe, _critics(hp))
 
 
 def torchrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
-    """SAC's TorchRL settings on a TD(0) estimator, ``num_qvalue_nets = n_critics``, with the quantile critics
-    (``TQCLoss`` fixes its critic distance, the quantile Huber loss: SAC's ``loss_function`` is not read)."""
-    own = _check(hp)
-    settings = sac.torchrl_settings({**hp, **_AS_TD0}, recipe)
-    del settings["loss_function"], settings["lmbda"], settings["trajectory_slice"]
-    return {**settings, "num_qvalue_nets": hp["n_critics"], **own}
+    """SAC's TorchRL settings with the quantile critics (``TQCLoss`` fixes its critic distance, the quantile Huber
+    loss: SAC's ``loss_function`` is not read)."""
+    settings = sac.ensemble_settings(sac.torchrl_settings, hp, recipe, _critics(hp))
+    del settings["loss_function"]
+    return settings

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 from rlplug import Build
 from rlplug.backends.torchrl import describe_loss, set_value_estimator
 from rlplug_sac import torchrl_backend as sac
@@ -24,20 +23,8 @@ def build_models(build: Build) -> dict[str, Any]:
 
 def make_tqc_loss(build: Build) -> TQCLoss:
     """The registered default loss ("tqc") for tqc/torchrl: upstream's ``TQCLoss`` over the critics, TD(0)."""
-    s = build.settings
-    target_entropy = s["target_entropy"]
-    if target_entropy == "auto":  # resolved here, as SAC's, so the loss needs no action spec
-        target_entropy = -float(np.prod(build.action_space.shape))
-    loss = TQCLoss(
-        build.models["actor"],
-        build.models["critics"],
-        num_qvalue_nets=s["num_qvalue_nets"],
-        top_quantiles_to_drop_per_net=s["top_quantiles_to_drop_per_net"],
-        alpha_init=s["alpha_init"],
-        fixed_alpha=s["fixed_alpha"],
-        target_entropy=target_entropy,
-    )
-    set_value_estimator(loss, s)
+    loss = TQCLoss(**sac.sac_loss_arguments(build), top_quantiles_to_drop_per_net=build.settings["top_quantiles_to_drop_per_net"])
+    set_value_estimator(loss, build.settings)
     return loss
 
 
