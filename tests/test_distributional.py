@@ -180,3 +180,22 @@ def test_tqc_skrl_loss_is_torchrls_tqc_loss():
     (expected_grad,) = torch.autograd.grad(expected["loss_qvalue"], weight, retain_graph=True)
     (got_grad,) = torch.autograd.grad(critic * n_critics, weight)
     torch.testing.assert_close(got_grad, expected_grad, rtol=1e-5, atol=1e-7)
+
+
+def test_a_distributional_dueling_head_is_value_plus_centred_advantage_per_atom():
+    """``DuelingMlp(atoms=k)`` (qrdqn's and c51's ``dueling``): per action ``k`` outputs; for every atom the mean over
+    the actions is the value layer's output for that atom, and the actions differ by the advantage layer's."""
+    from rlplug.backends.common.nets import DuelingMlp
+
+    torch.manual_seed(0)
+    n_actions, atoms = 3, 4
+    head = DuelingMlp(5, [8], n_actions * atoms, "relu", atoms=atoms)
+    x = torch.randn(6, 5)
+    out = head(x).unflatten(-1, (n_actions, atoms))
+    features = head.trunk(x)
+    value, advantage = head.value(features), head.advantage(features).unflatten(-1, (n_actions, atoms))
+    torch.testing.assert_close(out.mean(-2), value)
+    torch.testing.assert_close(out - out.mean(-2, keepdim=True), advantage - advantage.mean(-2, keepdim=True))
+    plain = DuelingMlp(5, [8], n_actions, "relu")  # one atom: DQN's head, Q = V + A - mean A
+    q = plain(x)
+    torch.testing.assert_close(q.mean(-1, keepdim=True), plain.value(plain.trunk(x)))

@@ -5,7 +5,7 @@ spaced on ``[v_min, v_max]``: acting is greedy on the distributions' means, and 
 ``Z(s, a)`` against the target distribution ``r + gamma * Z'(s', a')`` projected back onto the atoms. The next
 action ``a'`` is greedy under the online network and its distribution read from the target network, as TorchRL's
 ``DistributionalDQNLoss`` computes it (Rainbow's double-Q form). The declaration is DQN's less double DQN, the TD
-loss, the dueling head and TD(1)/TD(lambda), plus the support; the backends reuse DQN's cells and replace the Q
+loss and TD(1)/TD(lambda), with the dueling head per atom, plus the support; the backends reuse DQN's cells and replace the Q
 network and the loss. Cheap: no torch.
 """
 
@@ -15,11 +15,11 @@ from dataclasses import replace
 
 from rlplug import AlgorithmPlugin, LossSpec, Param, Rule, both_backends
 from rlplug_dqn import DQN
-from rlplug_dqn import PARAMS as DQN_PARAMS
+from rlplug_dqn import DISTRIBUTIONAL_PARAMS
 
 from .settings import DQN_ONLY, skrl_settings, torchrl_settings
 
-PARAMS = tuple(p for p in DQN_PARAMS if p.name not in DQN_ONLY) + (
+PARAMS = DISTRIBUTIONAL_PARAMS + (
     Param("n_atoms", 51, "atoms of each action's return distribution (the paper's 51)", bounds="[2, 1024]",
           search=(21, 51, 101)),
     Param("v_min", -10.0, "the lowest return the atoms cover (the paper's Atari support [-10, 10])"),

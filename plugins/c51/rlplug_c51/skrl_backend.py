@@ -22,9 +22,10 @@ class CategoricalQ(DeterministicModel):
     and the log-probabilities ``[batch, n_actions, n_atoms]`` under ``outputs["log_probs"]``."""
 
     def __init__(self, observation_space: Any, action_space: Any, device: Any, hidden_sizes: Any, activation: str,
-                 support: torch.Tensor, encoder: Any = None) -> None:  # fmt: skip
+                 support: torch.Tensor, encoder: Any = None, dueling: bool = False) -> None:  # fmt: skip
         n = int(action_space.n)
-        super().__init__(observation_space, action_space, device, hidden_sizes, activation, n * support.numel(), encoder=encoder)
+        super().__init__(observation_space, action_space, device, hidden_sizes, activation, n * support.numel(), encoder=encoder,
+                         dueling=dueling, atoms=support.numel())  # fmt: skip
         self.register_buffer("support", support.to(device))
         self.distribution_shape = (n, support.numel())
 
@@ -41,7 +42,7 @@ def build_models(build: Build) -> dict[str, Any]:
     s = build.settings
     support = torch.linspace(s["v_min"], s["v_max"], s["n_atoms"])
     args = (build.observation_space, build.action_space, build.device, s["hidden_sizes"], s["activation"], support)
-    return {role: CategoricalQ(*args, encoder=observation_encoder(build)) for role in ("q_network", "target_q_network")}
+    return {role: CategoricalQ(*args, encoder=observation_encoder(build), dueling=s["dueling"]) for role in ("q_network", "target_q_network")}
 
 
 class C51Loss:

@@ -23,14 +23,20 @@ from torchrl.objectives import DistributionalDQNLoss
 
 
 class AtomLogProbs(nn.Module):
-    """``net``'s ``n_atoms x n_actions`` outputs as log-probabilities over the atoms, ``[..., n_atoms, n_actions]``."""
+    """``net``'s ``n_atoms x n_actions`` outputs as log-probabilities over the atoms, ``[..., n_atoms, n_actions]``
+    (``action_major``: ``net`` gives them as ``n_actions x n_atoms``, a dueling head's layout)."""
 
-    def __init__(self, net: nn.Module, n_atoms: int, n_actions: int) -> None:
+    def __init__(self, net: nn.Module, n_atoms: int, n_actions: int, action_major: bool = False) -> None:
         super().__init__()
-        self.net, self.shape = net, (n_atoms, n_actions)
+        self.net, self.shape, self.action_major = net, (n_atoms, n_actions), action_major
 
     def forward(self, *observations: torch.Tensor) -> torch.Tensor:
-        return self.net(*observations).unflatten(-1, self.shape).log_softmax(-2)
+        logits = self.net(*observations)
+        if self.action_major:
+            logits = logits.unflatten(-1, self.shape[::-1]).transpose(-1, -2)
+        else:
+            logits = logits.unflatten(-1, self.shape)
+        return logits.log_softmax(-2)
 
 
 def build_models(build: Build) -> dict[str, Any]:
@@ -39,7 +45,8 @@ def build_models(build: Build) -> dict[str, Any]:
     configure_threads()
     seed_everything(build.seed)
     s, n = build.settings, int(build.action_space.n)
-    net = AtomLogProbs(observation_net(build, s["n_atoms"] * n, s["hidden_sizes"], s["activation"]), s["n_atoms"], n)
+    net = observation_net(build, s["n_atoms"] * n, s["hidden_sizes"], s["activation"], dueling=s["dueling"], atoms=s["n_atoms"])
+    net = AtomLogProbs(net, s["n_atoms"], n, action_major=s["dueling"])
     actor = DistributionalQValueActor(net, support=torch.linspace(s["v_min"], s["v_max"], s["n_atoms"]),
                                       in_keys=observation_keys(build), spec=CategoricalSpec(n), action_space="categorical",
                                       make_log_softmax=False)  # fmt: skip

@@ -6,11 +6,13 @@ The backends live in ``skrl_backend`` and ``torchrl_backend`` and are imported o
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from rlplug import AlgorithmPlugin, AlgorithmSpec, LossSpec, Param, Rule, Search, both_backends
 from rlplug.families import ESTIMATOR_PARAMS, OPTIMIZER_PARAMS, REPLAY_PARAMS, TARGET_PARAMS
 from rlplug.families import ESTIMATOR_RULES, REPLAY_RULES
 
-from .settings import skrl_settings, torchrl_settings
+from .settings import DISTRIBUTIONAL_DROPS, skrl_settings, torchrl_settings
 
 PARAMS = (
     Param("learning_rate", 1e-3, "Adam learning rate of the Q network", bounds="(0, inf)", search=Search(1e-5, 1e-2, log=True)),
@@ -35,6 +37,11 @@ PARAMS = (
           item_bounds="[1, 8192]", length="[0, 16]", search=([64], [64, 64], [256, 256])),
     Param("activation", "relu", "hidden activation", choices=("relu", "tanh", "elu")),
 ) + ESTIMATOR_PARAMS + REPLAY_PARAMS + TARGET_PARAMS + OPTIMIZER_PARAMS
+
+_PER_ATOM = {"dueling": "dueling head, per atom: Z(s, a) = V(s) + A(s, a) - mean A(s, .) for each quantile or atom "
+             "(Rainbow's), value and advantage layers over the last hidden layer"}
+DISTRIBUTIONAL_PARAMS = tuple(replace(p, doc=_PER_ATOM.get(p.name, p.doc)) for p in PARAMS if p.name not in DISTRIBUTIONAL_DROPS)
+"""DQN's hyperparameters a distributional variant (qrdqn, c51) keeps, its dueling head's doc per atom."""
 
 DQN = AlgorithmSpec(
     name="dqn",

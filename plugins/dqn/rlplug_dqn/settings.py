@@ -103,12 +103,12 @@ def torchrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
     }
 
 
-DISTRIBUTIONAL_DROPS = ("double_dqn", "td_loss", "dueling", "value_estimator", "td_lambda", "trajectory_slice")
+DISTRIBUTIONAL_DROPS = ("double_dqn", "td_loss", "value_estimator", "td_lambda", "trajectory_slice")
 """DQN's hyperparameters that its distributional variants (qrdqn, c51) do not have: their own loss replaces the TD
 loss and its target."""
-_AS_DISTRIBUTIONAL = {"double_dqn": False, "td_loss": "l2", "dueling": False, "value_estimator": "td0", "td_lambda": 0.95,
+_AS_DISTRIBUTIONAL = {"double_dqn": False, "td_loss": "l2", "value_estimator": "td0", "td_lambda": 0.95,
                       "trajectory_slice": 8}  # fmt: skip
-_UNUSED = ("double_dqn", "td_loss", "loss_function", "dueling")
+_UNUSED = ("double_dqn", "td_loss", "loss_function")
 
 
 def distributional_settings(dqn_settings: Any, hp: Mapping[str, Any], recipe: Any, own: Mapping[str, Any]) -> dict[str, Any]:

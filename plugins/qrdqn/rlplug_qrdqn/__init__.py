@@ -3,8 +3,8 @@
 QR-DQN is DQN whose network outputs ``n_quantiles`` quantiles of the return per action instead of its mean:
 acting is greedy on the quantiles' mean, and the loss is the quantile Huber loss (kappa 1) against the
 target network's quantiles of the action that is greedy on their mean (sb3-contrib's ``QRDQN``). The
-declaration is DQN's less double DQN, the TD loss, the dueling head and TD(1)/TD(lambda), plus
-``n_quantiles``; the backends reuse DQN's cells and replace the Q network and the loss. Cheap: no torch.
+declaration is DQN's less double DQN, the TD loss and TD(1)/TD(lambda), with the dueling head per quantile,
+plus ``n_quantiles``; the backends reuse DQN's cells and replace the Q network and the loss. Cheap: no torch.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from dataclasses import replace
 
 from rlplug import AlgorithmPlugin, LossSpec, Param, both_backends
 from rlplug_dqn import DQN
-from rlplug_dqn import PARAMS as DQN_PARAMS
+from rlplug_dqn import DISTRIBUTIONAL_PARAMS
 
 from .settings import DQN_ONLY, skrl_settings, torchrl_settings
 
-PARAMS = tuple(p for p in DQN_PARAMS if p.name not in DQN_ONLY) + (
+PARAMS = DISTRIBUTIONAL_PARAMS + (
     Param("n_quantiles", 50, "quantiles of the return each action's output holds (sb3-contrib's default 50)",
           bounds="[1, 1024]", search=(25, 50, 100, 200)),
 )

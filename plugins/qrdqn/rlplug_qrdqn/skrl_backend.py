@@ -22,9 +22,10 @@ class QuantileQ(DeterministicModel):
     quantiles ``[batch, n_actions, n_quantiles]`` under ``outputs["quantiles"]``."""
 
     def __init__(self, observation_space: Any, action_space: Any, device: Any, hidden_sizes: Any, activation: str,
-                 n_quantiles: int, encoder: Any = None) -> None:  # fmt: skip
+                 n_quantiles: int, encoder: Any = None, dueling: bool = False) -> None:  # fmt: skip
         n = int(action_space.n)
-        super().__init__(observation_space, action_space, device, hidden_sizes, activation, n * n_quantiles, encoder=encoder)
+        super().__init__(observation_space, action_space, device, hidden_sizes, activation, n * n_quantiles, encoder=encoder,
+                         dueling=dueling, atoms=n_quantiles)  # fmt: skip
         self.quantile_shape = (n, n_quantiles)
 
     def compute(self, inputs: Any, role: str = "") -> tuple[torch.Tensor, dict[str, Any]]:
@@ -39,7 +40,7 @@ def build_models(build: Build) -> dict[str, Any]:
     seed_skrl(build.seed)
     s = build.settings
     args = (build.observation_space, build.action_space, build.device, s["hidden_sizes"], s["activation"], s["n_quantiles"])
-    return {role: QuantileQ(*args, encoder=observation_encoder(build)) for role in ("q_network", "target_q_network")}
+    return {role: QuantileQ(*args, encoder=observation_encoder(build), dueling=s["dueling"]) for role in ("q_network", "target_q_network")}
 
 
 class QRDQNLoss:

@@ -40,7 +40,8 @@ def build_models(build: Build) -> dict[str, Any]:
     configure_threads()
     seed_everything(build.seed)
     s, n = build.settings, int(build.action_space.n)
-    net = QuantileMean(observation_net(build, n * s["n_quantiles"], s["hidden_sizes"], s["activation"]), n, s["n_quantiles"])
+    net = observation_net(build, n * s["n_quantiles"], s["hidden_sizes"], s["activation"], dueling=s["dueling"], atoms=s["n_quantiles"])
+    net = QuantileMean(net, n, s["n_quantiles"])
     return {"q_network": q_value_actor(net, build.action_space, observation_keys(build)).to(build.device)}
 
 

@@ -35,21 +35,32 @@ class DuelingMlp(nn.Module):
     value; here the value layer carries the common part and the advantage layer only the difference.
     """
 
-    def __init__(self, input_size: int, hidden_sizes: Sequence[int], output_size: int, activation: str = "relu") -> None:
+    def __init__(self, input_size: int, hidden_sizes: Sequence[int], output_size: int, activation: str = "relu",
+                 atoms: int = 1) -> None:  # fmt: skip
         super().__init__()
         if not hidden_sizes:
             raise ValueError("a dueling head needs at least one hidden layer (hidden_sizes is empty)")
         self.trunk = nn.Sequential(*mlp(input_size, hidden_sizes[:-1], hidden_sizes[-1], activation), ACTIVATIONS[activation]())
-        self.value = nn.Linear(hidden_sizes[-1], 1)
+        self.value = nn.Linear(hidden_sizes[-1], atoms)
         self.advantage = nn.Linear(hidden_sizes[-1], output_size)
+        self.atoms = atoms
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         features = self.trunk(x)
         advantage = self.advantage(features)
-        return self.value(features) + advantage - advantage.mean(-1, keepdim=True)
+        if self.atoms == 1:
+            return self.value(features) + advantage - advantage.mean(-1, keepdim=True)
+        # a distributional head (Rainbow's): per action, ``atoms`` outputs (quantiles, or logits over a support);
+        # the value and the mean advantage are per atom, over the actions
+        advantage = advantage.unflatten(-1, (-1, self.atoms))
+        combined = self.value(features).unsqueeze(-2) + advantage - advantage.mean(-2, keepdim=True)
+        return combined.flatten(-2)
 
 
-def mlp_head(input_size: int, hidden_sizes: Sequence[int], output_size: int, activation: str, dueling: bool = False) -> nn.Module:
+def mlp_head(input_size: int, hidden_sizes: Sequence[int], output_size: int, activation: str, dueling: bool = False,
+             atoms: int = 1) -> nn.Module:  # fmt: skip
     """A model's MLP after its encoder: ``mlp``, or ``DuelingMlp`` with ``dueling`` (a Q(s, .) network only;
-    policies, values and Q(s, a) never pass it)."""
-    return (DuelingMlp if dueling else mlp)(input_size, hidden_sizes, output_size, activation)
+    policies, values and Q(s, a) never pass it; ``atoms``: a distributional head's outputs per action)."""
+    if dueling:
+        return DuelingMlp(input_size, hidden_sizes, output_size, activation, atoms)
+    return mlp(input_size, hidden_sizes, output_size, activation)

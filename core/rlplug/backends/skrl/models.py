@@ -147,7 +147,8 @@ class DeterministicModel(DeterministicMixin, EncodedModel):
 
     ``input_key`` picks what it reads: ``"observations"``, or ``"states"`` for a centralised critic
     (MAPPO). ``output_size`` defaults to 1; a DQN Q-network passes the number of actions (``dueling``: its
-    MLP is ``DuelingMlp``). ``recurrent`` (observations only, without actions): a recurrent value.
+    MLP is ``DuelingMlp``; ``atoms``: a distributional head's outputs per action, ``output_size`` being actions x
+    atoms). ``recurrent`` (observations only, without actions): a recurrent value.
     """
 
     def __init__(
@@ -164,6 +165,7 @@ class DeterministicModel(DeterministicMixin, EncodedModel):
         encoder: nn.Module | None = None,
         recurrent: RecurrentSpec | None = None,
         dueling: bool = False,
+        atoms: int = 1,
     ) -> None:
         Model.__init__(
             self, observation_space=observation_space, state_space=state_space, action_space=action_space, device=device
@@ -184,7 +186,7 @@ class DeterministicModel(DeterministicMixin, EncodedModel):
             input_size = self.attach_encoder(encoder, observation_space, recurrent)
         if with_actions:
             input_size += self.num_actions
-        self.net = mlp_head(input_size, hidden_sizes, output_size, activation, dueling)
+        self.net = mlp_head(input_size, hidden_sizes, output_size, activation, dueling, atoms)
 
     def compute(self, inputs: Mapping[str, Any], role: str = "") -> tuple[torch.Tensor, dict[str, Any]]:
         x, outputs = self.features(inputs, self.input_key)

@@ -65,17 +65,18 @@ class EncodedNet(nn.Module):
 
 
 def observation_net(
-    build: Any, output_size: int, hidden_sizes: Sequence[int], activation: str, action_size: int = 0, dueling: bool = False
+    build: Any, output_size: int, hidden_sizes: Sequence[int], activation: str, action_size: int = 0, dueling: bool = False,
+    atoms: int = 1,
 ) -> nn.Module:
     """The network one model of a cell computes with: its own copy of the cell's encoder, then an MLP
     head of ``hidden_sizes`` (reading ``action_size`` more inputs for Q(s, a); ``dueling``: value and
-    advantage layers, ``DuelingMlp``). With the ``mlp`` encoder it is the plain MLP over the observation
-    vector it always was."""
+    advantage layers, ``DuelingMlp``, with ``atoms`` outputs per action for a distributional head). With the
+    ``mlp`` encoder it is the plain MLP over the observation vector it always was."""
     encoder = observation_encoder(build)
     if encoder is None:
         size = int(np.prod(feature_space(build.observation_space).shape))
-        return mlp_head(size + action_size, hidden_sizes, output_size, activation, dueling)
-    head = mlp_head(int(encoder.features) + action_size, hidden_sizes, output_size, activation, dueling)
+        return mlp_head(size + action_size, hidden_sizes, output_size, activation, dueling, atoms)
+    head = mlp_head(int(encoder.features) + action_size, hidden_sizes, output_size, activation, dueling, atoms)
     return EncodedNet(encoder, head, observation_keys(build))
 
 
