@@ -229,6 +229,11 @@ def test_training_moves_every_parameter_with_finite_terms(builds, algorithm, bac
     after = {f"{name}.{key}": value for name, model in models.items() for key, value in model.named_parameters()}
     still = [key for key, value in before.items() if torch.equal(value, after[key])]
     assert not still, f"{algorithm}/{backend}: parameters that never moved: {still}"
+    # what `rlplug train`'s divergence guard checks: no tensor of the trainer's state is NaN or infinite (a bound
+    # kept as an infinite buffer would stop every run at its first check)
+    from rlplug.runs.checkpoint_io import non_finite_tensors
+
+    assert list(non_finite_tensors(build.trainer.state_dict())) == []
 
 
 # ---- skrl: the default losses are upstream's update (A2C, RPO) --------------------------------------

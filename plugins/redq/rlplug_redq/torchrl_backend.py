@@ -7,7 +7,6 @@ so SAC's one Adam with three groups, its target updater and its trainer run it u
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from rlplug import Build
@@ -17,13 +16,17 @@ from rlplug_sac.torchrl_backend import build_memory, build_models, build_target_
 from torchrl.objectives import REDQLoss
 
 
+UNCLAMPED = (1e-30, 1e30)
+"""alpha's bounds: none in effect, as SAC's on both backends (upstream's default clamps it to [0.1, 10]); finite, as
+REDQLoss keeps their logarithms as buffers and rlplug's divergence guard refuses a non-finite one."""
+
+
 def make_redq_loss(build: Build) -> REDQLoss:
-    """The registered default loss ("redq") for redq/torchrl: upstream's ``REDQLoss`` over the critics, TD(0).
-    alpha is not clamped (``min_alpha = 0``, ``max_alpha = inf``), as SAC's on both backends; upstream's default
-    clamps it to [0.1, 10]."""
+    """The registered default loss ("redq") for redq/torchrl: upstream's ``REDQLoss`` over the critics, TD(0), alpha
+    unclamped (``UNCLAMPED``)."""
     s = build.settings
     loss = REDQLoss(**sac.sac_loss_arguments(build), sub_sample_len=s["critic_subset"], loss_function=s["loss_function"],
-                    min_alpha=0.0, max_alpha=math.inf)  # fmt: skip
+                    min_alpha=UNCLAMPED[0], max_alpha=UNCLAMPED[1])  # fmt: skip
     # REDQLoss registers its target_entropy buffer on first read: read it now, so a fresh loss's state_dict has the
     # key a checkpoint has (else resuming fails: "Unexpected key(s) in state_dict: target_entropy_buffer")
     _ = loss.target_entropy

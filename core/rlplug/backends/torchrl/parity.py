@@ -290,8 +290,8 @@ LOSSES["REDQLoss"] = {
     **{k: v for k, v in LOSSES["SACLoss"].items() if k not in ("value_network", "delay_actor", "delay_value", "skip_done_states",
                                                                "use_prioritized_weights")},
     "sub_sample_len": Setting("critic_subset"),
-    "min_alpha": Excluded("fixed by the cell: 0 (alpha unclamped, as SAC's on both backends); the library clamps at 0.1"),
-    "max_alpha": Excluded("fixed by the cell: inf (alpha unclamped, as SAC's on both backends); the library clamps at 10"),
+    "min_alpha": Excluded("fixed by the cell: 1e-30 (alpha unclamped, as SAC's on both backends); the library clamps at 0.1"),
+    "max_alpha": Excluded("fixed by the cell: 1e30 (alpha unclamped, as SAC's on both backends); the library clamps at 10"),
     "gSDE": Excluded("library default kept: no gSDE"),
 }
 # IPPOLoss is MAPPOLoss for a per-agent critic on local observations (TorchRL: "structurally identical")
