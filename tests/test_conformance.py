@@ -172,7 +172,7 @@ CELLS = {
     "reinforce": ("reinforce-conformance", []),
     "reinforce-no-baseline-pendulum": ("reinforce-conformance", ["env=Pendulum-v1", "baseline=false"]),
     "qrdqn": ("qrdqn-conformance", []),
-    "qrdqn-nstep-soft-dueling": ("qrdqn-conformance", ["n_step=3", "target_update=soft", "dueling=true"]),
+    "qrdqn-nstep-soft-dueling-double": ("qrdqn-conformance", ["n_step=3", "target_update=soft", "dueling=true", "double_dqn=true"]),
     "c51": ("c51-conformance", []),
     "c51-nstep-soft-dueling": ("c51-conformance", ["n_step=3", "target_update=soft", "dueling=true"]),
     "tqc": ("tqc-conformance", []),

@@ -41,6 +41,56 @@ def test_skrl_quantile_loss_equals_the_hand_computed_value():
     assert terms["q_taken"].item() == pytest.approx((0 + 1 + 3 - 0.5) / 4)
 
 
+# double Q (qrdqn's double_dqn): a target network whose own argmax at s' = 2 is action 0 (W2: Z'(2, .) = [[2, 6], [0, 2]],
+# means 4 and 1); the online network's is action 1 (means 1 and 2.5), so sample 1's target is [1 + 0.5 * 0, 1 + 0.5 * 2]
+# = [1, 2] against [0, 1]: (0.25 * 0.5 + 0.25 * 1.5 + 0.75 * 0 + 0.75 * 0.5) / 2 = 0.4375; sample 2 as before (terminated)
+W2 = torch.tensor([1.0, 3.0, 0.0, 1.0])
+EXPECTED_DOUBLE = (0.4375 + 1.96875) / 2
+
+
+@pytest.mark.parametrize("backend", ["skrl", "torchrl"])
+def test_double_q_picks_the_next_action_with_the_online_network(backend):
+    import gymnasium as gym
+    from rlplug_qrdqn import skrl_backend, torchrl_backend
+    from tensordict import TensorDict
+
+    if backend == "skrl":
+        class LinearZ:
+            def __init__(self, w):
+                self.w = w
+
+            def act(self, inputs, role=""):
+                quantiles = (inputs["observations"] * self.w).unflatten(-1, (2, 2))
+                return quantiles.mean(-1), {"quantiles": quantiles}
+
+        agent = type("Agent", (), {"q_network": LinearZ(W), "target_q_network": LinearZ(W2)})()
+        batch = {
+            "observations": torch.ones(2, 1), "states": None, "next_observations": torch.full((2, 1), 2.0), "next_states": None,
+            "actions": torch.tensor([[0], [1]]), "rewards": torch.tensor([[1.0], [0.0]]), "terminated": torch.tensor([[False], [True]]),
+        }  # fmt: skip
+        losses = [skrl_backend.QRDQNLoss(0.5, double)(agent, batch, "q")["loss_q"] for double in (False, True)]
+    else:
+        from rlplug.backends.torchrl import q_value_actor
+
+        losses = []
+        for double in (False, True):
+            linear = torch.nn.Linear(1, 4, bias=False)
+            with torch.no_grad():
+                linear.weight.copy_(W.view(4, 1))
+            loss = torchrl_backend.QRDQNLoss(q_value_actor(torchrl_backend.QuantileMean(linear, 2, 2), gym.spaces.Discrete(2)),
+                                             gamma=0.5, double=double)  # fmt: skip
+            with torch.no_grad():
+                next(iter(loss.target_value_network_params.values(True, True))).copy_(W2.view(4, 1))  # its one weight
+            batch = TensorDict({
+                "observation": torch.ones(2, 1), "action": torch.tensor([0, 1]),
+                "next": {"observation": torch.full((2, 1), 2.0), "reward": torch.tensor([[1.0], [0.0]]),
+                         "terminated": torch.tensor([[False], [True]])},
+            }, batch_size=[2])  # fmt: skip
+            losses.append(loss(batch)["loss"])
+    assert losses[1].item() == pytest.approx(EXPECTED_DOUBLE)
+    assert losses[0].item() != pytest.approx(EXPECTED_DOUBLE)  # the target network's own argmax: another target
+
+
 def test_torchrl_quantile_loss_equals_the_hand_computed_value():
     import gymnasium as gym
     from rlplug.backends.torchrl import q_value_actor

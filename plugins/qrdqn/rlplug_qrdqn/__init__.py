@@ -3,8 +3,8 @@
 QR-DQN is DQN whose network outputs ``n_quantiles`` quantiles of the return per action instead of its mean:
 acting is greedy on the quantiles' mean, and the loss is the quantile Huber loss (kappa 1) against the
 target network's quantiles of the action that is greedy on their mean (sb3-contrib's ``QRDQN``). The
-declaration is DQN's less double DQN, the TD loss and TD(1)/TD(lambda), with the dueling head per quantile,
-plus ``n_quantiles``; the backends reuse DQN's cells and replace the Q network and the loss. Cheap: no torch.
+declaration is DQN's less the TD loss and TD(1)/TD(lambda), with the dueling head per quantile and a
+double-Q switch, plus ``n_quantiles``; the backends reuse DQN's cells and replace the Q network and the loss. Cheap: no torch.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from rlplug_dqn import DISTRIBUTIONAL_PARAMS
 from .settings import DQN_ONLY, skrl_settings, torchrl_settings
 
 PARAMS = DISTRIBUTIONAL_PARAMS + (
+    Param("double_dqn", False, "double Q: the online network's mean picks the next action, the target network's "
+          "quantiles value it (sb3-contrib's QR-DQN: the target network picks)", search=(False, True)),
     Param("n_quantiles", 50, "quantiles of the return each action's output holds (sb3-contrib's default 50)",
           bounds="[1, 1024]", search=(25, 50, 100, 200)),
 )
@@ -30,7 +32,7 @@ QRDQN = replace(
     params=PARAMS,
     default_loss="qrdqn",
     backend_default_losses={},
-    rules=tuple(r for r in DQN.rules if not set(r.fields) & set(DQN_ONLY)),
+    rules=tuple(r for r in DQN.rules if not set(r.fields) & set(DQN_ONLY) - {"double_dqn"}),
     losses=(
         LossSpec(
             name="qrdqn",

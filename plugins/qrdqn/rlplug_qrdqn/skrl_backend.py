@@ -47,17 +47,20 @@ class QRDQNLoss:
     """sb3-contrib's QR-DQN loss on one sampled batch; one stage, ``"q"`` (DQN's agent asks for it).
 
     Target quantiles ``r + gamma * (1 - terminated) * Z'(s', a')`` with ``a' = argmax mean Z'(s', .)``
-    (an n-step batch brings ``discounts``), the quantile Huber loss of ``Z(s, a)`` against them.
+    (``double``: ``argmax mean Z(s', .)``, the online network's) (an n-step batch brings ``discounts``), the
+    quantile Huber loss of ``Z(s, a)`` against them.
     """
 
-    def __init__(self, discount_factor: float) -> None:
-        self.discount_factor = discount_factor
+    def __init__(self, discount_factor: float, double: bool = False) -> None:
+        self.discount_factor, self.double = discount_factor, double
 
     def __call__(self, agent: Any, batch: dict[str, torch.Tensor], stage: str) -> dict[str, torch.Tensor]:
         inputs = {"observations": batch["observations"], "states": batch["states"]}
         next_inputs = {"observations": batch["next_observations"], "states": batch["next_states"]}
         with torch.no_grad():
             next_mean, next_out = agent.target_q_network.act(next_inputs, role="target_q_network")
+            if self.double:
+                next_mean = agent.q_network.act(next_inputs, role="q_network")[0]
             index = next_mean.argmax(-1, keepdim=True).unsqueeze(-1).expand(-1, 1, next_out["quantiles"].shape[-1])
             next_z = next_out["quantiles"].gather(1, index).squeeze(1)
             discounts = batch.get("discounts", self.discount_factor)
@@ -70,4 +73,4 @@ class QRDQNLoss:
 
 def make_qrdqn_loss(build: Build) -> QRDQNLoss:
     """The registered default loss ("qrdqn") for qrdqn/skrl."""
-    return QRDQNLoss(build.settings["discount_factor"])
+    return QRDQNLoss(build.settings["discount_factor"], build.settings["double_dqn"])

@@ -47,16 +47,17 @@ def build_models(build: Build) -> dict[str, Any]:
 
 class QRDQNLoss(LossModule):
     """sb3-contrib's QR-DQN loss: quantile Huber loss of Z(s, a) against ``r + gamma ** steps * (1 - terminated)
-    * Z'(s', argmax mean Z'(s', .))`` with target parameters (``steps``: an n-step batch's, else 1)."""
+    * Z'(s', argmax mean Z'(s', .))`` with target parameters (``steps``: an n-step batch's, else 1; ``double``: the
+    argmax of the online network's mean)."""
 
     value_network: nn.Module  # declared, as upstream's losses do (convert_to_functional checks)
     value_network_params: TensorDictBase
     target_value_network_params: TensorDictBase
 
-    def __init__(self, value_network: nn.Module, gamma: float) -> None:
+    def __init__(self, value_network: nn.Module, gamma: float, double: bool = False) -> None:
         super().__init__()
         self.convert_to_functional(value_network, "value_network", create_target_params=True)
-        self.gamma = gamma
+        self.gamma, self.double = gamma, double
 
     def quantiles(self, params: TensorDictBase, tensordict: TensorDictBase, prefix: tuple = ()) -> torch.Tensor:
         module = self.value_network.module[0]
@@ -66,7 +67,8 @@ class QRDQNLoss(LossModule):
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         with torch.no_grad():
             next_z = self.quantiles(self.target_value_network_params, tensordict, ("next",))
-            next_z = next_z.gather(1, next_z.mean(-1).argmax(-1)[:, None, None].expand(-1, 1, next_z.shape[-1])).squeeze(1)
+            chooser = self.quantiles(self.value_network_params, tensordict, ("next",)) if self.double else next_z
+            next_z = next_z.gather(1, chooser.mean(-1).argmax(-1)[:, None, None].expand(-1, 1, next_z.shape[-1])).squeeze(1)
             steps = tensordict.get("steps_to_next_obs", None)
             gamma = self.gamma if steps is None else self.gamma ** steps.view(-1, 1)
             not_done = tensordict.get(("next", "terminated")).view(-1, 1).logical_not()
@@ -78,4 +80,4 @@ class QRDQNLoss(LossModule):
 
 def make_qrdqn_loss(build: Build) -> QRDQNLoss:
     """The registered default loss ("qrdqn") for qrdqn/torchrl."""
-    return QRDQNLoss(build.models["q_network"], build.settings["gamma"])
+    return QRDQNLoss(build.models["q_network"], build.settings["gamma"], build.settings["double_dqn"])
