@@ -14,10 +14,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from rlplug import AlgorithmPlugin, LossSpec, Param, Rule, both_backends
-from rlplug_dqn import DQN
-from rlplug_dqn import DISTRIBUTIONAL_PARAMS
+from rlplug_dqn import DISTRIBUTIONAL_PARAMS, DISTRIBUTIONAL_RULES, DQN
 
-from .settings import DQN_ONLY, skrl_settings, torchrl_settings
+from .settings import skrl_settings, torchrl_settings
 
 PARAMS = DISTRIBUTIONAL_PARAMS + (
     Param("n_atoms", 51, "atoms of each action's return distribution (the paper's 51)", bounds="[2, 1024]",
@@ -34,7 +33,7 @@ C51 = replace(
     params=PARAMS,
     default_loss="c51",
     backend_default_losses={},
-    rules=tuple(r for r in DQN.rules if not set(r.fields) & set(DQN_ONLY)) + (
+    rules=DISTRIBUTIONAL_RULES + (
         Rule(("v_min", "v_max"), "v_min < v_max", lambda hp, recipe: hp["v_min"] < hp["v_max"],
              "the atoms are spaced evenly from v_min up to v_max"),
     ),

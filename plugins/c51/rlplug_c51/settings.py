@@ -6,9 +6,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from rlplug_dqn import settings as dqn
-from rlplug_dqn.settings import DISTRIBUTIONAL_DROPS as DQN_ONLY  # noqa: F401 -- the declaration's
-
-__all__ = ["DQN_ONLY", "skrl_settings", "torchrl_settings"]
 
 
 def _support(hp: Mapping[str, Any]) -> dict[str, Any]:

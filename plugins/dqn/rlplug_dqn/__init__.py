@@ -86,4 +86,7 @@ DQN = AlgorithmSpec(
     ),
 )
 
+DISTRIBUTIONAL_RULES = tuple(r for r in DQN.rules if not set(r.fields) & set(DISTRIBUTIONAL_DROPS))
+"""DQN's rules a distributional variant keeps: those about no hyperparameter it drops."""
+
 plugin = AlgorithmPlugin(DQN, source="rlplug-dqn")

@@ -12,10 +12,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from rlplug import AlgorithmPlugin, LossSpec, Param, both_backends
-from rlplug_dqn import DQN
-from rlplug_dqn import DISTRIBUTIONAL_PARAMS
+from rlplug_dqn import DISTRIBUTIONAL_PARAMS, DISTRIBUTIONAL_RULES, DQN
 
-from .settings import DQN_ONLY, skrl_settings, torchrl_settings
+from .settings import skrl_settings, torchrl_settings
 
 PARAMS = DISTRIBUTIONAL_PARAMS + (
     Param("double_dqn", False, "double Q: the online network's mean picks the next action, the target network's "
@@ -32,7 +31,7 @@ QRDQN = replace(
     params=PARAMS,
     default_loss="qrdqn",
     backend_default_losses={},
-    rules=tuple(r for r in DQN.rules if not set(r.fields) & set(DQN_ONLY) - {"double_dqn"}),
+    rules=DISTRIBUTIONAL_RULES,
     losses=(
         LossSpec(
             name="qrdqn",

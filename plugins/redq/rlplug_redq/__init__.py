@@ -14,14 +14,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from rlplug import AlgorithmPlugin, LossSpec, Param, both_backends
-from rlplug_sac import PARAMS as SAC_PARAMS
-from rlplug_sac import SAC
+from rlplug_sac import ENSEMBLE_PARAMS, ENSEMBLE_RULES, SAC
 
-from .settings import SAC_ONLY, skrl_settings, torchrl_settings
+from .settings import skrl_settings, torchrl_settings
 
-_DOCS = {"critic_learning_rate": "Adam learning rate of the ensemble's critics"}
-
-PARAMS = tuple(replace(p, doc=_DOCS.get(p.name, p.doc)) for p in SAC_PARAMS if p.name not in SAC_ONLY) + (
+PARAMS = ENSEMBLE_PARAMS + (
     Param("n_critics", 10, "Q networks in the ensemble (the paper's N = 10)", bounds="[1, 256]", search=(2, 5, 10)),
     Param("critic_subset", 2, "target critics drawn at random for each target's minimum (the paper's M = 2)",
           bounds="[1, 256]", search=(1, 2, 3)),
@@ -35,7 +32,7 @@ REDQ = replace(
     params=PARAMS,
     default_loss="redq",
     backend_default_losses={},
-    rules=tuple(r for r in SAC.rules if not set(r.fields) & set(SAC_ONLY)),
+    rules=ENSEMBLE_RULES,
     losses=(
         LossSpec(
             name="redq",

@@ -6,9 +6,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from rlplug_sac import settings as sac
-from rlplug_sac.settings import TD0_ONLY as SAC_ONLY  # noqa: F401 -- the declaration's
-
-__all__ = ["SAC_ONLY", "skrl_settings", "torchrl_settings"]
 
 
 def _ensemble(hp: Mapping[str, Any]) -> dict[str, Any]:

@@ -6,12 +6,13 @@ The backends live in ``skrl_backend`` and ``torchrl_backend`` and are imported o
 
 from __future__ import annotations
 
+from dataclasses import replace
 
 from rlplug import AlgorithmPlugin, AlgorithmSpec, AutoOrFloat, LossSpec, Param, Search, both_backends
 from rlplug.families import ESTIMATOR_PARAMS, OPTIMIZER_PARAMS, REPLAY_PARAMS, TARGET_PARAMS
 from rlplug.families import ESTIMATOR_RULES, REPLAY_RULES
 
-from .settings import skrl_settings, torchrl_settings
+from .settings import TD0_ONLY, skrl_settings, torchrl_settings
 
 
 PARAMS = (
@@ -79,5 +80,11 @@ SAC = AlgorithmSpec(
         ),
     ),
 )
+
+_ENSEMBLE_DOCS = {"critic_learning_rate": "Adam learning rate of the critics"}
+ENSEMBLE_PARAMS = tuple(replace(p, doc=_ENSEMBLE_DOCS.get(p.name, p.doc)) for p in PARAMS if p.name not in TD0_ONLY)
+"""SAC's hyperparameters an ensemble variant (tqc, redq) keeps: all but the multi-step value estimators'."""
+ENSEMBLE_RULES = tuple(r for r in SAC.rules if not set(r.fields) & set(TD0_ONLY))
+"""SAC's rules an ensemble variant keeps: those about no hyperparameter it drops."""
 
 plugin = AlgorithmPlugin(SAC, source="rlplug-sac")

@@ -13,14 +13,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from rlplug import AlgorithmPlugin, LossSpec, Param, both_backends
-from rlplug_sac import PARAMS as SAC_PARAMS
-from rlplug_sac import SAC
+from rlplug_sac import ENSEMBLE_PARAMS, ENSEMBLE_RULES, SAC
 
-from .settings import SAC_ONLY, skrl_settings, torchrl_settings
+from .settings import skrl_settings, torchrl_settings
 
-_CRITICS_DOC = {"critic_learning_rate": "Adam learning rate of the quantile critics"}
-
-PARAMS = tuple(replace(p, doc=_CRITICS_DOC.get(p.name, p.doc)) for p in SAC_PARAMS if p.name not in SAC_ONLY) + (
+PARAMS = ENSEMBLE_PARAMS + (
     Param("n_critics", 5, "quantile critics in the ensemble (the paper's 5; SB3's default 2)", bounds="[1, 64]",
           search=(2, 3, 5)),
     Param("n_quantiles", 25, "quantiles each critic predicts (the paper's 25)", bounds="[1, 1024]", search=(10, 25, 50)),
@@ -36,7 +33,7 @@ TQC = replace(
     params=PARAMS,
     default_loss="tqc",
     backend_default_losses={},
-    rules=tuple(r for r in SAC.rules if not set(r.fields) & set(SAC_ONLY)),
+    rules=ENSEMBLE_RULES,
     losses=(
         LossSpec(
             name="tqc",
