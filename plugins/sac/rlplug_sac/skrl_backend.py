@@ -22,7 +22,6 @@ import torch
 import torch.nn.functional as F
 from rlplug import Build
 from rlplug.backends.skrl import (
-    DeterministicModel,
     GaussianPolicy,
     ModuleTargetUpdate,
     SkrlOffPolicyTrainer,
@@ -31,6 +30,7 @@ from rlplug.backends.skrl import (
     configure_threads,
     module_target_update,
     observation_encoder,
+    q_model,
     register_action_bounds,
     replay_memory,
     seed_skrl,
@@ -84,14 +84,10 @@ def build_models(build: Build, critics: Sequence[str] = CRITICS, critic_outputs:
     s = build.settings
     args = (build.observation_space, build.action_space, build.device, s["hidden_sizes"], s["activation"])
     policy_class = SquashedGaussianPolicy if s["squash_actions"] else GaussianPolicy
-
-    def critic() -> DeterministicModel:  # q_model's Q(s, a), with critic_outputs outputs
-        return DeterministicModel(*args, output_size=critic_outputs, with_actions=True, encoder=observation_encoder(build))
-
     return {  # each network reads through its own copy of the cell's encoder
         "policy": policy_class(*args, encoder=observation_encoder(build)),
-        **{role: critic() for role in critics},
-        **{f"target_{role}": critic() for role in critics},
+        **{role: q_model(*args, encoder=observation_encoder(build), quantiles=critic_outputs) for role in critics},
+        **{f"target_{role}": q_model(*args, encoder=observation_encoder(build), quantiles=critic_outputs) for role in critics},
     }
 
 

@@ -265,17 +265,22 @@ def q_model(
     activation: str = "relu",
     encoder: nn.Module | None = None,
     dueling: bool = False,
+    quantiles: int = 1,
 ) -> DeterministicModel:
-    """Q(s, a) for Box actions (encoded observations and actions concatenated), or Q(s, ·) for Discrete actions
-    (``dueling``: value and advantage layers, ``DuelingMlp``)."""
+    """Q(s, a) for Box actions (encoded observations and actions concatenated; ``quantiles`` outputs for a
+    distributional critic, TQC's), or Q(s, ·) for Discrete actions (``dueling``: value and advantage layers,
+    ``DuelingMlp``)."""
     if isinstance(action_space, gym.spaces.Discrete):
+        if quantiles != 1:
+            raise ValueError("quantiles is for Q(s, a) of a Box space; a distributional Q(s, .) subclasses DeterministicModel")
         return DeterministicModel(
             observation_space, action_space, device, hidden_sizes, activation, output_size=int(action_space.n), encoder=encoder,
             dueling=dueling,
         )
     if dueling:
         raise ValueError("a dueling head is for Discrete actions (one Q-value per action), not Q(s, a) of a Box space")
-    return DeterministicModel(observation_space, action_space, device, hidden_sizes, activation, with_actions=True, encoder=encoder)
+    return DeterministicModel(observation_space, action_space, device, hidden_sizes, activation, output_size=quantiles,
+                              with_actions=True, encoder=encoder)  # fmt: skip
 
 
 def register_action_bounds(model: nn.Module, space: gym.spaces.Box, device: Any = None) -> None:
