@@ -1,4 +1,4 @@
-"""The algorithm plugins of issue 47 (a2c, rpo, reinforce, ippo) and issue 48 (qrdqn, c51, tqc, redq), one parametrised module over their cells.
+"""The algorithm plugins of issue 47 (a2c, rpo, reinforce, ippo) and issue 48 (qrdqn, c51, tqc, redq, crossq, discrete SAC), one parametrised module over their cells.
 
 Each cell (algorithm x backend, plus the variants its settings reach) passes the conformance kit
 (``rlplug.testing.check_cell``: declarations, construction, a short train with finite optimised terms,
@@ -144,6 +144,40 @@ squash_actions = true
 learning_starts = 64
 batch_size = 16
 log_every = 32
+[recipes.crossq-conformance]
+version = 1
+algorithm = "crossq"
+env = "Pendulum-v1"
+backend = "skrl"
+steps = 256
+seed = 0
+num_envs = 2
+target = 0.0
+eval_episodes = 2
+[recipes.crossq-conformance.hyperparameters]
+hidden_sizes = [16, 16]
+policy_delay = 2
+renorm_warmup_steps = 8   # the renormalisation corrects within the short run, and resumes with its counter
+squash_actions = true
+learning_starts = 64
+batch_size = 16
+log_every = 32
+[recipes.sac-discrete-conformance]
+version = 1
+algorithm = "sac"
+env = "CartPole-v1"
+backend = "skrl"
+steps = 256
+seed = 0
+num_envs = 2
+target = 0.0
+eval_episodes = 2
+[recipes.sac-discrete-conformance.hyperparameters]
+hidden_sizes = [16, 16]
+target_entropy = 0.14
+learning_starts = 64
+batch_size = 16
+log_every = 32
 [recipes.ippo-conformance]
 version = 1
 algorithm = "ippo"
@@ -177,6 +211,11 @@ CELLS = {
     "c51-nstep-soft-dueling": ("c51-conformance", ["n_step=3", "target_update=soft", "dueling=true"]),
     "tqc": ("tqc-conformance", []),
     "redq": ("redq-conformance", []),
+    "crossq": ("crossq-conformance", []),
+    "sac-discrete": ("sac-discrete-conformance", []),
+    "sac-discrete-auto-entropy-hard-target": ("sac-discrete-conformance", ["target_entropy=auto", "target_update=hard",
+                                                                          "target_update_period=8"]),
+    "crossq-three-critics-fixed-alpha": ("crossq-conformance", ["n_critics=3", "learn_alpha=false", "policy_delay=1"]),
     "ippo": ("ippo-conformance", []),
     "ippo-per-agent-parameters": ("ippo-conformance", ["share_parameters=false"]),
 }
@@ -207,6 +246,9 @@ TRAINED = {
     "c51": ("rlplug_c51", "CartPole-v1", dict(learning_starts=64, batch_size=16, train_every=32, n_atoms=11, v_min=0.0, v_max=20.0)),
     "tqc": ("rlplug_tqc", "Pendulum-v1", dict(learning_starts=64, batch_size=16, n_critics=3, n_quantiles=5, squash_actions=True)),
     "redq": ("rlplug_redq", "Pendulum-v1", dict(learning_starts=64, batch_size=16, n_critics=4, critic_subset=2, squash_actions=True)),
+    "sac-discrete": ("rlplug_sac", "CartPole-v1", dict(learning_starts=64, batch_size=16, target_entropy=0.14)),
+    "crossq": ("rlplug_crossq", "Pendulum-v1", dict(learning_starts=64, batch_size=16, policy_delay=2, renorm_warmup_steps=8,
+                                                    squash_actions=True)),
 }
 
 

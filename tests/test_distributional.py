@@ -249,3 +249,70 @@ def test_a_distributional_dueling_head_is_value_plus_centred_advantage_per_atom(
     plain = DuelingMlp(5, [8], n_actions, "relu")  # one atom: DQN's head, Q = V + A - mean A
     q = plain(x)
     torch.testing.assert_close(q.mean(-1, keepdim=True), plain.value(plain.trunk(x)))
+
+
+def test_discrete_sac_skrl_loss_is_torchrls_discrete_sac_loss():
+    """SAC on Discrete actions: the same categorical actor, Q(s, .) critics, target critics (moved off the online ones)
+    and batch; no draws (every expectation is exact). skrl's critic loss (averaged over the critics) times their number
+    is upstream's loss_qvalue (summed), the policy losses agree, values and gradients."""
+    from rlplug_sac.skrl_discrete import DiscreteSACLoss as SkrlDiscreteSACLoss
+    from tensordict import TensorDict
+    from tensordict.nn import TensorDictModule
+    from torchrl.modules import MLP, ProbabilisticActor
+    from torch.distributions import Categorical
+    from torchrl.objectives import DiscreteSACLoss
+
+    torch.manual_seed(0)
+    batch_size, n_obs, n_act, n_critics, gamma, alpha = 16, 3, 4, 2, 0.9, 0.5
+    actor = ProbabilisticActor(TensorDictModule(torch.nn.Linear(n_obs, n_act), in_keys=["observation"], out_keys=["logits"]),
+                               in_keys=["logits"], out_keys=["action"], distribution_class=Categorical)  # fmt: skip
+    critics = [TensorDictModule(MLP(in_features=n_obs, out_features=n_act, num_cells=[8]), in_keys=["observation"],
+                                out_keys=["action_value"]) for _ in range(n_critics)]  # fmt: skip
+    upstream = DiscreteSACLoss(actor, critics, action_space="categorical", num_actions=n_act, num_qvalue_nets=n_critics,
+                               loss_function="l2", alpha_init=alpha, fixed_alpha=True)  # fmt: skip
+    upstream.make_value_estimator(gamma=gamma)
+    with torch.no_grad():
+        for value in upstream.target_qvalue_network_params.values(True, True):
+            value.add_(0.3 * torch.randn_like(value))
+    obs, next_obs = torch.randn(batch_size, n_obs), torch.randn(batch_size, n_obs)
+    action, reward = torch.randint(n_act, (batch_size,)), torch.randn(batch_size, 1)
+    terminated = torch.rand(batch_size, 1) < 0.3
+    data = {"observation": obs, "action": action,
+            "next": {"observation": next_obs, "reward": reward, "terminated": terminated, "done": terminated}}  # fmt: skip
+    expected = upstream(TensorDict(data, batch_size=[batch_size]))
+
+    class Policy:  # skrl's side: upstream's actor's logits
+        def compute(self, inputs, role=""):
+            with upstream.actor_network_params.to_module(upstream.actor_network):
+                return upstream.actor_network.module[0](TensorDict(observation=inputs["observations"], batch_size=[len(inputs["observations"])]))["logits"], {}
+
+    class Critic:  # one of upstream's critics (its online or target parameters)
+        def __init__(self, params):
+            self.params = params
+
+        def compute(self, inputs, role=""):
+            with self.params.to_module(upstream.qvalue_network):
+                return upstream.qvalue_network(TensorDict(observation=inputs["observations"], batch_size=[len(inputs["observations"])]))["action_value"], {}
+
+    roles = tuple(f"critic_{i + 1}" for i in range(n_critics))
+    agent = type("Agent", (), {"policy": Policy(), "critic_roles": roles, "entropy_coefficient": alpha,
+                               "cfg": type("Cfg", (), {"discount_factor": gamma})()})()  # fmt: skip
+    for i, role in enumerate(roles):
+        setattr(agent, role, Critic(upstream.qvalue_network_params[i]))
+        setattr(agent, f"target_{role}", Critic(upstream.target_qvalue_network_params[i]))
+    batch = {"observations": obs, "states": None, "next_observations": next_obs, "next_states": None,
+             "actions": action.unsqueeze(-1), "rewards": reward, "terminated": terminated}  # fmt: skip
+    loss = SkrlDiscreteSACLoss()
+    critic = loss(agent, batch, "critic")["loss_critic"]
+    policy = loss(agent, batch, "policy")["loss_policy"]
+    assert (critic * n_critics).item() == pytest.approx(expected["loss_qvalue"].item(), rel=1e-5)
+    assert policy.item() == pytest.approx(expected["loss_actor"].item(), rel=1e-5)
+    assert batch["log_prob"].mean().item() == pytest.approx(-expected["entropy"].item(), rel=1e-5)
+    weight = upstream.qvalue_network_params["module", "0", "weight"]
+    (expected_grad,) = torch.autograd.grad(expected["loss_qvalue"], weight, retain_graph=True)
+    (got_grad,) = torch.autograd.grad(critic * n_critics, weight)
+    torch.testing.assert_close(got_grad, expected_grad, rtol=1e-5, atol=1e-7)
+    actor_weight = upstream.actor_network_params["module", "0", "module", "weight"]
+    (expected_grad,) = torch.autograd.grad(expected["loss_actor"], actor_weight)
+    (got_grad,) = torch.autograd.grad(policy, actor_weight)
+    torch.testing.assert_close(got_grad, expected_grad, rtol=1e-5, atol=1e-7)

@@ -31,6 +31,7 @@ PLUGINS = tuple(sorted(name.removeprefix("rlplug-") for name in FIRST_PARTY))  #
 TORCHRL_CELLS = {
     "ppo": ("ppo", "Tiny-v0", {}),
     "sac": ("sac", "TinyContinuous-v0", {}),
+    "sac-discrete": ("sac", "Tiny-v0", {}),
     "sac-tdlambda-memmap-hard-ou": ("sac", "TinyContinuous-v0", dict(num_envs=1, value_estimator="td_lambda", replay_storage="memmap",
                                                                      target_update="hard", exploration_noise="ou")),
     "td3": ("td3", "TinyContinuous-v0", {}),
@@ -44,6 +45,7 @@ TORCHRL_CELLS = {
     "c51": ("c51", "Tiny-v0", {}),
     "tqc": ("tqc", "TinyContinuous-v0", {}),
     "redq": ("redq", "TinyContinuous-v0", {}),
+    "crossq": ("crossq", "TinyContinuous-v0", {}),
     "iql": ("iql", "TinyContinuous-v0", {}),
     "iql-discrete": ("iql", "Tiny-v0", {}),
     "cql": ("cql", "TinyContinuous-v0", {}),
@@ -57,7 +59,7 @@ TORCHRL_CELLS = {
     "rpo": ("rpo", "TinyContinuous-v0", {}),
     "reinforce": ("reinforce", "Tiny-v0", {}),
 }
-SKRL_CELLS = {name: TORCHRL_CELLS[name] for name in ("ppo", "sac", "td3", "ddpg", "dqn", "qrdqn", "c51", "tqc", "redq", "iql", "cql", "cql-discrete", "td3bc",
+SKRL_CELLS = {name: TORCHRL_CELLS[name] for name in ("ppo", "sac", "sac-discrete", "td3", "ddpg", "dqn", "qrdqn", "c51", "tqc", "redq", "crossq", "iql", "cql", "cql-discrete", "td3bc",
                                                     "iql-discrete", "bc", "bc-discrete", "mappo", "ippo", "a2c", "rpo", "reinforce")}
 OFFLINE = ("iql", "cql", "td3bc", "bc")  # by algorithm: iql-discrete is offline too
 

@@ -135,6 +135,19 @@ def test_tqc_entries_translate_sb3_contrib_semantics(session):
     assert "use_sde" in dropped and "top_quantiles_to_drop_per_net" in translated
 
 
+def test_crossq_entries_translate_sb3_contrib_semantics(session):
+    """zoo:crossq/ENV (sb3-contrib's CrossQ): SAC's keys less the target networks', the policy delay, the critics'
+    batch renormalisation and CrossQPolicy's Adam beta1 0.5; its 1024-wide default critics are named as dropped."""
+    h = hp(session, "zoo:crossq/Pendulum-v1")  # n_timesteps 20000, policy_delay 2, net_arch [256, 256]
+    assert (h["policy_delay"], h["hidden_sizes"], h["critic_learning_rate"], h["adam_beta1"]) == (2, [256, 256], 1e-3, 0.5)
+    assert (h["batch_norm_momentum"], h["batch_norm_eps"], h["renorm_warmup_steps"]) == (0.01, 0.001, 100_000)
+    assert h["squash_actions"] is True and "tau" not in h and "target_update" not in h
+    translated, dropped = rows("zoo:crossq/BipedalWalker-v3")  # net_arch=dict(pi=[256, 256], qf=[1024, 1024])
+    assert "policy_kwargs.net_arch.qf" in dropped and translated["policy_kwargs.net_arch"].text.startswith("hidden_sizes = [256, 256]")
+    translated, dropped = rows("zoo:crossq/MountainCarContinuous-v0")
+    assert "use_sde" in dropped and translated["policy_delay"].text == "policy_delay = 2"
+
+
 def test_show_lists_translated_and_dropped_keys(capsys):
     assert main(["show", "zoo:sac/MountainCarContinuous-v0", "--backend", "torchrl"]) == 0
     out = capsys.readouterr().out

@@ -1,11 +1,14 @@
 """rlplug-sac: Soft Actor-Critic on skrl and TorchRL.
 
 This module is the plugin's entry point: it declares the algorithm and stays cheap (no torch).
-The backends live in ``skrl_backend`` and ``torchrl_backend`` and are imported only when built.
+The backends live in ``skrl_backend`` and ``torchrl_backend`` (Box actions) and are imported only when built;
+``skrl_discrete`` and ``torchrl_discrete`` are the modules the declaration names: they hand a Box build to those
+and give a Discrete one discrete SAC (a categorical policy, Q(s, .) critics, exact expectations over the actions).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import replace
 
 from rlplug import AlgorithmPlugin, AlgorithmSpec, AutoOrFloat, LossSpec, Param, Search, both_backends
@@ -44,7 +47,9 @@ SAC = AlgorithmSpec(
     name="sac",
     summary="Soft Actor-Critic (twin Q networks, entropy-regularised, tuned alpha)",
     kind="off-policy",
-    backends=both_backends("rlplug_sac", ("continuous",), skrl_settings, torchrl_settings, distributed=True),
+    # the backend modules route Box builds to skrl_backend / torchrl_backend and Discrete ones to their discrete cells
+    backends={backend: dataclasses.replace(spec, module=f"rlplug_sac.{backend}_discrete") for backend, spec in
+              both_backends("rlplug_sac", ("continuous", "discrete"), skrl_settings, torchrl_settings, distributed=True).items()},
     params=PARAMS,
     api_version=1,
     default_loss="sac",
@@ -54,29 +59,30 @@ SAC = AlgorithmSpec(
         LossSpec(
             name="sac",
             backend="skrl",
-            factory="rlplug_sac.skrl_backend:make_sac_loss",
+            factory="rlplug_sac.skrl_discrete:make_sac_loss",
             terms=("loss_critic", "loss_policy", "loss_entropy"),
             optimisers={"loss_critic": "critic", "loss_policy": "policy", "loss_entropy": "entropy"},
-            doc="skrl's SAC math in three stages (critic, policy, entropy), one optimiser each",
+            doc="skrl's SAC math in three stages (critic, policy, entropy), one optimiser each; on Discrete actions "
+            "DiscreteSACLoss's (exact expectations over a categorical policy's actions)",
         ),
         LossSpec(
             name="sac",
             backend="torchrl",
-            factory="rlplug_sac.torchrl_backend:make_sac_loss",
+            factory="rlplug_sac.torchrl_discrete:make_sac_loss",
             terms=("loss_actor", "loss_qvalue", "loss_alpha"),
             reported=("alpha", "entropy"),
-            doc="torchrl.objectives.SACLoss (v2, two Q networks) with its value estimator",
-            describe="rlplug_sac.torchrl_backend:describe_sac_loss",
+            doc="torchrl.objectives.SACLoss (v2, two Q networks) with its value estimator; DiscreteSACLoss on Discrete actions",
+            describe="rlplug_sac.torchrl_discrete:describe_sac_loss",
         ),
         LossSpec(
             name="sac-lean",
             backend="torchrl",
-            factory="rlplug_sac.torchrl_backend:make_lean_sac_loss",
+            factory="rlplug_sac.torchrl_discrete:make_lean_sac_loss",
             terms=("loss_actor", "loss_qvalue", "loss_alpha"),
             reported=("alpha", "entropy"),
             doc="SACLoss's terms from plain tensors (no tensordict plumbing on the hot path): upstream's values, "
             "parameters and keys; falls back to SACLoss for TD(1)/TD(lambda)",
-            describe="rlplug_sac.torchrl_backend:describe_sac_loss",
+            describe="rlplug_sac.torchrl_discrete:describe_sac_loss",
         ),
     ),
 )

@@ -74,11 +74,11 @@ CRITICS = ("critic_1", "critic_2")
 """The critics' model roles (skrl's twin Q-networks); a derived cell names its own (an ensemble: N of them)."""
 
 
-def build_models(build: Build, critics: Sequence[str] = CRITICS, critic_outputs: int = 1) -> dict[str, Any]:
+def build_models(build: Build, critics: Sequence[str] = CRITICS, critic_outputs: int = 1, targets: bool = True) -> dict[str, Any]:
     """A Gaussian policy (state-independent log std, as skrl's SAC examples; optionally tanh-squashed),
     the Q(s, a) ``critics`` and a target of each (``target_<role>``), initialised from ``build.seed`` in
     that order. The agent hard-copies the targets. ``critic_outputs``: each critic's outputs (a
-    distributional critic's quantiles)."""
+    distributional critic's quantiles); ``targets = False``: no target critics (CrossQ)."""
     configure_threads()
     seed_skrl(build.seed)
     s = build.settings
@@ -87,7 +87,7 @@ def build_models(build: Build, critics: Sequence[str] = CRITICS, critic_outputs:
     return {  # each network reads through its own copy of the cell's encoder
         "policy": policy_class(*args, encoder=observation_encoder(build)),
         **{role: q_model(*args, encoder=observation_encoder(build), quantiles=critic_outputs) for role in critics},
-        **{f"target_{role}": q_model(*args, encoder=observation_encoder(build), quantiles=critic_outputs) for role in critics},
+        **{f"target_{role}": q_model(*args, encoder=observation_encoder(build), quantiles=critic_outputs) for role in critics if targets},
     }
 
 
@@ -219,6 +219,8 @@ class LossDelegatingSAC(StagedLossAgent, SAC):
     """
 
     critic_roles: tuple[str, ...] = CRITICS
+    adam_kwargs: dict[str, Any] = {}
+    """Keyword arguments of the policy's and the critics' Adams besides the learning rate (CrossQ's ``betas``)."""
     update_stages = (UpdateStage("critic"), UpdateStage("policy"), UpdateStage("entropy", only_if="learn_entropy", clip_groups=0))
     checkpointed = ("log_entropy_coefficient", "entropy_coefficient", "exploration_noise.state")
 
@@ -231,8 +233,9 @@ class LossDelegatingSAC(StagedLossAgent, SAC):
         self.setup_critics()
         self.exploration_noise = exploration_noise
         space = self.action_space
-        self._action_low = torch.as_tensor(space.low, dtype=torch.float32, device=self.device)
-        self._action_high = torch.as_tensor(space.high, dtype=torch.float32, device=self.device)
+        if hasattr(space, "low"):  # Box actions (the noise's bounds); a Discrete space's SAC has no noise
+            self._action_low = torch.as_tensor(space.low, dtype=torch.float32, device=self.device)
+            self._action_high = torch.as_tensor(space.high, dtype=torch.float32, device=self.device)
 
     def act(self, observations: torch.Tensor, states: torch.Tensor | None, *, timestep: int, timesteps: int) -> tuple[torch.Tensor, dict[str, Any]]:
         """Upstream's sampled action, plus the exploration noise (clamped into the bounds) when configured."""
@@ -248,19 +251,22 @@ class LossDelegatingSAC(StagedLossAgent, SAC):
         (with the twin critics: the same parameters in the same order, so the same optimisers)."""
         for name in [name for name, module in self.checkpoint_modules.items() if module is None]:
             del self.checkpoint_modules[name]  # skrl's twin roles, when the critics are named otherwise
-        for role in (*self.critic_roles, *(f"target_{role}" for role in self.critic_roles)):
+        targets = [f"target_{role}" for role in self.critic_roles if f"target_{role}" in self.models]  # none: CrossQ
+        for role in (*self.critic_roles, *targets):
             setattr(self, role, self.models[role])
             self.checkpoint_modules[role] = self.models[role]
         for role in self.critic_roles:
             if config.torch.is_distributed and role not in CRITICS:  # skrl broadcasts its twin critics itself
                 getattr(self, role).broadcast_parameters()
+            if f"target_{role}" not in targets:
+                continue
             target = getattr(self, f"target_{role}")
             target.freeze_parameters(True)
             target.update_parameters(getattr(self, role), polyak=1)
         schedulers = dict(zip(("policy_optimizer", "critic_optimizer"), self.cfg.learning_rate_scheduler))
         scheduler_kwargs = dict(zip(("policy_optimizer", "critic_optimizer"), self.cfg.learning_rate_scheduler_kwargs))
         for name, (roles, lr) in self.optimizer_groups().items():
-            optimizer = torch.optim.Adam(itertools.chain(*(getattr(self, role).parameters() for role in roles)), lr=lr)
+            optimizer = torch.optim.Adam(itertools.chain(*(getattr(self, role).parameters() for role in roles)), lr=lr, **self.adam_kwargs)
             setattr(self, name, optimizer)
             self.checkpoint_modules[name] = optimizer
             scheduler = schedulers.get(name)

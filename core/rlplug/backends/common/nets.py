@@ -64,3 +64,57 @@ def mlp_head(input_size: int, hidden_sizes: Sequence[int], output_size: int, act
     if dueling:
         return DuelingMlp(input_size, hidden_sizes, output_size, activation, atoms)
     return mlp(input_size, hidden_sizes, output_size, activation)
+
+
+class BatchRenorm(nn.Module):
+    """Batch renormalisation (Ioffe 2017) over the features of ``[B, num_features]`` inputs: CrossQ's critic norm.
+
+    Training: normalised with the batch's statistics, then corrected towards the running ones by ``r`` (clamped to
+    ``[1 / max_r, max_r]``) and ``d`` (clamped to ``[-max_d, max_d]``), which are out of autograd; for the first
+    ``warmup_steps`` training batches ``r = 1`` and ``d = 0`` (plain batch norm) while the running statistics settle.
+    Evaluation: the running statistics only. The math of ``torchrl.modules.BatchRenorm1d`` and sb3-contrib's, but the
+    warm-up counter stops at ``warmup_steps``: TorchRL 0.14.1's keeps counting (its ``clamp_max`` is not in place), so
+    after 2 x ``warmup_steps`` batches its ``r - 1`` and ``d`` are doubled, then tripled. Defined here, not taken from
+    TorchRL, so the skrl backend has it without TorchRL installed.
+    """
+
+    def __init__(self, num_features: int, momentum: float = 0.01, eps: float = 1e-3, warmup_steps: int = 100_000,
+                 max_r: float = 3.0, max_d: float = 5.0) -> None:  # fmt: skip
+        super().__init__()
+        self.momentum, self.eps, self.warmup_steps, self.max_r, self.max_d = momentum, eps, warmup_steps, max_r, max_d
+        self.weight = nn.Parameter(torch.ones(num_features))
+        self.bias = nn.Parameter(torch.zeros(num_features))
+        self.register_buffer("running_mean", torch.zeros(num_features))
+        self.register_buffer("running_var", torch.ones(num_features))
+        self.register_buffer("num_batches_tracked", torch.tensor(0, dtype=torch.long))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        running_std = (self.running_var + self.eps).sqrt()
+        if self.training:
+            mean, var = x.mean(0), x.var(0, unbiased=False)
+            std = (var + self.eps).sqrt()
+            r = (std.detach() / running_std).clamp(1 / self.max_r, self.max_r)
+            d = ((mean.detach() - self.running_mean) / running_std).clamp(-self.max_d, self.max_d)
+            # 0 while warming up, then 1; a tensor, not a Python branch, so that TorchRL's loss can vmap the critics
+            warm = (self.num_batches_tracked >= self.warmup_steps).to(x.dtype)
+            r, d = 1 + (r - 1) * warm, d * warm
+            x = (x - mean) / std * r + d
+            with torch.no_grad():  # the running statistics take the unbiased batch variance, as BatchNorm's do
+                self.running_mean += self.momentum * (mean - self.running_mean)
+                self.running_var += self.momentum * (var * x.shape[0] / (x.shape[0] - 1) - self.running_var)
+                self.num_batches_tracked += 1
+        else:
+            x = (x - self.running_mean) / running_std
+        return self.weight * x + self.bias
+
+
+def with_batch_renorm(net: nn.Sequential, **renorm: float) -> nn.Sequential:
+    """``net`` (an ``mlp``) with a ``BatchRenorm`` before each of its linear layers (over that layer's inputs: the
+    raw input, then each hidden activation), as sb3-contrib's CrossQ critics. The linear layers are ``net``'s own, so
+    their initialisation (and the seed's draws) is unchanged."""
+    layers: list[nn.Module] = []
+    for layer in net:
+        if isinstance(layer, nn.Linear):
+            layers.append(BatchRenorm(layer.in_features, **renorm))
+        layers.append(layer)
+    return nn.Sequential(*layers)

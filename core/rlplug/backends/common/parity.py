@@ -46,19 +46,25 @@ class Excluded:
 
 Entry = Union[Setting, Excluded, Mapping[str, Union[Setting, Excluded]]]
 """A table entry; a mapping gives one per family (``"on-policy"``, ``"off-policy"``, ``"offline"``)
-where the same class is fed from different settings by different families' building blocks."""
+where the same class is fed from different settings by different families' building blocks, or one for an
+algorithm (its name) that feeds an argument otherwise than the rest of its family (CrossQ's ``polyak``)."""
 
 Table = Mapping[str, Entry]
 
 
-def resolve(entry: Entry | None, family: str) -> Setting | Excluded | None:
-    """The entry that applies to ``family`` (``None``: the table does not cover the argument there)."""
+def resolve(entry: Entry | None, family: str | tuple[str, ...]) -> Setting | Excluded | None:
+    """The entry that applies to ``family`` (``None``: the table does not cover the argument there); a tuple of
+    keys is tried in order (an algorithm's name before its family's)."""
     if isinstance(entry, Mapping):
-        return entry.get(family)
+        for key in (family,) if isinstance(family, str) else family:
+            if key in entry:
+                return entry[key]
+        return None
     return entry
 
 
-def problems(owner: str, arguments: Mapping[str, Any], table: Table | None, settings: Mapping[str, Any], family: str) -> list[str]:
+def problems(owner: str, arguments: Mapping[str, Any], table: Table | None, settings: Mapping[str, Any],
+             family: str | tuple[str, ...]) -> list[str]:  # fmt: skip
     """What breaks parity between ``arguments`` (name -> library default, or ``REQUIRED``) of ``owner``
     and its ``table``, given the cell's backend ``settings`` at the algorithm's neutral defaults."""
     if table is None:
@@ -68,7 +74,7 @@ def problems(owner: str, arguments: Mapping[str, Any], table: Table | None, sett
         entry = resolve(table.get(name), family)
         where = f"{owner}.{name}"
         if entry is None:
-            scope = f" ({family})" if family else ""
+            scope = f" ({family if isinstance(family, str) else family[-1]})" if family else ""
             found.append(f"{where}: not in the parity table{scope}; map it to a recipe setting or exclude it with a reason")
         elif isinstance(entry, Setting):
             if entry.name not in settings:
@@ -88,7 +94,7 @@ def problems(owner: str, arguments: Mapping[str, Any], table: Table | None, sett
     return found
 
 
-def counts(arguments: Mapping[str, Any], table: Table, family: str) -> dict[str, int]:
+def counts(arguments: Mapping[str, Any], table: Table, family: str | tuple[str, ...]) -> dict[str, int]:
     """How the table covers ``arguments``: mapped (same default), differs (mapped, default differs), excluded."""
     tally = {"mapped": 0, "differs": 0, "excluded": 0}
     for name in arguments:
@@ -100,7 +106,7 @@ def counts(arguments: Mapping[str, Any], table: Table, family: str) -> dict[str,
     return tally
 
 
-def differences(table: Table, family: str) -> dict[str, str]:
+def differences(table: Table, family: str | tuple[str, ...]) -> dict[str, str]:
     """``{argument: why}`` for the settings whose default differs from the library's."""
     out = {}
     for name, entry in table.items():

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ...contract.multiagent_trainer import MultiAgentTrainerBase
 from ...contract.trainer import TrainerBase
 from ..common.encoders import observation_encoder, standardised_observations
-from ..common.nets import mlp
+from ..common.nets import BatchRenorm, mlp, with_batch_renorm
 from ..common.optim import adam
 from ..common.parallel import sync_gradients
 from ..common.seeding import configure_threads
@@ -53,6 +53,8 @@ __all__ = [
     "adam",
     "configure_threads",
     "mlp",
+    "BatchRenorm",
+    "with_batch_renorm",
     "UpdateStage",
     "sync_gradients",
     # observation encoders

@@ -107,7 +107,9 @@ TABLES: dict[str, Table] = {
     },
     "SAC_CFG": {
         **_OFF_POLICY,
-        "polyak": Setting("tau"),
+        "polyak": {"off-policy": Setting("tau"),
+                   "crossq": Setting("tau", differs="1.0: CrossQ has no target networks to move (sb3-contrib's CrossQ "
+                                     "gives its SAC base tau = 1.0 too); never read")},
         "learning_rate": Setting("learning_rate", differs=KNOWN_DIFFERENCE),
         "learning_rate_scheduler": NO_SCHEDULE,
         "learning_rate_scheduler_kwargs": NO_SCHEDULE,
@@ -223,7 +225,8 @@ def parity_problems(build: Any, tables: Mapping[str, Table] = TABLES) -> list[st
     for role, cfg in constructed(build).items():
         name = type(cfg).__name__
         found += problems(f"{build.algorithm.name}/skrl {role} {name}", config_fields(type(cfg)), tables.get(name), settings,
-                          build.algorithm.kind)  # a family's entry where one config serves several (TD3_CFG: td3, td3bc)
+                          (build.algorithm.name, build.algorithm.kind))  # an algorithm's or its family's entry where one
+        # config serves several (TD3_CFG: td3, td3bc; SAC_CFG.polyak: crossq)
     return found
 
 
@@ -232,6 +235,6 @@ def parity_report(build: Any, tables: Mapping[str, Table] = TABLES) -> dict[str,
     report = {}
     for cfg in constructed(build).values():
         table = tables.get(type(cfg).__name__, {})
-        kind = build.algorithm.kind
+        kind = (build.algorithm.name, build.algorithm.kind)
         report[type(cfg).__name__] = {**counts(config_fields(type(cfg)), table, kind), "differences": differences(table, kind)}
     return report

@@ -10,6 +10,7 @@ from . import _pandas  # noqa: F401 - before tensordict writes its first output
 from ...contract.multiagent_trainer import MultiAgentTrainerBase
 from ...contract.trainer import TrainerBase
 from ..common.encoders import standardised_observations
+from ..common.nets import BatchRenorm, with_batch_renorm
 from ..common.optim import adam
 from ..common.parallel import sync_gradients
 from ..common.seeding import configure_threads, seed_everything
@@ -63,6 +64,8 @@ __all__ = [
     "configure_threads",
     "UpdateStage",
     "sync_gradients",
+    "BatchRenorm",
+    "with_batch_renorm",
     # observation encoders
     "standardised_observations",
     # env

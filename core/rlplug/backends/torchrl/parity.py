@@ -294,6 +294,21 @@ LOSSES["REDQLoss"] = {
     "max_alpha": Excluded("fixed by the cell: 1e30 (alpha unclamped, as SAC's on both backends); the library clamps at 10"),
     "gSDE": Excluded("library default kept: no gSDE"),
 }
+# DiscreteSACLoss: SACLoss over a categorical actor and Q(s, .) critics (sac on Discrete actions)
+LOSSES["DiscreteSACLoss"] = {
+    **{k: v for k, v in LOSSES["SACLoss"].items() if k not in ("value_network", "delay_actor", "delay_value", "gamma", "action_spec")},
+    "action_space": Excluded("fixed by the cell: 'categorical', the index actions the env and replay hold (the library's "
+                             "None warns and means one-hot)"),
+    "num_actions": Excluded("the build's action space's n (what target_entropy 'auto' reads)"),
+    "target_entropy_weight": Excluded("library default kept: 0.98, read by target_entropy = 'auto' (skrl's discrete cell "
+                                      "uses the same, rlplug_sac.skrl_discrete.TARGET_ENTROPY_WEIGHT)"),
+    "delay_qvalue": Excluded("library default kept: target Q networks, moved by the cell's target updater"),
+}
+# CrossQLoss is SACLoss without target networks: no delay flags, no value network
+LOSSES["CrossQLoss"] = {
+    **{k: v for k, v in LOSSES["SACLoss"].items() if k not in ("value_network", "delay_actor", "delay_qvalue", "delay_value", "gamma",
+                                                               "skip_done_states", "use_prioritized_weights")},
+}
 # IPPOLoss is MAPPOLoss for a per-agent critic on local observations (TorchRL: "structurally identical")
 LOSSES["IPPOLoss"] = LOSSES["MAPPOLoss"]
 

@@ -44,6 +44,12 @@ SB3_DEFAULTS: dict[str, dict[str, Any]] = {
             "gamma": 0.99, "train_freq": 1, "gradient_steps": 1, "ent_coef": "auto", "target_update_interval": 1,
             "target_entropy": "auto", "top_quantiles_to_drop_per_net": 2,
             "policy_kwargs": "dict(net_arch=[256, 256], activation_fn=nn.ReLU, n_critics=2, n_quantiles=25)"},
+    # sb3-contrib's CrossQ.__init__ (SAC's without tau and target_update_interval: no target networks; policy_delay 3)
+    # and CrossQPolicy (a 256x256 policy, 1024x1024 critics with batch renormalisation, Adam betas (0.5, 0.999))
+    "crossq": {"learning_rate": 1e-3, "buffer_size": 1_000_000, "learning_starts": 100, "batch_size": 256, "gamma": 0.99,
+               "train_freq": 1, "gradient_steps": 1, "ent_coef": "auto", "target_entropy": "auto", "policy_delay": 3,
+               "policy_kwargs": "dict(net_arch=dict(pi=[256, 256], qf=[1024, 1024]), activation_fn=nn.ReLU, n_critics=2, "
+                                "batch_norm_momentum=0.01, batch_norm_eps=0.001, renorm_warmup_steps=100000)"},
 }  # fmt: skip
 """Per algorithm, SB3's constructor defaults that rlplug's own defaults would otherwise replace."""
 
@@ -51,6 +57,8 @@ SB3_BEHAVIOUR: dict[str, dict[str, tuple[Any, str]]] = {
     "a2c": {"minibatches": (1, "SB3's A2C makes one gradient step over each whole rollout")},
     "sac": {"squash_actions": (True, "SB3's SAC policy is a tanh-squashed Gaussian")},
     "tqc": {"squash_actions": (True, "sb3-contrib's TQC policy is SAC's tanh-squashed Gaussian")},
+    "crossq": {"squash_actions": (True, "sb3-contrib's CrossQ policy is SAC's tanh-squashed Gaussian"),
+               "adam_beta1": (0.5, "CrossQPolicy's Adam betas (0.5, 0.999) for the actor and the critics")},
     "dqn": {"td_loss": ("huber", "SB3's DQN minimises the smooth-L1 (Huber) TD loss")},
 }
 """Hyperparameters that are not Zoo keys but SB3's fixed behaviour, set so the recipe does what SB3 does."""

@@ -291,8 +291,12 @@ def _policy_option(c: _Context, key: str, name: str, value: Any) -> None:
         c.ok(key, value, f"the twin critics of rlplug's {algo}")
     elif name == "n_quantiles" and algo in ("qrdqn", "tqc"):
         c.hyper(key, value, n_quantiles=int(value))
-    elif name == "n_critics" and algo == "tqc":
+    elif name == "n_critics" and algo in ("tqc", "crossq"):
         c.hyper(key, value, n_critics=int(value))
+    elif name in ("batch_norm_momentum", "batch_norm_eps", "renorm_warmup_steps") and algo == "crossq":
+        c.hyper(key, value, **{name: int(value) if name == "renorm_warmup_steps" else float(value)})
+    elif name == "batch_norm" and algo == "crossq" and value is True:
+        c.ok(key, value, "rlplug's crossq critics always carry batch renormalisation")
     elif name == "n_critics" and algo == "ddpg" and value == 1:
         c.ok(key, value, "the one critic of rlplug's ddpg")
     elif name in ("use_expln", "full_std", "squash_output", "clip_mean"):
@@ -312,7 +316,7 @@ def _net_arch(c: _Context, key: str, value: Any) -> None:
     if isinstance(value, list) and all(isinstance(v, int) for v in value):
         c.hyper(key, value, hidden_sizes=list(value))
         return
-    critic = "qf" if c.t.algorithm in ("sac", "td3", "ddpg", "tqc") else "vf"
+    critic = "qf" if c.t.algorithm in ("sac", "td3", "ddpg", "tqc", "crossq") else "vf"
     if isinstance(value, dict) and set(value) <= {"pi", critic} and "pi" in value:
         pi, other = list(value["pi"]), list(value.get(critic, value["pi"]))
         if pi == other:
@@ -632,6 +636,10 @@ TRANSLATORS: dict[str, dict[str, Callable[[_Context, str, Any], None]]] = {
 }  # fmt: skip
 TRANSLATORS["qrdqn"] = TRANSLATORS["dqn"]  # sb3-contrib's QRDQN takes DQN's keys (n_quantiles: in policy_kwargs)
 TRANSLATORS["tqc"] = {**TRANSLATORS["sac"], "top_quantiles_to_drop_per_net": _top_quantiles_to_drop}  # sb3-contrib's TQC
+TRANSLATORS["crossq"] = {  # sb3-contrib's CrossQ: SAC's keys less the target networks', plus the policy delay
+    **{key: translate_key for key, translate_key in TRANSLATORS["sac"].items() if key not in ("tau", "target_update_interval")},
+    "policy_delay": _policy_delay,
+}
 """Per algorithm rlplug translates, each Zoo key's translation."""
 
 
