@@ -27,7 +27,7 @@ if str(Path(__file__).resolve().parent) not in sys.path:  # loaded by path (the 
 
 from aggregate import aggregate_rows  # noqa: E402
 
-SECTIONS = ("bench", "overhead", "startup", "backend_ratio", "floor", "optimizer", "compile", "time_to_target", "scaling",
+SECTIONS = ("bench", "overhead", "startup", "backend_ratio", "floor", "optimizer", "ensemble", "compile", "time_to_target", "scaling",
             "vector_modes", "wide_envs", "env_steps", "torch_envs")
 STORED = SECTIONS  # backend_ratio: backend_ratio.py's interleaved runs, and the ratios the bench rows give
 
@@ -48,6 +48,7 @@ TITLES = {
     "backend_ratio": "TorchRL backend ÷ skrl backend",
     "floor": "Update floor",
     "optimizer": "Adam implementation",
+    "ensemble": "Critic ensembles: one batched module against the per-critic loop",
     "time_to_target": "Time to target against Stable-Baselines3",
     "scaling": "Scaling: one process against --nproc N",
     "compile": "Compiled updates (compile = true)",
@@ -396,6 +397,21 @@ def render_optimizer(envelope: dict[str, Any]) -> list[str]:
     return lines + [""]
 
 
+def render_ensemble(envelope: dict[str, Any]) -> list[str]:
+    data = envelope["data"]
+    rows = [[r["hidden"], str(r["critics"]), *(f"{r['updates_per_cpu_s'][way]:.0f}" for way in ("loop", "EnsembleMlp", "vmap")),
+             f"{r['ensemble_vs_loop']:.2f}", f"{r['vmap_vs_loop']:.2f}"] for r in data["rows"]]  # fmt: skip
+    lines = [f"## {TITLES['ensemble']}", "", provenance(envelope), "",
+             f"Gradient updates per CPU second of N Q(s, a) critics (Pendulum's {data['inputs']} inputs, batch {data['batch']}, "
+             "MSE to a target, one fused Adam, one torch thread): called one after another as rlplug's skrl cells call them "
+             "(`loop`), as one `EnsembleMlp` (stacked weights, one `torch.baddbmm` per layer), and through `torch.func` "
+             "(`stack_module_state` + `vmap` over `functional_call`, as TorchRL's losses call stacked critics); rounds "
+             "alternate in one process, medians shown (benchmarks/ensemble_critics.py). The three compute the same values "
+             "(tests/test_ensemble_mlp.py).", ""]
+    lines += table(["hidden", "critics", "loop /s", "EnsembleMlp /s", "vmap /s", "EnsembleMlp ÷ loop", "vmap ÷ loop"], rows)
+    return lines + [""]
+
+
 def render_compile(envelope: dict[str, Any]) -> list[str]:
     rows = []
     for cell, r in envelope["data"].items():
@@ -566,6 +582,7 @@ def render(results: dict[str, dict[str, Any]], row_cells: Callable[[dict[str, An
         "backend_ratio": render_backend_ratio,
         "floor": render_floor,
         "optimizer": render_optimizer,
+        "ensemble": render_ensemble,
         "compile": render_compile,
         "time_to_target": render_time_to_target,
         "scaling": render_scaling,

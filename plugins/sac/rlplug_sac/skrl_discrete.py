@@ -17,8 +17,7 @@ from typing import Any
 import gymnasium as gym
 import torch
 import torch.nn.functional as F
-from rlplug import Build
-from rlplug.errors import RecipeError
+from rlplug import Build, RlplugError
 from rlplug.backends.skrl import configure_threads, observation_encoder, q_model, seed_skrl, stochastic_policy
 from skrl.agents.torch.sac import SAC_CFG
 
@@ -34,7 +33,7 @@ def is_discrete(build: Build) -> bool:
 
 def refuse_noise(build: Build) -> None:
     if build.settings["exploration_noise"] is not None:
-        raise RecipeError("exploration_noise = 'ou' is for Box actions; discrete SAC explores with its categorical "
+        raise RlplugError("exploration_noise = 'ou' is for Box actions; discrete SAC explores with its categorical "
                           "policy's own samples (set exploration_noise = 'none')")  # fmt: skip
 
 

@@ -13,8 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import gymnasium as gym
-from rlplug import Build
-from rlplug.errors import RecipeError
+from rlplug import Build, RlplugError
 from rlplug.backends.torchrl import (categorical_actor, configure_threads, describe_loss, observation_keys, observation_net,
                                     seed_everything, set_value_estimator)  # fmt: skip
 from tensordict.nn import TensorDictModule
@@ -29,7 +28,7 @@ def is_discrete(build: Build) -> bool:
 
 def refuse_noise(build: Build) -> None:
     if build.settings["exploration_noise"] is not None:
-        raise RecipeError("exploration_noise = 'ou' is for Box actions; discrete SAC explores with its categorical "
+        raise RlplugError("exploration_noise = 'ou' is for Box actions; discrete SAC explores with its categorical "
                           "policy's own samples (set exploration_noise = 'none')")  # fmt: skip
 
 

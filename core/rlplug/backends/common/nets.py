@@ -118,3 +118,38 @@ def with_batch_renorm(net: nn.Sequential, **renorm: float) -> nn.Sequential:
             layers.append(BatchRenorm(layer.in_features, **renorm))
         layers.append(layer)
     return nn.Sequential(*layers)
+
+
+class EnsembleMlp(nn.Module):
+    """``N`` MLPs of one shape as one module: each linear layer's ``N`` weights stacked (``[N, in, out]``) and applied
+    in one batched matmul (``torch.baddbmm``) for all members, instead of ``N`` modules called in a Python loop.
+
+    Built from the members themselves (``mlp``s with the same sizes and activation), so their initialisation, and
+    what a seed draws for it, is unchanged; ``forward`` takes ``[B, in]`` (the same input to every member) or
+    ``[N, B, in]`` and returns ``[N, B, out]``, member ``i``'s output equal to ``members[i](x)``.
+    """
+
+    def __init__(self, members: Sequence[nn.Sequential]) -> None:
+        super().__init__()
+        if not members:
+            raise ValueError("an ensemble needs at least one member")
+        shapes = [[(type(layer), getattr(layer, "weight", torch.empty(0)).shape) for layer in member] for member in members]
+        if any(shape != shapes[0] for shape in shapes):
+            raise ValueError("an ensemble's members must have the same layers and sizes")
+        self.size = len(members)
+        self.weights, self.biases, self.activations = nn.ParameterList(), nn.ParameterList(), nn.ModuleList()
+        for index, layer in enumerate(members[0]):
+            if isinstance(layer, nn.Linear):
+                linears = [member[index] for member in members]
+                self.weights.append(nn.Parameter(torch.stack([m.weight.detach().t() for m in linears]).contiguous()))
+                self.biases.append(nn.Parameter(torch.stack([m.bias.detach() for m in linears]).unsqueeze(1).contiguous()))
+                self.activations.append(nn.Identity())
+            else:  # the activation after the previous linear layer
+                self.activations[-1] = type(layer)()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dim() == 2:
+            x = x.expand(self.size, *x.shape)
+        for weight, bias, activation in zip(self.weights, self.biases, self.activations):
+            x = activation(torch.baddbmm(bias, x, weight))
+        return x
