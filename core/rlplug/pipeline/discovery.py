@@ -58,8 +58,9 @@ class PluginRecord:
 def _entry_point_records() -> list[PluginRecord]:
     records = []
     for ep in entry_points(group=GROUP):
-        dist = ep.dist.name if ep.dist is not None else "?"
-        version = ep.dist.version if ep.dist is not None else ""
+        # the metadata parsed once for both fields (``Distribution.name`` and ``.version`` each parse it again)
+        metadata = ep.dist.metadata if ep.dist is not None else {"Name": "?", "Version": ""}
+        dist, version = metadata["Name"], metadata["Version"]
         records.append(PluginRecord(ep.name, ep.value, dist, version, dist in FIRST_PARTY))
     # first-party plugins are registered first so third-party tryfirst implementations win
     records.sort(key=lambda r: (not r.first_party, r.dist, r.name))
