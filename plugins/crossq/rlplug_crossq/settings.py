@@ -22,9 +22,10 @@ def _crossq(hp: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _settings(sac_settings: Any, hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
+def _settings(sac_settings: Any, hp: Mapping[str, Any], recipe: Any, kept: tuple[str, ...] = ()) -> dict[str, Any]:
+    """``sac_settings`` on a TD(0) target, less the target update's keys (but those ``kept``), plus CrossQ's own."""
     settings = sac.ensemble_settings(sac_settings, {**hp, **_NO_TARGETS}, recipe, _crossq(hp))
-    for key in _NO_TARGETS:
+    for key in _NO_TARGETS.keys() - set(kept):
         settings.pop(key, None)
     return settings
 
@@ -32,7 +33,7 @@ def _settings(sac_settings: Any, hp: Mapping[str, Any], recipe: Any) -> dict[str
 def skrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
     """SAC's ``SAC_CFG`` fields and rlplug's settings without a target update, with the critics' normalisation.
     ``tau`` stays, at 1.0: ``SAC_CFG.polyak`` has no target to move (sb3-contrib's CrossQ passes its base 1.0 too)."""
-    return {**_settings(sac.skrl_settings, hp, recipe), "tau": _NO_TARGETS["tau"]}
+    return _settings(sac.skrl_settings, hp, recipe, kept=("tau",))
 
 
 def torchrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from rlplug import RlplugError
 from rlplug.families import optimizer_settings, replay_settings, skrl_estimator_check, torchrl_estimator_settings
 
 
@@ -25,6 +26,13 @@ def _check_common(hp: Mapping[str, Any]) -> None:
         raise ValueError(f"grad_norm_clip must be >= 0, got {hp['grad_norm_clip']}")
     if hp["exploration_std"] < 0 or not 0.0 <= hp["ou_theta"] <= 1.0:
         raise ValueError("exploration_std must not be negative and ou_theta must be in [0, 1]")
+
+
+def refuse_discrete_noise(settings: Mapping[str, Any]) -> None:
+    """Refuse ``exploration_noise`` on a Discrete build (both backends' discrete cells call it while building)."""
+    if settings["exploration_noise"] is not None:
+        raise RlplugError("exploration_noise = 'ou' is for Box actions; discrete SAC explores with its categorical "
+                          "policy's own samples (set exploration_noise = 'none')")  # fmt: skip
 
 
 def _exploration(hp: Mapping[str, Any]) -> dict[str, Any]:

@@ -17,11 +17,12 @@ from typing import Any
 import gymnasium as gym
 import torch
 import torch.nn.functional as F
-from rlplug import Build, RlplugError
+from rlplug import Build
 from rlplug.backends.skrl import configure_threads, observation_encoder, q_model, seed_skrl, stochastic_policy
 from skrl.agents.torch.sac import SAC_CFG
 
 from . import skrl_backend as box
+from .settings import refuse_discrete_noise
 
 TARGET_ENTROPY_WEIGHT = 0.98
 """``target_entropy = "auto"`` on Discrete actions: this fraction of the uniform policy's entropy ``log |A|``."""
@@ -31,15 +32,9 @@ def is_discrete(build: Build) -> bool:
     return isinstance(build.action_space, gym.spaces.Discrete)
 
 
-def refuse_noise(build: Build) -> None:
-    if build.settings["exploration_noise"] is not None:
-        raise RlplugError("exploration_noise = 'ou' is for Box actions; discrete SAC explores with its categorical "
-                          "policy's own samples (set exploration_noise = 'none')")  # fmt: skip
-
-
 def discrete_models(build: Build) -> dict[str, Any]:
     """A categorical policy, the twin Q(s, .) critics and a target of each, from ``build.seed`` in that order."""
-    refuse_noise(build)
+    refuse_discrete_noise(build.settings)
     configure_threads()
     seed_skrl(build.seed)
     s = build.settings

@@ -13,28 +13,23 @@ from __future__ import annotations
 from typing import Any
 
 import gymnasium as gym
-from rlplug import Build, RlplugError
+from rlplug import Build
 from rlplug.backends.torchrl import (categorical_actor, configure_threads, describe_loss, observation_keys, observation_net,
                                     seed_everything, set_value_estimator)  # fmt: skip
 from tensordict.nn import TensorDictModule
 from torchrl.objectives import DiscreteSACLoss, SACLoss
 
 from . import torchrl_backend as box
+from .settings import refuse_discrete_noise
 
 
 def is_discrete(build: Build) -> bool:
     return isinstance(build.action_space, gym.spaces.Discrete)
 
 
-def refuse_noise(build: Build) -> None:
-    if build.settings["exploration_noise"] is not None:
-        raise RlplugError("exploration_noise = 'ou' is for Box actions; discrete SAC explores with its categorical "
-                          "policy's own samples (set exploration_noise = 'none')")  # fmt: skip
-
-
 def discrete_models(build: Build) -> dict[str, Any]:
     """A categorical actor and ``num_qvalue_nets`` independently initialised Q(s, .) networks, each with its own encoder."""
-    refuse_noise(build)
+    refuse_discrete_noise(build.settings)
     configure_threads()
     seed_everything(build.seed)
     s, keys, n = build.settings, observation_keys(build), int(build.action_space.n)
