@@ -149,11 +149,11 @@ def test_action_space_mismatch_names_the_algorithms_that_fit():
     # refused while preparing: nothing is built, no torch import is needed to say so
     dqn = run_cli("train", "dqn-cartpole", "--set", "env=Pendulum-v1", "--no-write")
     assert_one_line_error(dqn, "dqn on skrl cannot handle the continuous action space of 'Pendulum-v1'")
-    assert "for continuous actions use a2c, crossq, ddpg, ppo, redq, reinforce, rpo, sac, td3 or tqc" in dqn.stderr
+    assert "for continuous actions use a2c, crossq, ddpg, ppo, redq, reinforce, rpo, sac, td3, tqc or trpo" in dqn.stderr
     for recipe in ("tqc-pendulum", "td3-pendulum"):
         result = run_cli("train", recipe, "--backend", "torchrl", "--set", "env=CartPole-v1", "--no-write")
         assert_one_line_error(result, "cannot handle the discrete action space of 'CartPole-v1'")
-        assert "for discrete actions use a2c, c51, dqn, ppo, qrdqn, reinforce or sac" in result.stderr
+        assert "for discrete actions use a2c, c51, dqn, ppo, qrdqn, reinforce, sac or trpo" in result.stderr
 
 
 def test_listing_commands_import_only_what_they_use():

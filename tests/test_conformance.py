@@ -1,4 +1,4 @@
-"""The algorithm plugins of issue 47 (a2c, rpo, reinforce, ippo) and issue 48 (qrdqn, c51, tqc, redq, crossq, discrete SAC), one parametrised module over their cells.
+"""The algorithm plugins of issue 47 (a2c, trpo, rpo, reinforce, ippo) and issue 48 (qrdqn, c51, tqc, redq, crossq, discrete SAC), one parametrised module over their cells.
 
 Each cell (algorithm x backend, plus the variants its settings reach) passes the conformance kit
 (``rlplug.testing.check_cell``: declarations, construction, a short train with finite optimised terms,
@@ -51,6 +51,22 @@ num_envs = 4
 target = 0.0
 eval_episodes = 2
 [recipes.rpo-conformance.hyperparameters]
+hidden_sizes = [16, 16]
+rollout_steps = 16
+epochs = 2
+minibatches = 2
+
+[recipes.trpo-conformance]
+version = 1
+algorithm = "trpo"
+env = "CartPole-v1"
+backend = "skrl"
+steps = 256
+seed = 0
+num_envs = 4
+target = 0.0
+eval_episodes = 2
+[recipes.trpo-conformance.hyperparameters]
 hidden_sizes = [16, 16]
 rollout_steps = 16
 epochs = 2
@@ -202,6 +218,9 @@ CELLS = {
     "a2c": ("a2c-conformance", []),
     "a2c-pendulum-rmsprop": ("a2c-conformance", ["env=Pendulum-v1", "optimizer=rmsprop", "normalize_advantage=false",
                                                  "lr_schedule=linear"]),
+    "trpo": ("trpo-conformance", []),
+    "trpo-pendulum-normalised-linear": ("trpo-conformance", ["env=Pendulum-v1", "normalize_observations=true",
+                                                            "normalize_advantage=false", "lr_schedule=linear"]),
     "rpo": ("rpo-conformance", []),
     "reinforce": ("reinforce-conformance", []),
     "reinforce-no-baseline-pendulum": ("reinforce-conformance", ["env=Pendulum-v1", "baseline=false"]),
@@ -240,6 +259,8 @@ def test_cell_passes_the_conformance_kit(recipe_file, cell, backend):
 # (plugin module, env, hyperparameters): a few hundred steps of each algorithm
 TRAINED = {
     "a2c": ("rlplug_a2c", "CartPole-v1", dict(rollout_steps=8)),
+    "trpo": ("rlplug_trpo", "CartPole-v1", dict(rollout_steps=32, epochs=2, minibatches=2)),
+    "trpo-gaussian": ("rlplug_trpo", "Pendulum-v1", dict(rollout_steps=32, epochs=2, minibatches=2)),
     "rpo": ("rlplug_rpo", "Pendulum-v1", dict(rollout_steps=32, epochs=2, minibatches=2)),
     "reinforce": ("rlplug_reinforce", "CartPole-v1", dict(rollout_steps=32)),
     "qrdqn": ("rlplug_qrdqn", "CartPole-v1", dict(learning_starts=64, batch_size=16, train_every=32, n_quantiles=5)),
@@ -369,6 +390,69 @@ def test_skrl_loss_is_upstream_update(algorithm, env_id):
         for a, b in zip(upstream.models[role].parameters(), ours.models[role].parameters(), strict=True):
             assert torch.allclose(a, b, atol=1e-6), role
     assert upstream.optimizer.state and ours.optimizer.state  # both really stepped
+
+
+def test_skrl_trpo_policy_step_is_upstreams_natural_gradient_step():
+    """One accepted step of the skrl cell's policy (its loss through ``trust_region_step``) moves the parameters by
+    upstream's full step: skrl's own surrogate gradient, conjugate gradient on its Fisher-vector products, step size
+    sqrt(2 max_kl / s.Fs)."""
+    from types import SimpleNamespace
+
+    from rlplug.backends.skrl import TrustRegion, configure_threads, stochastic_policy, trust_region_step, value_model
+    from rlplug_trpo.skrl_backend import TRPOLoss
+    from skrl.agents.torch.trpo import trpo as upstream
+    from torch.nn.utils import parameters_to_vector
+
+    import gymnasium as gym
+
+    configure_threads()
+    torch.manual_seed(0)
+    observation_space, action_space = gym.spaces.Box(-1, 1, (3,)), gym.spaces.Box(-2, 2, (2,))
+    policy = stochastic_policy(observation_space, action_space, "cpu", [16, 16], "tanh", initial_log_std=-0.5)
+    value = value_model(observation_space, action_space, "cpu", [16, 16], "tanh")
+    agent = SimpleNamespace(policy=policy, backup_policy=copy.deepcopy(policy), value=value)  # as the agent's before a step
+    observations = torch.randn(64, 3)
+    with torch.no_grad():
+        actions, outputs = policy.act({"observations": observations, "states": None}, role="policy")
+    batch = {"observations": observations, "states": None, "actions": actions, "log_prob": outputs["log_prob"],
+             "advantages": torch.randn(64, 1), "returns": torch.randn(64, 1)}  # fmt: skip
+    damping, max_kl = 0.1, 0.01
+
+    # upstream's step (skrl's TRPO.update up to the line search)
+    surrogate = upstream.surrogate_loss(policy=policy, observations=observations, states=None, actions=actions,
+                                        log_prob=batch["log_prob"], advantages=batch["advantages"])  # fmt: skip
+    gradient = torch.cat([g.view(-1) for g in torch.autograd.grad(surrogate, policy.parameters())])
+    direction = upstream.conjugate_gradient(policy=policy, observations=observations, states=None, b=gradient,
+                                            damping=damping, num_iterations=10)  # fmt: skip
+    curvature = (direction * upstream.fisher_vector_product(policy=policy, observations=observations, states=None,
+                                                            vector=direction, damping=damping)).sum()  # fmt: skip
+    full_step = torch.sqrt(2 * max_kl / curvature) * direction
+
+    start = parameters_to_vector(policy.parameters()).detach().clone()
+
+    def evaluate():
+        terms = TRPOLoss()(agent, batch, 0)
+        return terms["loss_policy"], terms["kl"]
+
+    step = trust_region_step(policy.parameters(), evaluate, TrustRegion(max_kl, damping, cg_steps=10, line_search_steps=1))
+    assert step.step_fraction == 1.0 and 0 < step.kl < max_kl and step.loss < -surrogate.item()
+    moved = parameters_to_vector(policy.parameters()).detach() - start
+    assert torch.allclose(moved, full_step, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_trpo_updates_stay_inside_the_trust_region(builds, backend):
+    """Every update's KL from the collecting policy stays under max_kl; a rejected line search leaves the policy as it
+    was (fraction 0, KL 0); some updates are accepted."""
+    max_kl = 0.005
+    build = builds("rlplug_trpo", backend, "CartPole-v1", num_envs=2, steps=512, rollout_steps=64, epochs=2,
+                   minibatches=2, max_kl=max_kl, hidden_sizes=[16, 16])  # fmt: skip
+    history = []
+    build.trainer.train(512, callbacks=[lambda trainer, metrics: history.append(metrics)])
+    fractions = [metrics["train/step_fraction"] for metrics in history]
+    kls = [metrics["loss/kl"] for metrics in history]
+    assert len(history) == 4 and any(f > 0 for f in fractions)
+    assert all(0 <= kl < max_kl for kl in kls) and all(kl == 0 for kl, f in zip(kls, fractions) if f == 0)
 
 
 # ---- what each algorithm changes ---------------------------------------------------------------------

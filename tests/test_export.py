@@ -365,6 +365,50 @@ def test_a_cell_that_cannot_export_is_refused(capsys, tmp_path, monkeypatch):
         "rlplug: error: ppo/skrl cannot export its policy: NoExportTrainer implements no export_policy"
     )
     assert not (run / "policy.pt").exists()
+    assert not (run / "checkpoints" / "latest.policy.pt").exists()  # nothing beside the checkpoint: eval reads it
+    code, out, err = _cli(capsys, "eval", run, "--json")
+    assert code == 0 and json.loads(out)["eval_episodes"] == 3, err
+
+
+def test_eval_plays_the_policy_written_beside_the_checkpoint_while_it_is_that_checkpoints(capsys, run_dir, monkeypatch):
+    """Training leaves ``checkpoints/latest.policy.pt``: ``rlplug eval`` plays it (no trainer built, the checkpoint
+    unread) and reports what evaluating the checkpoint reports; once ``latest.pt`` is another file (here: touched),
+    or without the file, the checkpoint is read again."""
+    import os
+
+    import rlplug.runs
+
+    beside = run_dir / "checkpoints" / "latest.policy.pt"
+    assert beside.is_file()
+    with monkeypatch.context() as patched:
+        patched.setattr(rlplug.runs, "open_run", lambda *a, **k: pytest.fail("the checkpoint was opened"))
+        code, out, err = _cli(capsys, "eval", run_dir, "--json")
+    assert code == 0, err
+    fast = json.loads(out)
+    latest = run_dir / "checkpoints" / "latest.pt"
+    stat = latest.stat()
+    opened = []
+    try:
+        os.utime(latest, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1))
+        with monkeypatch.context() as patched:
+            real = rlplug.runs.open_run
+            patched.setattr(rlplug.runs, "open_run", lambda *a, **k: opened.append(1) or real(*a, **k))
+            code, out, err = _cli(capsys, "eval", run_dir, "--json")
+        assert code == 0 and json.loads(out) == fast and opened == [1], err
+    finally:
+        os.utime(latest, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert (fast["steps"], fast["eval_return_mean"]) == (summary["steps"], summary["eval_return_mean"])
+
+
+def test_eval_of_the_policy_beside_the_checkpoint_imports_neither_skrl_nor_torchrl(run_dir):
+    code = ("import sys; from rlplug.cli import main\n"
+            f"try: main(['eval', {str(run_dir)!r}, '--json'])\n"
+            "except SystemExit as e: assert not e.code, e.code\n"
+            "print(sorted(m for m in ('skrl', 'torchrl', 'tensordict') if m in sys.modules))")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"
 
 
 def _forged(path, meta, module, example):

@@ -58,9 +58,11 @@ TORCHRL_CELLS = {
     "a2c": ("a2c", "Tiny-v0", {}),
     "rpo": ("rpo", "TinyContinuous-v0", {}),
     "reinforce": ("reinforce", "Tiny-v0", {}),
+    "trpo": ("trpo", "TinyContinuous-v0", {}),
+    "trpo-discrete": ("trpo", "Tiny-v0", {}),
 }
 SKRL_CELLS = {name: TORCHRL_CELLS[name] for name in ("ppo", "sac", "sac-discrete", "td3", "ddpg", "dqn", "qrdqn", "c51", "tqc", "redq", "crossq", "iql", "cql", "cql-discrete", "td3bc",
-                                                    "iql-discrete", "bc", "bc-discrete", "mappo", "ippo", "a2c", "rpo", "reinforce")}
+                                                    "iql-discrete", "bc", "bc-discrete", "mappo", "ippo", "a2c", "rpo", "reinforce", "trpo", "trpo-discrete")}
 OFFLINE = ("iql", "cql", "td3bc", "bc")  # by algorithm: iql-discrete is offline too
 
 

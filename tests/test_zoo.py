@@ -284,3 +284,17 @@ def test_bench_from_runs_judges_a_zoo_pair_by_its_verification_record():
     assert [s["passed"] for s in summaries] == [True, False] and all(s["target"] == target for s in summaries)
     kept, target, _ = judged_by("sac-pendulum@1", runs)
     assert target == 0.0 and [s["passed"] for s in kept] == [False, False]
+
+
+def test_trpo_entry_translates_sb3_contrib_semantics(session):
+    recipe = session.resolve("zoo:trpo/CartPole-v1")  # n_steps 512 x 2 envs, batch_size 512, 20 critic passes
+    h = recipe.hyperparameters
+    assert (recipe.num_envs, h["rollout_steps"], h["minibatches"], h["epochs"], h["gae_lambda"]) == (2, 512, 2, 20, 0.98)
+    assert (h["cg_damping"], h["cg_steps"], h["max_kl"], h["line_search_shrink"], h["line_search_steps"]) == (1e-3, 15, 0.01, 0.8, 10)
+    assert h["normalize_advantage"] and "max_grad_norm" not in h  # sb3-contrib's TRPO has no clip: trpo's own default 0
+    acrobot = session.resolve("zoo:trpo/Acrobot-v1")  # normalize: observations and rewards
+    assert acrobot.hyperparameters["normalize_observations"] and acrobot.normalize_reward
+    _, dropped = rows("zoo:trpo/Pendulum-v1")  # gSDE, named
+    assert set(dropped) == {"use_sde", "sde_sample_freq"}
+    translated, _ = rows("zoo:trpo/HalfCheetah-v4")  # target_kl 0.04: the trust region's bound
+    assert translated["target_kl"].text == "max_kl = 0.04"

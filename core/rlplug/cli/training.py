@@ -73,10 +73,6 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    import numpy as np
-
-    from ..runs import open_run
-
     episodes = optional("episodes", args.episodes, "--episodes")
     video_dir = None
     if args.video:
@@ -93,23 +89,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
         return cmd_eval_exported(args, episodes, video_dir)
     run_dir = Path(args.run_dir)
-    build = open_run(open_session(args), run_dir, checkpoint=args.checkpoint)
-    try:
-        note(build.extras["saved_run"].note)
-        episodes = episodes or build.recipe.eval_episodes
-        with episode_bar(episodes, not (args.json or args.no_progress), "evaluating"):
-            returns = build.trainer.evaluate(episodes, video_dir=video_dir)
-    finally:
-        build.trainer.close()
-    mean = float(np.mean(returns))
-    result = {"run_dir": str(run_dir), "recipe": build.recipe.ref, "backend": build.backend, "env": build.env_id, "checkpoint": args.checkpoint,
-              "steps": build.trainer.progress, "step_unit": build.trainer.progress_unit, "eval_episodes": len(returns),
-              "eval_return_mean": round(mean, 2), "eval_return_std": round(float(np.std(returns)), 2),
-              "target": build.recipe.target}
-    dataset = build.extras.get("dataset")
-    if dataset is not None:
-        score = dataset.normalised_score(mean)
-        result["normalised_score"] = round(score, 1) if score is not None else None
+    result = _eval_beside_checkpoint(args, run_dir, episodes, video_dir) if args.checkpoint == "latest" else None
+    if result is None:
+        result = _eval_checkpoint(args, run_dir, episodes, video_dir)
     if video_dir is not None:
         result["videos"] = sorted(str(p) for p in Path(video_dir).glob("*.mp4"))
     if args.json:
@@ -123,6 +105,62 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if video_dir is not None:
             print(f"videos: {video_dir} ({len(result['videos'])} files)")
     return 0
+
+
+def _eval_checkpoint(args: argparse.Namespace, run_dir: Path, episodes: int | None, video_dir: str | None) -> dict[str, Any]:
+    """The run rebuilt from its checkpoint, ``Trainer.evaluate``'s episodes."""
+    from ..runs import open_run
+
+    build = open_run(open_session(args), run_dir, checkpoint=args.checkpoint)
+    try:
+        note(build.extras["saved_run"].note)
+        episodes = episodes or build.recipe.eval_episodes
+        with episode_bar(episodes, not (args.json or args.no_progress), "evaluating"):
+            returns = build.trainer.evaluate(episodes, video_dir=video_dir)
+    finally:
+        build.trainer.close()
+    result = _eval_result(run_dir, build, args.checkpoint, build.trainer.progress, build.trainer.progress_unit, returns)
+    dataset = build.extras.get("dataset")
+    if dataset is not None:
+        score = dataset.normalised_score(result["eval_return_mean"])
+        result["normalised_score"] = round(score, 1) if score is not None else None
+    return result
+
+
+def _eval_beside_checkpoint(args: argparse.Namespace, run_dir: Path, episodes: int | None,
+                            video_dir: str | None) -> dict[str, Any] | None:  # fmt: skip
+    """The policy exported beside ``latest.pt`` when training ended (``rlplug.runs.policy_beside``), on the episodes
+    ``Trainer.evaluate`` plays, with torch alone; ``None`` when there is none for the checkpoint as it is now, and
+    for offline (dataset-normalised) and multi-agent runs, which are evaluated from the checkpoint."""
+    from ..runs import session_for_run
+    from ..runs.policy_beside import policy_beside_checkpoint
+    from ..runs.saved import saved_recipe
+
+    exported = policy_beside_checkpoint(run_dir)
+    if exported is None:
+        return None
+    recipe, backend, _ = saved_recipe(run_dir)
+    if recipe.dataset:
+        return None
+    build = session_for_run(open_session(args), run_dir).prepare(recipe, backend)
+    if build.extras.get("multiagent") is not None:
+        return None
+    from ..results.export import evaluate_exported
+
+    episodes = episodes or build.recipe.eval_episodes
+    with episode_bar(episodes, not (args.json or args.no_progress), "evaluating"):
+        returns = evaluate_exported(build, exported, episodes, video_dir)
+    meta = exported.metadata
+    return _eval_result(run_dir, build, "latest", int(meta["steps"]), meta["step_unit"], returns)
+
+
+def _eval_result(run_dir: Path, build: Any, checkpoint: str, steps: int, unit: str, returns: list[float]) -> dict[str, Any]:
+    import numpy as np
+
+    return {"run_dir": str(run_dir), "recipe": build.recipe.ref, "backend": build.backend, "env": build.env_id,
+            "checkpoint": checkpoint, "steps": steps, "step_unit": unit, "eval_episodes": len(returns),
+            "eval_return_mean": round(float(np.mean(returns)), 2), "eval_return_std": round(float(np.std(returns)), 2),
+            "target": build.recipe.target}  # fmt: skip
 
 
 def cmd_resume(args: argparse.Namespace) -> int:

@@ -28,7 +28,7 @@ from ..util.suggest import did_you_mean
 
 GROUP = "rlplug.plugins"
 FIRST_PARTY = frozenset(
-    f"rlplug-{a}" for a in ("ppo", "sac", "dqn", "td3", "ddpg", "iql", "cql", "mappo", "ippo", "td3bc", "a2c", "rpo", "reinforce", "bc", "qrdqn", "c51", "tqc", "redq", "crossq")
+    f"rlplug-{a}" for a in ("ppo", "sac", "dqn", "td3", "ddpg", "iql", "cql", "mappo", "ippo", "td3bc", "a2c", "rpo", "reinforce", "bc", "qrdqn", "c51", "tqc", "redq", "crossq", "trpo")
 )
 CORE_VERSION = "0.1.0"
 

@@ -60,13 +60,14 @@ def default_path(run_dir: Path, fmt: str) -> Path:
 
 
 def export_policy(build: Any, path: str | Path, fmt: str = "torchscript", check: bool = True,
-                  inputs: Sequence[tuple[Path, str]] = ()) -> dict[str, Any]:  # fmt: skip
+                  inputs: Sequence[tuple[Path, str]] = (), metadata: Mapping[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
     """Write ``build.trainer``'s deterministic policy to ``path`` (atomically, and only over nothing or an
     earlier export: ``rlplug.util.outputs``, never over one of ``inputs``) and, with ``check``, read the file back
     and compare its actions with ``act_deterministic`` on ``CHECK_BATCH`` made-up observations, and a recurrent
     policy's over ``CHECK_EPISODES`` whole episodes as well (a file that disagrees is refused and never replaces
-    what was there). Returns what was written: path, format, metadata and the largest action difference seen
-    (``max_abs_difference``)."""
+    what was there). ``metadata``: more entries for the file's metadata (the checkpoint a run's
+    ``latest.policy.pt`` stands for). Returns what was written: path, format, metadata and the largest action
+    difference seen (``max_abs_difference``)."""
     import torch
 
     from ..backends.common.export import example_observations, policy_signature
@@ -77,7 +78,7 @@ def export_policy(build: Any, path: str | Path, fmt: str = "torchscript", check:
     if not isinstance(module, torch.nn.Module):
         raise ExportUnsupportedError(f"{type(trainer).__name__}.export_policy returned a {type(module).__name__}, not a torch.nn.Module")
     signature = getattr(module, "signature", None) or policy_signature(build, hidden=getattr(trainer, "recurrent_state_shape", None))
-    metadata = export_metadata(build, signature)
+    metadata = {**export_metadata(build, signature), **(metadata or {})}
     examples = [torch.as_tensor(a) for a in example_observations(signature, 2, seed=build.seed, hidden=True)]
     result = {"path": str(path), "format": fmt, "metadata": metadata, "max_abs_difference": None}
 

@@ -17,6 +17,7 @@ A run directory holds ``recipe.json`` (the resolved recipe, its backend and the 
 * ``writer``       ``RunWriter``: all of the above for one training run
 * ``training``     the train / resume loop and its checkpoint cadence
 * ``evaluations``  evaluations during training (``eval_every``) and ``checkpoints/best.pt``
+* ``policy_beside`` ``checkpoints/latest.policy.pt``: the final policy exported for a fast ``eval``
 * ``summary``      ``summary.json``: the final evaluation against the target
 * ``plugins``      the run's ``--plugin`` modules, imported again when it is opened
 * ``reopen``       rebuilding a run and loading its checkpoint (``eval``, ``resume``, datasets)

@@ -56,14 +56,7 @@ def saved_run(run_dir: Path, need_checkpoint: bool = True, checkpoint: str = "la
             f"run directory {run_dir} holds no checkpoint ({CHECKPOINT} is missing); it stopped before its first "
             f"one: `rlplug resume {run_dir}` trains it from step 0"
         )
-    data = read_json_object(recipe_file, RunDirError)
-    try:
-        recipe = Recipe.from_table(data["recipe"], source=str(recipe_file))
-        backend = data["backend"]
-        if not isinstance(backend, str):
-            raise TypeError(f"'backend' is {backend!r}, not a name")
-    except (ValueError, KeyError, TypeError) as err:
-        raise RunDirError(f"{recipe_file} is unreadable: {err}") from None
+    recipe, backend, data = saved_recipe(run_dir)
     every = data.get("checkpoint_every")
     if every is not None and (isinstance(every, bool) or not isinstance(every, int) or every < 1):
         raise RunDirError(f"{recipe_file} is unreadable: 'checkpoint_every' is {every!r}, not a whole number >= 1")
@@ -116,6 +109,20 @@ def _load_usable_checkpoint(saved: SavedRun, latest: Path, previous: Path) -> No
     at = f"update {header['updates']}" if "updates" in header else f"env step {header.get('env_steps', '?')}"
     why = str(problem) if problem is not None else f"checkpoint {latest} is missing"
     saved.note = f"{why}; using {previous} ({at}) instead"
+
+
+def saved_recipe(run_dir: Path) -> tuple[Recipe, str, dict[str, Any]]:
+    """The recipe and backend ``recipe.json`` records (and the file's whole table), its checkpoints left unread."""
+    recipe_file = recipe_path(run_dir)
+    data = read_json_object(recipe_file, RunDirError)
+    try:
+        recipe = Recipe.from_table(data["recipe"], source=str(recipe_file))
+        backend = data["backend"]
+        if not isinstance(backend, str):
+            raise TypeError(f"'backend' is {backend!r}, not a name")
+    except (ValueError, KeyError, TypeError) as err:
+        raise RunDirError(f"{recipe_file} is unreadable: {err}") from None
+    return recipe, backend, data
 
 
 def _stamp(path: Path) -> tuple[int, int, int] | None:

@@ -12,6 +12,7 @@ from ..errors import EnvContractError, EnvStepError, RunInterrupted
 from ..contract.hookspecs import Build, Trainer
 from .divergence import check_losses, diverged_parameters
 from .evaluations import Evaluations, best_so_far, check_eval_every, episode_bar
+from .policy_beside import export_beside_checkpoint
 from .rundir import BEST_CHECKPOINT, CHECKPOINT, recorded_checkpoint_every, recorded_eval_every
 from .summary import add_update_rate, add_world, summarise
 from .trackers import DEFAULT_LOGGERS
@@ -270,6 +271,8 @@ def _train(build: Build, trainer: Trainer, steps: int, run_dir: Path | None, wri
             return {"rank": here.rank, "steps": trainer.progress, "ranks_in_sync": in_sync}
     with episode_bar(build.recipe.eval_episodes, progress, "final evaluation"):
         returns = trainer.evaluate(build.recipe.eval_episodes)
+    if writer is not None:  # after the evaluation: its episodes and the summary are as they were without the file
+        export_beside_checkpoint(build, run_dir)
     if evaluations.active and evaluations.improved(sum(returns) / len(returns), trainer.progress) and writer is not None:
         writer.best_checkpoint(evaluations.best)
     summary = summarise(build, trainer.progress, trainer.progress - start_steps, wall, returns, cpu)

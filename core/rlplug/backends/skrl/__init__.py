@@ -13,6 +13,7 @@ from ..common.nets import BatchRenorm, mlp, with_batch_renorm
 from ..common.optim import adam
 from ..common.parallel import sync_gradients
 from ..common.seeding import configure_threads
+from ..common.trust_region import TrustRegion, trust_region_step
 from .env import seed_skrl
 from .memory import nstep_transitions, replay_memory
 from .models import (
@@ -55,6 +56,8 @@ __all__ = [
     "mlp",
     "BatchRenorm",
     "with_batch_renorm",
+    "TrustRegion",
+    "trust_region_step",
     "UpdateStage",
     "sync_gradients",
     # observation encoders

@@ -190,6 +190,23 @@ TABLES["REINFORCE_CFG"] = {**TABLES["A2C_CFG"], "gae_lambda": Excluded("fixed by
 TABLES["RPO_CFG"] = {**TABLES["PPO_CFG"], "alpha": Setting("alpha")}
 # IPPO_CFG is MAPPO_CFG (skrl's IPPO and MAPPO share their update; the critic's input differs)
 TABLES["IPPO_CFG"] = TABLES["MAPPO_CFG"]
+# rlplug_trpo's TRPO_CFG is skrl's with the mixed_precision field the family's update reads; sb3-contrib's defaults
+SB3_CONTRIB = "sb3-contrib's TRPO default"
+TABLES["TRPO_CFG"] = {
+    **{k: v for k, v in TABLES["A2C_CFG"].items() if k != "entropy_loss_scale"},
+    "rollouts": Setting("rollouts", differs=f"{SB3_CONTRIB} n_steps 2048; skrl's 16"),
+    "learning_epochs": Setting("learning_epochs", differs=f"{SB3_CONTRIB} n_critic_updates 10; skrl's 8"),
+    "mini_batches": Setting("mini_batches", differs=f"{SB3_CONTRIB} batch_size 128 (16 of a 2048-step rollout); skrl's 2"),
+    "learning_rate": Setting("learning_rate"),
+    "grad_norm_clip": Setting("grad_norm_clip", differs=f"{SB3_CONTRIB}: no clip; skrl's 0.5"),
+    "value_loss_scale": Excluded("library default kept: 1.0, the value loss has its own optimiser"),
+    "damping": Setting("damping"),
+    "max_kl_divergence": Setting("max_kl_divergence"),
+    "conjugate_gradient_steps": Setting("conjugate_gradient_steps", differs=f"{SB3_CONTRIB} cg_max_steps 15; skrl's 10"),
+    "max_backtrack_steps": Setting("max_backtrack_steps"),
+    "accept_ratio": Setting("accept_ratio", differs=f"{SB3_CONTRIB}: any improvement (0); skrl's 0.5"),
+    "step_fraction": Excluded("library default kept: the line search starts from the full step"),
+}
 # DDPG_CFG is TD3_CFG less the policy delay and the target-policy smoothing
 TABLES["DDPG_CFG"] = {k: v for k, v in TABLES["TD3_CFG"].items() if k != "policy_delay" and not k.startswith("smooth_regularization")}
 

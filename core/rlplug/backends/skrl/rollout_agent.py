@@ -171,6 +171,7 @@ def rollout_epochs(
     learner: RolloutLearner,
     loss: Callable[[dict[str, torch.Tensor], int], Mapping[str, torch.Tensor]],
     memories: Sequence[Memory] = (),
+    only_terms: Sequence[str] | None = None,
 ) -> dict[str, float]:
     """Upstream's epochs of minibatches, each minibatch's loss terms asked of ``loss(batch, epoch)``; the means.
 
@@ -178,11 +179,14 @@ def rollout_epochs(
     approximate KL passes ``kl_threshold``; the scheduler steps once per epoch. ``memories`` (default:
     the learner's) are sampled alike and each minibatch concatenates theirs (MAPPO's joint update of
     shared models). The agent's ``loss_terms`` are summed and optimised; returns the means of its
-    ``logged_terms`` over the optimised minibatches. A recurrent agent's minibatches hold its stored model states
+    ``logged_terms`` over the optimised minibatches; ``only_terms`` names the ones optimised and logged instead (TRPO's value
+    epochs: its loss's value term, the policy having stepped by natural gradient). A recurrent agent's minibatches hold its stored model states
     too (``rnn_policy_<i>``, ``rnn_value_<i>``) and, with a ``sequence_length`` above 1, whole sequences
     (``sequence_minibatches``).
     """
     memories = list(memories) or [learner.memory]
+    optimised_terms = agent.loss_terms if only_terms is None else tuple(only_terms)
+    logged_terms = agent.logged_terms if only_terms is None else tuple(only_terms)
     names = [*agent._tensors_names, *getattr(agent, "_rnn_tensors_names", ())]
     hooks = agent.trainer_hooks
     sums: dict[str, float] = defaultdict(float)
@@ -210,17 +214,17 @@ def rollout_epochs(
                 # distributed: ranks stop on their mean KL, all together (upstream compares each rank's own)
                 if learner.kl_threshold and mean_over_ranks(kl_divergence) > learner.kl_threshold:
                     break
-                total = sum(terms[name] for name in agent.loss_terms)
+                total = sum(terms[name] for name in optimised_terms)
 
             optimisation_step(agent, learner, total)
             hooks.post_optim()
-            for name in agent.logged_terms:
+            for name in logged_terms:
                 sums[name] += terms[name].item()
             optimised += 1
 
         step_scheduler(agent, learner, kl_divergences)
         hooks.post_epoch(learner.memory.tensors)
-    return {name: sums[name] / max(optimised, 1) for name in agent.logged_terms}
+    return {name: sums[name] / max(optimised, 1) for name in logged_terms}
 
 
 class OnPolicyAgent:

@@ -14,6 +14,7 @@ from ..common.nets import BatchRenorm, with_batch_renorm
 from ..common.optim import adam
 from ..common.parallel import sync_gradients
 from ..common.seeding import configure_threads, seed_everything
+from ..common.trust_region import TrustRegion, trust_region_step
 from .acting import egreedy_step
 from .buffers import STEPS_TO_NEXT_OBS, nstep_batch
 from .lean import (
@@ -66,6 +67,8 @@ __all__ = [
     "sync_gradients",
     "BatchRenorm",
     "with_batch_renorm",
+    "TrustRegion",
+    "trust_region_step",
     # observation encoders
     "standardised_observations",
     # env

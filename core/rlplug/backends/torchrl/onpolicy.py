@@ -303,9 +303,9 @@ class TorchRLRolloutTrainer(TrainerBase):
 
         # loss.parameters() rather than the models': a registered loss may own extra parameters; Adam unless the
         # cell declares the optimizer setting (A2C's RMSprop)
-        self.optimizer = rollout_optimizer(self.loss.parameters(), s["lr"], s)
+        self.optimizer = rollout_optimizer(self.optimised_parameters(), s["lr"], s)
         # what the gradient norm clips, listed once: loss.parameters() walks every submodule on each minibatch
-        self.clipped_parameters = list(self.loss.parameters())
+        self.clipped_parameters = list(self.optimised_parameters())
         self.lr_schedule = LearningRateSchedule(
             self.optimizer, s.get("lr_schedule", "constant"), total_steps=s.get("total_updates", 1), kl_target=s.get("kl_target", 0.008)
         )
@@ -332,6 +332,11 @@ class TorchRLRolloutTrainer(TrainerBase):
         self.collection = make_rollouts(lean, self.env, policy, build.num_envs, s["frames_per_batch"] // build.num_envs)
         self._batches = self.collection
         self._closed = False
+
+    def optimised_parameters(self) -> Any:
+        """What the optimiser steps: the loss's parameters (a cell whose policy steps otherwise, TRPO's by natural
+        gradient, names its critic's)."""
+        return self.loss.parameters()
 
     @property
     def collector(self) -> Any:
@@ -441,8 +446,12 @@ class TorchRLRolloutTrainer(TrainerBase):
         names |= {"train/lr", "train/minibatches", "train/kl_early_stopped", "train/episode_return"}
         return frozenset(names | ({"train/clip_ratio"} if self.clip_schedule is not None else set()))
 
-    def _update(self, batch: TensorDict) -> dict[str, float]:
-        logged: list[list[torch.Tensor]] = []  # per optimised minibatch, self.logged_terms in order
+    def _update(self, batch: TensorDict, only_terms: tuple[str, ...] | None = None) -> dict[str, float]:
+        """Epochs of minibatches through the loss, its ``terms`` summed and stepped; ``only_terms`` names the ones
+        optimised and logged instead (TRPO's value epochs: the critic's term)."""
+        terms = self.terms if only_terms is None else only_terms
+        logged_terms = self.logged_terms if only_terms is None else only_terms
+        logged: list[list[torch.Tensor]] = []  # per optimised minibatch, logged_terms in order
         stopped_early = False
         for epoch in range(self.num_epochs):
             epoch_batch = self.hooks.pre_epoch(batch)
@@ -464,7 +473,7 @@ class TorchRLRolloutTrainer(TrainerBase):
                 if self.kl_early_stop and epoch_kl and mean_over_ranks(epoch_kl[-1]).item() > self.kl_early_stop:
                     stop = stopped_early = True
                     continue
-                total = sum(out[name] for name in self.terms)
+                total = sum(out[name] for name in terms)
                 self.optimizer.zero_grad(set_to_none=True)
                 total.backward()
                 sync_gradients(self.optimizer)  # data-parallel runs: the mean gradient over ranks
@@ -472,14 +481,14 @@ class TorchRLRolloutTrainer(TrainerBase):
                     nn.utils.clip_grad_norm_(self.clipped_parameters, self.max_grad_norm)
                 self.optimizer.step()
                 self.hooks.post_optim()
-                logged.append([out[name].detach() for name in self.logged_terms])
+                logged.append([out[name].detach() for name in logged_terms])
             kl = mean_over_ranks(torch.stack(epoch_kl).mean()).item() if epoch_kl and self.lr_schedule.needs_kl else None
             self.lr_schedule.step(kl)
             self.hooks.post_epoch(batch)
 
         with torch.no_grad():  # one reduction per update, not one per minibatch
             means = torch.stack([torch.stack(row) for row in logged]).mean(0).tolist() if logged else []
-        metrics = {f"loss/{name}": value for name, value in zip(self.logged_terms, means)}
+        metrics = {f"loss/{name}": value for name, value in zip(logged_terms, means)}
         metrics["train/lr"] = self.lr_schedule.lr
         metrics["train/minibatches"] = float(len(logged))
         metrics["train/kl_early_stopped"] = float(stopped_early)

@@ -76,6 +76,18 @@ LOSSES: dict[str, Table] = {
                                        "one recipe trains the same on both backends; with advantage_norm_scope = 'rollout' "
                                        "(skrl's) rlplug's loop does it once per rollout and the loss gets False"),
     },
+    "PPOLoss": {  # TRPO's: the unclipped surrogate and the critic loss (rlplug_trpo.torchrl_backend.TRPOLoss)
+        **{name: entry for name, entry in _PPO_COMMON.items() if name not in ("clip_epsilon", "clip_value", "critic_coeff")},
+        "entropy_bonus": Excluded("fixed by the cell: False, TRPO has no entropy bonus"),
+        "entropy_coeff": Excluded("not used: TRPO has no entropy bonus"),
+        "critic_coeff": Excluded("fixed by the cell: 1.0, the critic's loss is stepped by its own Adam (sb3-contrib's TRPO)"),
+        "clip_value": Excluded("library default kept: TRPO does not clip the value change"),
+        "max_importance_ratio": Excluded("library default kept: the KL bound of the natural-gradient step limits the ratio"),
+        "normalize_advantage": Excluded("library default kept: rlplug's loop standardises the rollout's advantages "
+                                        "(normalize_advantage, advantage_norm_scope = 'rollout')"),
+        "loss_critic_type": Setting("loss_critic_type", differs="a mean squared error, sb3-contrib's and skrl's TRPO value "
+                                    "loss; TorchRL defaults to smooth_l1"),
+    },
     "MAPPOLoss": {
         **_PPO_COMMON,
         "value_norm": Excluded("rlplug standardises values itself (normalize_values: the trainer's RunningNormalizer)"),

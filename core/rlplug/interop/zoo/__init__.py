@@ -19,7 +19,7 @@ from .files import INSTALL, hyperparams_dir, load, zoo_version
 from .translate import Translation, translate
 
 PREFIX = "zoo:"
-ZOO_ALGORITHMS = ("ppo", "a2c", "sac", "td3", "dqn", "ddpg", "qrdqn", "tqc", "crossq")
+ZOO_ALGORITHMS = ("ppo", "a2c", "sac", "td3", "dqn", "ddpg", "qrdqn", "tqc", "crossq", "trpo")
 """The Zoo files for rlplug's algorithms, each translated key by key (``TRANSLATORS``)."""
 SPECIAL_ENTRIES = ("default", "atari")
 DEFAULT_BACKEND = "skrl"

@@ -39,6 +39,11 @@ SB3_DEFAULTS: dict[str, dict[str, Any]] = {
               "gamma": 0.99, "train_freq": 4, "gradient_steps": 1, "target_update_interval": 10_000,
               "exploration_fraction": 0.005, "exploration_initial_eps": 1.0, "exploration_final_eps": 0.01,
               "max_grad_norm": None, "policy_kwargs": "dict(net_arch=[64, 64], activation_fn=nn.ReLU, n_quantiles=200)"},
+    # sb3-contrib's TRPO.__init__ (no entropy bonus, no gradient clip: the value network has its own Adam steps)
+    "trpo": {"learning_rate": 1e-3, "n_steps": 2048, "batch_size": 128, "gamma": 0.99, "cg_max_steps": 15,
+             "cg_damping": 0.1, "line_search_shrinking_factor": 0.8, "line_search_max_iter": 10, "n_critic_updates": 10,
+             "gae_lambda": 0.95, "normalize_advantage": True, "target_kl": 0.01, "sub_sampling_factor": 1,
+             "policy_kwargs": "dict(net_arch=dict(pi=[64, 64], vf=[64, 64]), activation_fn=nn.Tanh, log_std_init=0.0)"},
     # sb3-contrib's TQC.__init__ (SAC's, plus the truncation) and TQCPolicy (2 critics of 25 quantiles)
     "tqc": {"learning_rate": 3e-4, "buffer_size": 1_000_000, "learning_starts": 100, "batch_size": 256, "tau": 0.005,
             "gamma": 0.99, "train_freq": 1, "gradient_steps": 1, "ent_coef": "auto", "target_update_interval": 1,

@@ -231,7 +231,7 @@ def _normalize(c: _Context, key: str, value: Any) -> None:
     obs, reward = bool(options.pop("norm_obs", True)), bool(options.pop("norm_reward", True))
     parts: list[str] = []
     if obs:
-        if c.t.algorithm in ("ppo", "a2c"):
+        if c.t.algorithm in ("ppo", "a2c", "trpo"):
             c.hp["normalize_observations"] = True
             parts.append("normalize_observations = true (running mean/std; VecNormalize clips at 10, skrl's scaler at 5)")
         else:
@@ -278,7 +278,7 @@ def _policy_option(c: _Context, key: str, name: str, value: Any) -> None:
         else:
             c.drop(key, value, f"rlplug's activations are {', '.join(f'nn.{a}' for a in ACTIVATIONS)}")
     elif name == "log_std_init":
-        if algo in ("ppo", "a2c"):
+        if algo in ("ppo", "a2c", "trpo"):
             c.hyper(key, value, initial_log_std=float(value))
         else:
             c.drop(key, value, f"SB3's {algo.upper()} uses it only with gSDE")
@@ -433,6 +433,23 @@ def _rms_prop_eps(c: _Context, key: str, value: Any) -> None:
     if not c.p.get("use_rms_prop", True):
         c.drop(key, value, "use_rms_prop is false: SB3 ignores it")
     # else translated together with use_rms_prop
+
+
+# ---- TRPO (sb3_contrib/trpo/trpo.py) ---------------------------------------------------------------------
+
+
+def _sub_sampling_factor(c: _Context, key: str, value: Any) -> None:
+    if int(value) == 1:
+        c.ok(key, value, "the policy step reads the whole rollout, as rlplug's trpo does")
+    else:
+        c.drop(key, value, "rlplug's trpo steps the policy on the whole rollout (no sub-sampling)")
+
+
+def _trpo_key(name: str, kind: type) -> Callable[[_Context, str, Any], None]:
+    def translate(c: _Context, key: str, value: Any) -> None:
+        c.hyper(key, value, **{name: kind(value)})
+
+    return translate
 
 
 # ---- off-policy (stable_baselines3/common/off_policy_algorithm.py, sac/, td3/, dqn/) ---------------------
@@ -633,6 +650,13 @@ TRANSLATORS: dict[str, dict[str, Callable[[_Context, str, Any], None]]] = {
             "target_update_interval": _target_update_interval_dqn, "exploration_fraction": _exploration_fraction,
             "exploration_initial_eps": _exploration_initial_eps, "exploration_final_eps": _exploration_final_eps,
             "max_grad_norm": _max_grad_norm},
+}  # fmt: skip
+TRANSLATORS["trpo"] = {  # sb3-contrib's TRPO: PPO's rollout keys, the critic's passes and the trust region
+    **COMMON, "learning_rate": _ppo_learning_rate, "n_steps": _n_steps, "batch_size": _batch_size_ppo,
+    "gae_lambda": _gae_lambda, "n_critic_updates": _n_epochs, "normalize_advantage": _normalize_advantage_a2c,
+    "target_kl": _trpo_key("max_kl", float), "cg_damping": _trpo_key("cg_damping", float),
+    "cg_max_steps": _trpo_key("cg_steps", int), "line_search_max_iter": _trpo_key("line_search_steps", int),
+    "line_search_shrinking_factor": _trpo_key("line_search_shrink", float), "sub_sampling_factor": _sub_sampling_factor,
 }  # fmt: skip
 TRANSLATORS["qrdqn"] = TRANSLATORS["dqn"]  # sb3-contrib's QRDQN takes DQN's keys (n_quantiles: in policy_kwargs)
 TRANSLATORS["tqc"] = {**TRANSLATORS["sac"], "top_quantiles_to_drop_per_net": _top_quantiles_to_drop}  # sb3-contrib's TQC
