@@ -149,3 +149,44 @@ def test_an_incompatible_plugin_s_algorithm_and_recipes_name_the_api_versions(fa
     assert_one_line_error(run_cli("losses", "futurealgo", paths=(path,)), f"algorithm 'futurealgo' comes from plugin future-algo 1.0, which {why}")
     doctor = run_cli("doctor", paths=(path,))
     assert "future-algo 1.0" in doctor.stdout and "algorithms: futurealgo" in doctor.stdout and f"reason: {why}" in doctor.stdout
+
+
+def test_entry_points_are_read_from_the_cache_until_a_distribution_changes(fake_dist, monkeypatch, tmp_path):
+    """The scan is kept between commands while sys.path and every distribution's metadata files stay as they were:
+    a distribution added, edited in place or removed is seen by the next call (issue 51)."""
+    import os
+    import shutil
+    import sys
+
+    from rlplug.pipeline import entry_point_cache
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    root = fake_dist("cached-plugin", entry_points={"cachedalgo": "cached_plugin:plugin"})
+    monkeypatch.syspath_prepend(str(root))
+    names = lambda: {ep[0]: ep[2:] for ep in entry_point_cache.entry_points_of("rlplug.plugins")}  # noqa: E731
+    assert names()["cachedalgo"] == ("cached-plugin", "1.0")
+    scans = []
+    real_scan = entry_point_cache._scan
+    monkeypatch.setattr(entry_point_cache, "_scan", lambda group: scans.append(group) or real_scan(group))
+    assert "cachedalgo" in names() and scans == []  # unchanged: the cache answers, nothing is read
+
+    info = root / "cached_plugin-1.0.dist-info" / "entry_points.txt"
+    info.write_text("[rlplug.plugins]\ncachedalgo = cached_plugin:plugin\nsecond = cached_plugin:other\n")
+    stamp = info.stat()
+    os.utime(info, ns=(stamp.st_atime_ns, stamp.st_mtime_ns + 10**9))  # edited in place, as an editor would
+    assert {"cachedalgo", "second"} <= names().keys() and len(scans) == 1
+    shutil.rmtree(root / "cached_plugin-1.0.dist-info")
+    assert not {"cachedalgo", "second"} & names().keys() and len(scans) == 2
+    assert sys.path[0] == str(root)
+
+
+def test_a_listing_from_the_cache_does_not_import_importlib_metadata(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    code = "import sys; from rlplug.cli import main; main(['list']); print('importlib.metadata' in sys.modules)"
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True) for _ in range(2)]
+    assert [r.stdout.splitlines()[-1] for r in runs] == ["True", "False"]  # scanned once, then read from the cache
+    assert runs[0].stdout.splitlines()[:-1] == runs[1].stdout.splitlines()[:-1]  # the same listing

@@ -1,6 +1,6 @@
 """Plugin discovery: entry points of group ``rlplug.plugins``, loaded onto one pluggy manager.
 
-Listing entry points reads metadata only. Loading imports each plugin's entry module (cheap by
+Listing entry points reads metadata only (kept between commands: ``entry_point_cache``). Loading imports each plugin's entry module (cheap by
 contract: no torch), never its backend modules. A plugin that fails to import, whose declaration
 hooks fail or return the wrong shape (dicts where ``AlgorithmSpec``s belong, a recipe that is not a
 table with a name), declares an algorithm another plugin already claims, or targets another core API
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from typing import Any
 
 import pluggy
@@ -25,6 +24,7 @@ from ..contract.plugin import AlgorithmPlugin
 from ..schema import AlgorithmSpec, declaration_problems
 from ..util.here import import_from_here
 from ..util.suggest import did_you_mean
+from .entry_point_cache import entry_points_of
 
 GROUP = "rlplug.plugins"
 FIRST_PARTY = frozenset(
@@ -56,12 +56,7 @@ class PluginRecord:
 
 
 def _entry_point_records() -> list[PluginRecord]:
-    records = []
-    for ep in entry_points(group=GROUP):
-        # the metadata parsed once for both fields (``Distribution.name`` and ``.version`` each parse it again)
-        metadata = ep.dist.metadata if ep.dist is not None else {"Name": "?", "Version": ""}
-        dist, version = metadata["Name"], metadata["Version"]
-        records.append(PluginRecord(ep.name, ep.value, dist, version, dist in FIRST_PARTY))
+    records = [PluginRecord(name, value, dist, version, dist in FIRST_PARTY) for name, value, dist, version in entry_points_of(GROUP)]
     # first-party plugins are registered first so third-party tryfirst implementations win
     records.sort(key=lambda r: (not r.first_party, r.dist, r.name))
     return records

@@ -6,6 +6,8 @@ one trust-region step of the policy on the whole rollout through the registered 
 ``epochs`` passes of value minibatches stepped with the value optimiser (the family's ``rollout_epochs`` on the loss's
 value term). Upstream's update differs in its line search only: each try's target improvement is the product of the
 step fractions tried so far rather than the fraction itself (so from the third try on it accepts smaller gains).
+With ``normalize_observations`` the running statistics take the rollout twice, in the policy step and in the first
+value epoch, as upstream's update does (the TorchRL cell: once, after the update).
 """
 
 from __future__ import annotations
