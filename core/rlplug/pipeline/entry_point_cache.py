@@ -62,7 +62,8 @@ def _cache_file() -> Path:
     """One file per interpreter and ``sys.path`` (the ``rlplug`` script's and ``python -m``'s differ in their first
     entry): alternating between them keeps both warm."""
     paths = "\0".join([sys.prefix, *sys.path]).encode("utf-8", "surrogateescape")
-    return cache_dir().parent / "entry-points" / f"{sys.implementation.cache_tag}-{zlib.crc32(paths):08x}-{zlib.adler32(paths):08x}.marshal"
+    name = f"{sys.implementation.cache_tag}-{zlib.crc32(paths):08x}-{zlib.adler32(paths):08x}.marshal"
+    return cache_dir().parent / "entry-points" / name
 
 
 def _scan(group: str) -> list[EntryPoint]:

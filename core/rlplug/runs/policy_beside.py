@@ -4,9 +4,9 @@ trainer built, no checkpoint read (issue 53: those were most of the command's se
 
 The file stands for the checkpoint only while ``latest.pt`` is the file it was exported from: the export's metadata
 carries that file's size and modification time, and ``eval`` opens the checkpoint as before when they differ (a
-resume that stopped before its end, a hand-copied checkpoint), when the file is missing (offline and multi-agent
-runs, a cell that cannot export its policy). Its actions were checked equal to the trainer's ``act_deterministic`` when it was written, and
-``eval`` plays it on the episodes and seeds ``Trainer.evaluate`` uses.
+resume that stopped before its end, a hand-copied checkpoint) and when there is no file (offline and multi-agent
+runs, a cell that cannot export its policy). Its actions were checked equal to the trainer's ``act_deterministic``
+when it was written, and ``eval`` plays it on the episodes and seeds ``Trainer.evaluate`` uses.
 """
 
 from __future__ import annotations

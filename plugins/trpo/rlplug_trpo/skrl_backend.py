@@ -12,7 +12,6 @@ value epoch, as upstream's update does (the TorchRL cell: once, after the update
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import torch
@@ -55,19 +54,13 @@ class TRPOLoss:
         ratio = torch.exp(outputs["log_prob"] - batch["log_prob"])
         kl = mean_kl(old, agent.policy.distribution(role="policy"))
         values, _ = agent.value.act(inputs, role="value")
-        return {"loss_policy": -(batch["advantages"] * ratio).mean(), "loss_value": F.mse_loss(batch["returns"], values), "kl": kl}
+        loss_value = F.mse_loss(batch["returns"], values)
+        return {"loss_policy": -(batch["advantages"] * ratio).mean(), "loss_value": loss_value, "kl": kl}
 
 
 def make_trpo_loss(build: Build) -> TRPOLoss:
     """The registered default loss ("trpo") for trpo/skrl."""
     return TRPOLoss()
-
-
-@dataclasses.dataclass(kw_only=True)
-class TRPO_CFG(trpo.TRPO_CFG):  # noqa: N801 -- skrl's naming
-    """skrl's ``TRPO_CFG`` and the ``mixed_precision`` field the family's update reads (skrl's TRPO has none: off)."""
-
-    mixed_precision: bool = False
 
 
 class LossDelegatingTRPO(OnPolicyAgent, trpo.TRPO):
@@ -76,12 +69,6 @@ class LossDelegatingTRPO(OnPolicyAgent, trpo.TRPO):
 
     normalize_advantage = True
     region = TrustRegion()
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        # what the family's update reads of skrl's other on-policy agents; TRPO runs in full precision
-        self._device_type = torch.device(self.device).type
-        self.scaler = torch.amp.GradScaler(device=self._device_type, enabled=False)
 
     # the family's update and rlplug's checkpoints read the optimiser and scheduler by these names
     optimizer = property(lambda self: self.value_optimizer)
@@ -115,7 +102,7 @@ class SkrlTRPOTrainer(SkrlRolloutTrainer):
     """One ``step()`` = one rollout of ``rollouts`` vector steps + the update; ``TRPO_CFG`` from the settings."""
 
     agent_class = LossDelegatingTRPO
-    config_class = TRPO_CFG
+    config_class = trpo.TRPO_CFG
 
     def make_agent(self, build: Build) -> Any:
         agent = super().make_agent(build)

@@ -190,10 +190,10 @@ TABLES["REINFORCE_CFG"] = {**TABLES["A2C_CFG"], "gae_lambda": Excluded("fixed by
 TABLES["RPO_CFG"] = {**TABLES["PPO_CFG"], "alpha": Setting("alpha")}
 # IPPO_CFG is MAPPO_CFG (skrl's IPPO and MAPPO share their update; the critic's input differs)
 TABLES["IPPO_CFG"] = TABLES["MAPPO_CFG"]
-# rlplug_trpo's TRPO_CFG is skrl's with the mixed_precision field the family's update reads; sb3-contrib's defaults
+# skrl's TRPO_CFG: A2C_CFG's fields less the entropy term and mixed precision, plus the trust region's; sb3-contrib's defaults
 SB3_CONTRIB = "sb3-contrib's TRPO default"
 TABLES["TRPO_CFG"] = {
-    **{k: v for k, v in TABLES["A2C_CFG"].items() if k != "entropy_loss_scale"},
+    **{k: v for k, v in TABLES["A2C_CFG"].items() if k not in ("entropy_loss_scale", "mixed_precision")},
     "rollouts": Setting("rollouts", differs=f"{SB3_CONTRIB} n_steps 2048; skrl's 16"),
     "learning_epochs": Setting("learning_epochs", differs=f"{SB3_CONTRIB} n_critic_updates 10; skrl's 8"),
     "mini_batches": Setting("mini_batches", differs=f"{SB3_CONTRIB} batch_size 128 (16 of a 2048-step rollout); skrl's 2"),

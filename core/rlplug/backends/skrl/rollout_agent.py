@@ -94,7 +94,7 @@ def compute_returns_and_advantages(
     takes the returns themselves as advantages (REINFORCE without a baseline).
     ``value_inputs``: more inputs of the value model (a recurrent value's carried states, ``"rnn"``)."""
     value, memory = learner.value, learner.memory
-    with torch.no_grad(), torch.autocast(device_type=agent._device_type, enabled=agent.cfg.mixed_precision):
+    with torch.no_grad(), torch.autocast(device_type=agent._device_type, enabled=mixed_precision(agent)):
         inputs = {
             "observations": learner.observation_preprocessor(next_observations),
             "states": learner.state_preprocessor(next_states),
@@ -125,6 +125,11 @@ def compute_returns_and_advantages(
     memory.set_tensor_by_name("values", learner.value_preprocessor(values, train=True))
     memory.set_tensor_by_name("returns", learner.value_preprocessor(returns, train=True))
     memory.set_tensor_by_name("advantages", advantages)
+
+
+def mixed_precision(agent: Agent) -> bool:
+    """The agent config's ``mixed_precision`` (skrl's TRPO config has none: full precision)."""
+    return bool(getattr(agent.cfg, "mixed_precision", False))
 
 
 def optimisation_step(agent: Agent, learner: RolloutLearner, loss: torch.Tensor) -> None:
@@ -179,10 +184,10 @@ def rollout_epochs(
     approximate KL passes ``kl_threshold``; the scheduler steps once per epoch. ``memories`` (default:
     the learner's) are sampled alike and each minibatch concatenates theirs (MAPPO's joint update of
     shared models). The agent's ``loss_terms`` are summed and optimised; returns the means of its
-    ``logged_terms`` over the optimised minibatches; ``only_terms`` names the ones optimised and logged instead (TRPO's value
-    epochs: its loss's value term, the policy having stepped by natural gradient). A recurrent agent's minibatches hold its stored model states
-    too (``rnn_policy_<i>``, ``rnn_value_<i>``) and, with a ``sequence_length`` above 1, whole sequences
-    (``sequence_minibatches``).
+    ``logged_terms`` over the optimised minibatches; ``only_terms`` names the ones optimised and logged instead
+    (TRPO's value epochs: its loss's value term, the policy having stepped by natural gradient). A recurrent agent's
+    minibatches hold its stored model states too (``rnn_policy_<i>``, ``rnn_value_<i>``) and, with a
+    ``sequence_length`` above 1, whole sequences (``sequence_minibatches``).
     """
     memories = list(memories) or [learner.memory]
     optimised_terms = agent.loss_terms if only_terms is None else tuple(only_terms)
@@ -203,7 +208,7 @@ def rollout_epochs(
         for per_memory in zip(*samplers):
             sampled = per_memory[0] if len(per_memory) == 1 else [torch.cat(parts) for parts in zip(*per_memory)]
             batch = dict(zip(names, sampled))
-            with torch.autocast(device_type=agent._device_type, enabled=agent.cfg.mixed_precision):
+            with torch.autocast(device_type=agent._device_type, enabled=mixed_precision(agent)):
                 batch["observations"] = learner.observation_preprocessor(batch["observations"], train=not epoch)
                 batch["states"] = learner.state_preprocessor(batch["states"], train=not epoch)
                 batch = hooks.process_optim_batch(batch)
@@ -244,6 +249,11 @@ class OnPolicyAgent:
 
     def __init__(self, *, loss: Any, terms: Sequence[str], reported: Sequence[str] = (), **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        # what the update reads and skrl's PPO, A2C and MAPPO make, but not its TRPO: the autocast device, the scaler
+        if not hasattr(self, "_device_type"):
+            self._device_type = torch.device(self.device).type
+        if not hasattr(self, "scaler"):
+            self.scaler = torch.amp.GradScaler(device=self._device_type, enabled=mixed_precision(self))
         self.loss = loss
         self.loss_terms = tuple(terms)
         self.logged_terms = tuple(terms) + tuple(t for t in reported if t not in terms)
