@@ -16,6 +16,7 @@ Sections (each run in its own process; each writes ``benchmarks/results/<section
   wide_envs       ``wide_envs.py``: PPO steps/s at 8-1024 envs on both backends against a plain batched PyTorch PPO loop
   env_steps       ``env_steps.py``: env steps/s of gymnasium sync/async vector envs against EnvPool (MuJoCo, Atari; 8, 64 envs)
   torch_envs      ``torch_envs.py``: PPO steps/s through a torch-native CartPole against gymnasium's (1,024 and 4,096 envs)
+  eval_speed      ``eval_speed.py``: `rlplug eval` of a 5,000-step ppo-cartpole run on each backend against a plain script
 
 BENCHMARKS.md (and BENCHMARKS.json) at the repository root are then rendered from all stored results,
 including the TorchRL ÷ skrl backend ratios the bench rows give beside the interleaved ones (``render.py``). Where they exist, the
@@ -142,6 +143,15 @@ def run_section(section: str, scratch: Path) -> None:
         out = scratch / "time_to_target.json"
         command = [PY, str(HERE / "sb3_time_to_target.py"), "--recipe", "ppo-cartpole,sac-pendulum", "--seeds", "42,0,1", "--json", str(out)]
         store(section, shown(command[:-2]), run_json(command, out))
+    elif section == "eval_speed":
+        runs = scratch / "eval-runs"
+        run_dirs = [str(runs / f"ppo-cartpole-{backend}") for backend in ("skrl", "torchrl")]
+        for backend, run_dir in zip(("skrl", "torchrl"), run_dirs):
+            subprocess.run([PY, "-m", "rlplug.cli", "train", "ppo-cartpole", "--backend", backend, "--steps", "5000",
+                            "--run-dir", run_dir, "--no-progress"], check=True, cwd=ROOT, stdout=subprocess.DEVNULL)  # fmt: skip
+        out = scratch / "eval_speed.json"
+        command = [PY, str(HERE / "eval_speed.py"), *run_dirs, "--episodes", "10", "--repeats", "5", "--json", str(out)]
+        store(section, shown(command[:-2]).replace(str(runs), "SCRATCH"), run_json(command, out)["data"])
     elif section == "scaling":
         out = scratch / "scaling.json"
         command = [PY, str(HERE / "scaling.py"), "--nproc", "2", "--repeats", "2", "--json", str(out)]

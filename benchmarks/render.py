@@ -28,7 +28,7 @@ if str(Path(__file__).resolve().parent) not in sys.path:  # loaded by path (the 
 from aggregate import aggregate_rows  # noqa: E402
 
 SECTIONS = ("bench", "overhead", "startup", "backend_ratio", "floor", "optimizer", "ensemble", "compile", "time_to_target", "scaling",
-            "vector_modes", "wide_envs", "env_steps", "torch_envs")
+            "vector_modes", "wide_envs", "env_steps", "torch_envs", "eval_speed")
 STORED = SECTIONS  # backend_ratio: backend_ratio.py's interleaved runs, and the ratios the bench rows give
 
 GOALS = {
@@ -39,6 +39,7 @@ GOALS = {
     "backend_ratio": 1.3,  # TorchRL wall ÷ skrl wall, at most
     "floor": 0.85,  # rlplug updates/s ÷ plain PyTorch updates/s, at least
     "time_to_target": 0.7,  # rlplug seconds ÷ SB3 seconds, at most
+    "eval_speed": 1.5,  # `rlplug eval` seconds ÷ a plain script's (the same policy and episodes), at most
 }
 
 TITLES = {
@@ -56,6 +57,7 @@ TITLES = {
     "wide_envs": "Wide vector environments against a plain batched PPO loop",
     "env_steps": "Vector modes alone: gymnasium sync and async against EnvPool",
     "torch_envs": "Torch-native vector envs against gymnasium's",
+    "eval_speed": "Evaluating a run: `rlplug eval` against a plain script",
 }
 
 LISTING_COMMANDS = ("rlplug list", "rlplug recipes", "rlplug show ppo-cartpole", "rlplug --help")
@@ -557,6 +559,25 @@ def render_scaling(envelope: dict[str, Any]) -> list[str]:
                           "ratio mean (min–max)", "ranks in sync"], rows) + [""]
 
 
+def render_eval_speed(envelope: dict[str, Any]) -> list[str]:
+    rows = [[f"{r['recipe']} {r['backend']}", f"{r['episodes']} ({r['env_steps']})", f"{r['command_seconds']:.2f}",
+             f"{r['plain_script_seconds']:.2f}", f"**{r['command_over_plain_script']:.2f}**",
+             verdict(r["command_over_plain_script"] <= GOALS["eval_speed"]),
+             f"{r['command_checkpoint_seconds']:.2f} ({r['command_checkpoint_over_plain_script']:.2f})",
+             f"{r['evaluate_over_plain']:.2f}"] for r in envelope["data"]]  # fmt: skip
+    lines = [f"## {TITLES['eval_speed']}", "", provenance(envelope), "",
+             "Wall seconds (median of 5, fresh interpreters, one torch thread) of `rlplug eval RUN_DIR --episodes 10 --json` "
+             "on a 5,000-step ppo-cartpole run, which plays the policy training left beside its checkpoint "
+             "(`checkpoints/latest.policy.pt`) with torch alone, against a plain script of the same TorchScript policy over "
+             "the same episodes (import torch and gymnasium, load the file, play; the returns are checked equal); the same "
+             "command on a copy of the run without that file opens the checkpoint and builds the trainer. `evaluate ÷ plain "
+             f"loop`: the trainer's own evaluation loop against the plain loop, in one process. Goal: at most {GOALS['eval_speed']}x "
+             "the plain script. The phases of the checkpoint's path: `benchmarks/results/eval_speed.json`.", ""]
+    lines += table(["run", "episodes (steps)", "`rlplug eval` s", "plain script s", "eval ÷ script", "met",
+                    "from the checkpoint s (÷ script)", "evaluate ÷ plain loop"], rows)  # fmt: skip
+    return lines + [""]
+
+
 # ---- the page -----------------------------------------------------------------------------------
 
 
@@ -590,6 +611,7 @@ def render(results: dict[str, dict[str, Any]], row_cells: Callable[[dict[str, An
         "wide_envs": render_wide_envs,
         "env_steps": render_env_steps,
         "torch_envs": render_torch_envs,
+        "eval_speed": render_eval_speed,
     }
     for section, fn in renderers.items():
         if section == "backend_ratio" and "bench" in results:
