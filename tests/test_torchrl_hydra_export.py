@@ -62,6 +62,7 @@ JOBS = {
                                     "replay_buffer.storage.max_size=128", "replay_buffer.batch_size=64",
                                     "training_env.base_env.num_workers=2"]),
     "sac": ("sac-pendulum", False, SMALL_OFFPOLICY),
+    "tqc": ("tqc-pendulum", False, SMALL_OFFPOLICY),
     "dqn": ("dqn-cartpole", False, [*SMALL_OFFPOLICY, "collector.frames_per_batch=64", "collector.total_frames=256"]),
     "td3": ("td3-pendulum", False, SMALL_OFFPOLICY),
     "ddpg": ("ddpg-pendulum", False, [*SMALL_OFFPOLICY, "optimizer_actor.lr=5e-4"]),
@@ -110,7 +111,7 @@ def test_each_algorithm_trains_through_torchrls_own_trainer_without_rlplug(train
     assert trained["rlplug_imported"] is False
     run = trained[name]
     trainer, loss = {"ppo": ("PPOTrainer", "ClipPPOLoss"), "ddpg": ("TD3Trainer", "TD3Loss"),
-                      "reinforce": ("ReinforceTrainer", "ReinforceLoss")}.get(
+                      "reinforce": ("ReinforceTrainer", "ReinforceLoss"), "tqc": ("SACTrainer", "TQCLoss")}.get(
         name, (f"{name.upper()}Trainer", f"{name.upper()}Loss"))  # fmt: skip
     assert (run["trainer"], run["loss"]) == (trainer, loss)
     *_, total = (o for o in JOBS[name][2] if o.startswith("collector.total_frames="))  # the last one given wins

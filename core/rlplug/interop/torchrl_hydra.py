@@ -42,6 +42,12 @@ NO_TRAINER = {
     "td3bc": f"TorchRL {TORCHRL_VERSION} has no TD3+BC trainer or loss config, and its TD3 trainer cannot step "
              "TD3BCLoss: the trainer calls value_loss, which TD3BCLoss names qvalue_loss",
     "bc": f"TorchRL {TORCHRL_VERSION} has no behaviour-cloning trainer config, and no loss config for BCLoss",
+    "trpo": f"TorchRL {TORCHRL_VERSION} has no TRPO loss or trainer config (its trainers step every loss term with an "
+            "optimiser; TRPO's policy moves by a natural-gradient step)",
+    "crossq": f"TorchRL {TORCHRL_VERSION} has no CrossQ loss config",
+    "redq": f"TorchRL {TORCHRL_VERSION} has no REDQ loss config",
+    "c51": f"TorchRL {TORCHRL_VERSION} has no loss config for DistributionalDQNLoss",
+    "qrdqn": f"TorchRL {TORCHRL_VERSION} has no quantile-regression DQN loss (rlplug's QRDQNLoss is its own)",
 }  # fmt: skip
 ACTIVATIONS = {"tanh": "torch.nn.Tanh", "relu": "torch.nn.ReLU", "elu": "torch.nn.ELU"}
 ENTRY = ("import hydra, torchrl.trainers.algorithms.configs  # registers TorchRL's config groups\n"
@@ -342,6 +348,31 @@ def _sac(x: Export) -> None:
     x.drop("exploration_noise", s.get("exploration_noise"), "SACTrainer samples the policy's own distribution only", None)
 
 
+def _tqc(x: Export) -> None:
+    """SAC's trainer config with TorchRL's TQC loss config: one critic network of ``n_quantiles`` outputs, which the
+    loss stacks ``n_critics`` times (rlplug's TorchRL cell builds the same loss)."""
+    s = x.s
+    policy = x.tanh_normal_policy()
+    network = x.network("qvalue_network", x.obs_dim + x.act_dim, s["n_quantiles"])
+    qvalue = x.model("qvalue_model", "value", {"network": network, "in_keys": ["observation", "action"],
+                                               "out_keys": ["state_action_value"]})  # fmt: skip
+    x.environment()
+    frames, optim_steps = x.offpolicy_schedule()
+    x.collector(policy, frames, x.recipe.steps, s["learning_starts"], partial=True)
+    x.replay_buffer(s["buffer_size"], s["batch_size"], "random")
+    _single_optimizer(x, {"actor_lr": s["actor_lr"], "critic_lr": s["critic_lr"], "alpha_lr": s["alpha_lr"]})
+    x.group("loss", "loss", "tqc")
+    x.cfg["loss"] = {"actor_network": policy, "qvalue_network": qvalue, "num_qvalue_nets": s["n_critics"],
+                     "top_quantiles_to_drop_per_net": s["top_quantiles_to_drop_per_net"], "alpha_init": s["alpha_init"],
+                     "fixed_alpha": s["fixed_alpha"], "target_entropy": _target_entropy(x, s["target_entropy"])}  # fmt: skip
+    x.target_updater()
+    x.trainer("sac", target_net_updater="${target_net_updater}", optim_steps_per_batch=optim_steps,
+              episode_reward_key="reward_sum", **x.clip(s["grad_norm_clip"]))  # fmt: skip
+    x.offpolicy_common()
+    x.drop("gamma", s["gamma"], "TorchRL's TQC loss config has no gamma: its TD(0) target keeps the default 0.99", 0.99)
+    x.drop("exploration_noise", s.get("exploration_noise"), "SACTrainer samples the policy's own distribution only", None)
+
+
 def _dqn(x: Export) -> None:
     s = x.s
     network = x.network("qvalue_network", x.obs_dim, x.act_dim)
@@ -511,7 +542,7 @@ def _target_entropy(x: Export, value: Any) -> float:
 
 BUILDERS: dict[str, Callable[[Export], None]] = {
     "ppo": _ppo, "sac": _sac, "dqn": _dqn, "td3": _td3, "ddpg": _ddpg, "iql": _iql, "cql": _cql, "a2c": _a2c,
-    "reinforce": _reinforce,
+    "reinforce": _reinforce, "tqc": _tqc,
 }  # fmt: skip
 ON_POLICY_BUILDERS = ("ppo", "a2c", "reinforce")
 """The builders whose trainer steps once per collected batch, as rlplug's on-policy iteration does."""
@@ -533,7 +564,7 @@ def export_config(recipe: Any, settings: dict[str, Any], source: str, out: Path 
         info = read_info(recipe.dataset)  # checked against the env, as rlplug's offline cells check it
         info.check_env(recipe.env, observation_space, action_space, f"recipe '{recipe.name}'")
     x = Export(recipe, settings, observation_space, action_space)
-    if x.discrete and recipe.algorithm in ("sac", "td3", "ddpg", "iql", "cql"):
+    if x.discrete and recipe.algorithm in ("sac", "td3", "ddpg", "iql", "cql", "tqc"):
         raise ExportError(f"--format hydra: TorchRL {TORCHRL_VERSION}'s {recipe.algorithm} trainer config builds a "
                           f"continuous-action loss; '{recipe.env}' has discrete actions")  # fmt: skip
     BUILDERS[recipe.algorithm](x)
