@@ -489,9 +489,9 @@ def test_one_trpo_update_is_the_same_on_skrl_and_torchrl(builds, env_id):
     agent.enable_models_training_mode(True)
     agent.update(timestep=0, timesteps=1)
     with torch.no_grad():
-        trainer._compute_advantages(batch)
+        trainer.compute_advantages(batch)
     trainer.memory.extend(trainer.memory_rows(batch))
-    metrics = trainer._update(batch)
+    metrics = trainer.update(batch)
 
     tracked = {name: values[-1] for name, values in agent.tracking_data.items()}
     assert metrics["train/step_fraction"] == tracked["Policy / Step fraction"] > 0  # a step was taken, on both

@@ -183,7 +183,7 @@ def test_truncated_steps_bootstrap_only_when_asked(builds, bootstrap):
         batch_size=[1, 2],
     )  # fmt: skip
     with torch.no_grad():
-        trainer._compute_advantages(batch)
+        trainer.compute_advantages(batch)
         cut_value = trainer.critic(TensorDict({"observation": next_observations[0, 0]}, []))["state_value"]
     expected = 1.0 + 0.5 * cut_value.item() if bootstrap else 1.0
     assert batch["value_target"][0, 0, 0].item() == pytest.approx(expected, abs=1e-5)
@@ -196,7 +196,7 @@ def _rollout(trainer):
     """One collected batch with its advantages, flattened as the update's minibatches are."""
     batch = next(trainer._batches)
     with torch.no_grad():
-        trainer._compute_advantages(batch)
+        trainer.compute_advantages(batch)
     return batch.reshape(-1)
 
 
@@ -236,9 +236,9 @@ def test_advantages_are_standardised_once_per_rollout(builds):
     batch = next(trainer._batches)
     raw = batch.clone()
     with torch.no_grad():
-        trainer._compute_advantages(batch)
+        trainer.compute_advantages(batch)
         trainer.rollout_advantage_norm = False
-        trainer._compute_advantages(raw)
+        trainer.compute_advantages(raw)
     gae = raw["advantage"]
     torch.testing.assert_close(batch["advantage"], (gae - gae.mean()) / (gae.std() + 1e-8))
 
@@ -247,7 +247,7 @@ def test_value_statistics_follow_skrls_scaler(builds):
     trainer = builds(rollout_steps=16, normalize_values=True).trainer
     batch = next(trainer._batches)
     with torch.no_grad():
-        trainer._compute_advantages(batch)
+        trainer.compute_advantages(batch)
     # skrl's value preprocessor is trained on the rollout's values, then on its returns (its count starts at 1)
     assert trainer.value_normalizer.count.item() == pytest.approx(1 + 2 * batch.numel())
 

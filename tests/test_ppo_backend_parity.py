@@ -46,9 +46,9 @@ def _update_both(agent, trainer, batch):
     agent.enable_models_training_mode(True)
     agent.update(timestep=0, timesteps=1)
     with torch.no_grad():
-        trainer._compute_advantages(batch)
+        trainer.compute_advantages(batch)
     trainer.memory.extend(trainer.memory_rows(batch))
-    trainer._update(batch)
+    trainer.update(batch)
 
 
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])  # categorical; Gaussian with a learnt log-std

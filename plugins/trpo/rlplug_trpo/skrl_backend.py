@@ -74,14 +74,13 @@ class LossDelegatingTRPO(OnPolicyAgent, trpo.TRPO):
     optimizer = property(lambda self: self.value_optimizer)
     scheduler = property(lambda self: self.value_scheduler)
 
-    def init(self, *, trainer_cfg: dict[str, Any] | None = None) -> None:
-        super().init(trainer_cfg=trainer_cfg)
-        self._tensors_names = ["observations", "states", "actions", "log_prob", "values", "returns", "advantages"]
+    rollout_tensor_names = ["observations", "states", "actions", "log_prob", "values", "returns", "advantages"]
 
     def update(self, *, timestep: int, timesteps: int) -> None:
         own = rollout_learner(self)
-        compute_returns_and_advantages(self, own, self._current_next_observations, self._current_next_states)
-        rollout = dict(zip(self._tensors_names, self.memory.sample_all(names=self._tensors_names)[0]))
+        compute_returns_and_advantages(self, own, *self.rollout_end())
+        names = self.rollout_tensor_names
+        rollout = dict(zip(names, self.memory.sample_all(names=names)[0]))
         rollout["observations"] = own.observation_preprocessor(rollout["observations"], train=True)
         rollout["states"] = own.state_preprocessor(rollout["states"], train=True)
         self.backup_policy.update_parameters(self.policy)  # the KL's reference: the policy that collected the rollout

@@ -65,11 +65,11 @@ class TorchRLTRPOTrainer(TorchRLRolloutTrainer):
     def optimised_parameters(self) -> Any:
         return self.critic.parameters()
 
-    def _compute_advantages(self, batch: TensorDictBase) -> None:
-        super()._compute_advantages(batch)
+    def compute_advantages(self, batch: TensorDictBase) -> None:
+        super().compute_advantages(batch)
         self.actor.get_dist_params(batch)  # the collecting policy's distribution, stored with each transition
 
-    def _update(self, batch: TensorDictBase) -> dict[str, float]:
+    def update(self, batch: TensorDictBase) -> dict[str, float]:
         rollout = batch.reshape(-1)
 
         def policy_terms() -> tuple[torch.Tensor, torch.Tensor]:
@@ -77,7 +77,7 @@ class TorchRLTRPOTrainer(TorchRLRolloutTrainer):
             return out["loss_objective"], out["kl"]
 
         step = trust_region_step(self.actor.parameters(), policy_terms, self.region)
-        metrics = super()._update(batch, only_terms=("loss_critic",))
+        metrics = super().update(batch, only_terms=("loss_critic",))
         return {**metrics, "loss/loss_objective": step.loss, "loss/kl": step.kl, "train/step_fraction": step.step_fraction}
 
     def logged_metrics(self) -> frozenset[str]:

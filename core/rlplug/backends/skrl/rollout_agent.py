@@ -192,7 +192,7 @@ def rollout_epochs(
     memories = list(memories) or [learner.memory]
     optimised_terms = agent.loss_terms if only_terms is None else tuple(only_terms)
     logged_terms = agent.logged_terms if only_terms is None else tuple(only_terms)
-    names = [*agent._tensors_names, *getattr(agent, "_rnn_tensors_names", ())]
+    names = [*agent.rollout_tensor_names, *getattr(agent, "_rnn_tensors_names", ())]
     hooks = agent.trainer_hooks
     sums: dict[str, float] = defaultdict(float)
     optimised = 0
@@ -262,15 +262,23 @@ class OnPolicyAgent:
         if needs_kl and "approx_kl" not in self.logged_terms:
             raise ValueError("KL early stopping and KLAdaptiveLR need a loss that reports an 'approx_kl' term")
 
+    @property
+    def rollout_tensor_names(self) -> list[str]:
+        """The memory's tensors an update's minibatches hold: skrl's ``_tensors_names`` (PPO, A2C, MAPPO); an agent whose
+        skrl class keeps other lists (TRPO) names them by overriding this."""
+        return self._tensors_names
+
+    def rollout_end(self) -> tuple[Any, Any]:
+        """The rollout's last next observations and states, which GAE bootstraps from (skrl keeps them privately)."""
+        return self._current_next_observations, self._current_next_states
+
     def last_value_inputs(self) -> dict[str, Any]:
         """More inputs of the value model for the rollout's last next observation (a recurrent value's states)."""
         return {}
 
     def update(self, *, timestep: int, timesteps: int) -> None:
         own = rollout_learner(self)
-        compute_returns_and_advantages(
-            self, own, self._current_next_observations, self._current_next_states, self.last_value_inputs()
-        )
+        compute_returns_and_advantages(self, own, *self.rollout_end(), self.last_value_inputs())
         means = rollout_epochs(self, own, lambda batch, epoch: self.loss(self, batch, epoch))
         for name, value in means.items():
             self.track_data(f"Loss / {name}", value)

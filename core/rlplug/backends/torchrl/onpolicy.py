@@ -358,10 +358,10 @@ class TorchRLRolloutTrainer(TrainerBase):
         batch = self.hooks.batch_process(batch)
         self.hooks.pre_steps_log(batch)
         with torch.no_grad():
-            self._compute_advantages(batch)
+            self.compute_advantages(batch)
         extend_quietly(self.memory, self.memory_rows(batch))
         self.hooks.pre_optim_steps()
-        metrics = self._update(batch)
+        metrics = self.update(batch)
         if self.observation_normalizer is not None and self.observation_norm_update == "after_update":
             # after the update: the batch was collected and optimised under the same statistics,
             # so the first minibatch's probability ratios are exactly 1
@@ -403,7 +403,7 @@ class TorchRLRolloutTrainer(TrainerBase):
             done = dones[:, t]
             self.episodes.update(rewards[:, t], done, reader.take(done) if reader else None)
 
-    def _compute_advantages(self, batch: TensorDict) -> None:
+    def compute_advantages(self, batch: TensorDict) -> None:
         """Values of every observation and next observation in one critic call, then the loss's estimator.
         A recurrent critic reads each step with the hidden states the rollout stored (before and after it)."""
         if self.sequence_length:
@@ -446,7 +446,7 @@ class TorchRLRolloutTrainer(TrainerBase):
         names |= {"train/lr", "train/minibatches", "train/kl_early_stopped", "train/episode_return"}
         return frozenset(names | ({"train/clip_ratio"} if self.clip_schedule is not None else set()))
 
-    def _update(self, batch: TensorDict, only_terms: tuple[str, ...] | None = None) -> dict[str, float]:
+    def update(self, batch: TensorDict, only_terms: tuple[str, ...] | None = None) -> dict[str, float]:
         """Epochs of minibatches through the loss, its ``terms`` summed and stepped; ``only_terms`` names the ones
         optimised and logged instead (TRPO's value epochs: the critic's term)."""
         terms = self.terms if only_terms is None else only_terms
