@@ -401,6 +401,34 @@ def test_eval_plays_the_policy_written_beside_the_checkpoint_while_it_is_that_ch
     assert (fast["steps"], fast["eval_return_mean"]) == (summary["steps"], summary["eval_return_mean"])
 
 
+def test_export_copies_the_checked_policy_beside_the_checkpoint_without_opening_it(capsys, run_dir, tmp_path, monkeypatch):
+    """TorchScript export of a run whose ``latest.policy.pt`` stands for its checkpoint is that file (checked when
+    training wrote it: the same largest difference is reported); ONNX, and a checkpoint that is another file, open the
+    checkpoint and trace again."""
+    import os
+
+    import rlplug.runs
+
+    beside = run_dir / "checkpoints" / "latest.policy.pt"
+    with monkeypatch.context() as patched:
+        patched.setattr(rlplug.runs, "open_run", lambda *a, **k: pytest.fail("the checkpoint was opened"))
+        code, out, err = _cli(capsys, "export", run_dir, "--out", tmp_path / "copied.pt", "--json")
+    assert code == 0, err
+    copied = json.loads(out)
+    assert (tmp_path / "copied.pt").read_bytes() == beside.read_bytes()
+    assert copied["max_abs_difference"] is not None and "checkpoint_stamp" not in copied["metadata"]
+    latest = run_dir / "checkpoints" / "latest.pt"
+    stat = latest.stat()
+    try:
+        os.utime(latest, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1))
+        code, out, err = _cli(capsys, "export", run_dir, "--out", tmp_path / "traced.pt", "--json")
+    finally:
+        os.utime(latest, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert code == 0, err
+    traced = json.loads(out)
+    assert traced["metadata"] == copied["metadata"] and traced["max_abs_difference"] == copied["max_abs_difference"]
+
+
 def test_eval_of_the_policy_beside_the_checkpoint_imports_neither_skrl_nor_torchrl(run_dir):
     code = ("import sys; from rlplug.cli import main\n"
             f"try: main(['eval', {str(run_dir)!r}, '--json'])\n"

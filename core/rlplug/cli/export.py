@@ -35,12 +35,17 @@ def cmd_export(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
     out = Path(args.out) if args.out else default_path(run_dir, args.format)
     check_output(out, EXPORTED_POLICY, "export --out")  # at once, not after the run is loaded
-    build = open_run(open_session(args), run_dir)
-    try:
-        note(build.extras["saved_run"].note)
-        result = export_policy(build, out, args.format, check=not args.no_check)
-    finally:
-        build.trainer.close()
+    from ..runs.policy_beside import copy_beside_checkpoint
+
+    # the policy training left beside the checkpoint, checked then: no trainer built (rlplug.runs.policy_beside)
+    result = copy_beside_checkpoint(run_dir, out) if args.format == "torchscript" else None
+    if result is None:
+        build = open_run(open_session(args), run_dir)
+        try:
+            note(build.extras["saved_run"].note)
+            result = export_policy(build, out, args.format, check=not args.no_check)
+        finally:
+            build.trainer.close()
     if args.json:
         print_json(result)
         return 0

@@ -59,14 +59,20 @@ def default_path(run_dir: Path, fmt: str) -> Path:
     return Path(run_dir) / f"policy{SUFFIXES[fmt]}"
 
 
+CHECKED_KEY = "checked_max_abs_difference"
+"""Metadata of a file whose actions were checked against the trainer's when it was written: the largest difference."""
+
+
 def export_policy(build: Any, path: str | Path, fmt: str = "torchscript", check: bool = True,
-                  inputs: Sequence[tuple[Path, str]] = (), metadata: Mapping[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
+                  inputs: Sequence[tuple[Path, str]] = (), metadata: Mapping[str, Any] | None = None,
+                  record_check: bool = False) -> dict[str, Any]:  # fmt: skip
     """Write ``build.trainer``'s deterministic policy to ``path`` (atomically, and only over nothing or an
     earlier export: ``rlplug.util.outputs``, never over one of ``inputs``) and, with ``check``, read the file back
     and compare its actions with ``act_deterministic`` on ``CHECK_BATCH`` made-up observations, and a recurrent
     policy's over ``CHECK_EPISODES`` whole episodes as well (a file that disagrees is refused and never replaces
     what was there). ``metadata``: more entries for the file's metadata (the checkpoint a run's
-    ``latest.policy.pt`` stands for). Returns what was written: path, format, metadata and the largest action
+    ``latest.policy.pt`` stands for); ``record_check`` (TorchScript, with ``check``) stores the check's largest
+    difference in it too, as ``CHECKED_KEY``. Returns what was written: path, format, metadata and the largest action
     difference seen (``max_abs_difference``)."""
     import torch
 
@@ -96,6 +102,8 @@ def export_policy(build: Any, path: str | Path, fmt: str = "torchscript", check:
             if exported.recurrent:
                 difference = max(difference, check_over_episodes(exported, build))
             result["max_abs_difference"] = difference
+            if record_check and fmt == "torchscript":  # the same module, its metadata saying how it was checked
+                torch.jit.save(traced, str(partial), _extra_files={METADATA_KEY: json.dumps({**metadata, CHECKED_KEY: difference})})
 
     write_file(Path(path), EXPORTED_POLICY, "export --out", write, inputs)
     return result

@@ -43,7 +43,7 @@ def export_beside_checkpoint(build: Any, run_dir: Path) -> None:
 
     path = run_dir / LATEST_POLICY
     try:
-        export_policy(build, path, "torchscript", check=True, metadata={STAMP_KEY: stamp})
+        export_policy(build, path, "torchscript", check=True, metadata={STAMP_KEY: stamp}, record_check=True)
     except RlplugError:
         path.unlink(missing_ok=True)  # (not exportable) no file is better than a stale one
     except Exception as err:  # noqa: BLE001 -- an optional file: training has finished and its checkpoint is written
@@ -65,3 +65,20 @@ def policy_beside_checkpoint(run_dir: Path) -> Any | None:
     except RlplugError:
         return None
     return exported if exported.metadata.get(STAMP_KEY) == stamp else None
+
+
+def copy_beside_checkpoint(run_dir: Path, out: Path) -> dict[str, Any] | None:
+    """``rlplug export RUN_DIR`` (TorchScript) without opening the checkpoint: ``LATEST_POLICY`` copied to ``out`` (as
+    an export is written: atomically, only over nothing or an earlier export) while it stands for ``latest.pt``, with
+    what ``export_policy`` returns; ``None`` when there is no such file (the caller exports from the checkpoint)."""
+    from ..results.export import CHECKED_KEY
+    from ..util.outputs import EXPORTED_POLICY, write_file
+
+    exported = policy_beside_checkpoint(run_dir)
+    if exported is None or CHECKED_KEY not in exported.metadata:
+        return None
+    data = (run_dir / LATEST_POLICY).read_bytes()
+    write_file(out, EXPORTED_POLICY, "export --out", lambda partial: partial.write_bytes(data))
+    metadata = {key: value for key, value in exported.metadata.items() if key not in (STAMP_KEY, CHECKED_KEY)}
+    return {"path": str(out), "format": "torchscript", "metadata": metadata,
+            "max_abs_difference": exported.metadata[CHECKED_KEY]}  # fmt: skip
