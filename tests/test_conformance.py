@@ -459,46 +459,23 @@ def test_trpo_updates_stay_inside_the_trust_region(builds, backend):
 def test_one_trpo_update_is_the_same_on_skrl_and_torchrl(builds, env_id):
     """The same weights and the same rollout (TorchRL's, copied into skrl's memory as its trainer records it) give the
     same natural-gradient step and value epochs on both backends: one value minibatch per epoch."""
-    from test_ppo_backend_parity import _mlp, _skrl_values
+    from test_ppo_backend_parity import _copy_weights, _max_difference, _mlp, _record_rollout, _update_both
 
     hp = dict(num_envs=4, seed=3, rollout_steps=16, epochs=2, minibatches=1, hidden_sizes=[32, 32], bootstrap_truncated=True)
     skrl, torchrl = (builds("rlplug_trpo", backend, env_id, **hp) for backend in ("skrl", "torchrl"))
     agent, trainer = skrl.trainer.agent, torchrl.trainer
     nets = [(agent.policy.net, _mlp(trainer.actor)), (agent.value.net, _mlp(trainer.critic))]
-    with torch.no_grad():
-        for skrl_net, torchrl_net in nets:
-            for a, b in zip(skrl_net.parameters(), torchrl_net.parameters(), strict=True):
-                b.copy_(a)
+    _copy_weights(nets)
     batch = next(trainer._batches)  # [envs, steps]
-    steps, envs = batch.shape[1], batch.shape[0]
-    by_step = {key: batch[key].transpose(0, 1) for key in ("observation", ("next", "observation"), ("next", "reward"),
-                                                          ("next", "terminated"), ("next", "truncated"))}  # fmt: skip
-    memory = agent.memory
-    with torch.no_grad():
-        memory.tensors["values"][:] = _skrl_values(agent, by_step["observation"])
-        bootstrap = 0.99 * _skrl_values(agent, by_step["next", "observation"]) * by_step["next", "truncated"]
-    memory.tensors["observations"][:] = by_step["observation"]
-    memory.tensors["actions"][:] = batch["action"].transpose(0, 1).reshape(steps, envs, -1)
-    memory.tensors["rewards"][:] = by_step["next", "reward"] + bootstrap
-    memory.tensors["terminated"][:] = by_step["next", "terminated"]
-    memory.tensors["truncated"][:] = by_step["next", "truncated"]
-    memory.tensors["log_prob"][:] = batch["action_log_prob"].transpose(0, 1).reshape(steps, envs, 1)
-    memory.filled, memory.memory_index = True, 0
-    agent._current_next_observations, agent._current_next_states = by_step["next", "observation"][-1], None
-
-    agent.enable_models_training_mode(True)
-    agent.update(timestep=0, timesteps=1)
-    with torch.no_grad():
-        trainer.compute_advantages(batch)
-    trainer.memory.extend(trainer.memory_rows(batch))
-    metrics = trainer.update(batch)
+    _record_rollout(agent, batch)
+    metrics = _update_both(agent, trainer, batch)
 
     tracked = {name: values[-1] for name, values in agent.tracking_data.items()}
     assert metrics["train/step_fraction"] == tracked["Policy / Step fraction"] > 0  # a step was taken, on both
     assert metrics["loss/kl"] == pytest.approx(tracked["Loss / kl"], rel=1e-4)
     assert metrics["loss/loss_critic"] == pytest.approx(tracked["Loss / loss_value"], rel=1e-5)
     for skrl_net, torchrl_net in nets:
-        assert max((a - b).abs().max().item() for a, b in zip(skrl_net.parameters(), torchrl_net.parameters())) < 1e-5
+        assert _max_difference(skrl_net, torchrl_net) < 1e-5
     if env_id == "Pendulum-v1":
         (scale,) = [p for name, p in trainer.actor.named_parameters() if name.endswith("state_independent_scale")]
         assert agent.policy.log_std_parameter.abs().max().item() > 0  # moved by the step, from 0 on both

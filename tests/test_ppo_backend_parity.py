@@ -42,32 +42,27 @@ def _max_difference(first, second):
 
 
 def _update_both(agent, trainer, batch):
-    """skrl's update from the memory it was given, then TorchRL's from ``batch`` (advantages computed first)."""
+    """skrl's update from the memory it was given, then TorchRL's from ``batch`` (advantages computed first); TorchRL's
+    metrics."""
     agent.enable_models_training_mode(True)
     agent.update(timestep=0, timesteps=1)
     with torch.no_grad():
         trainer.compute_advantages(batch)
     trainer.memory.extend(trainer.memory_rows(batch))
-    trainer.update(batch)
+    return trainer.update(batch)
 
 
-@pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])  # categorical; Gaussian with a learnt log-std
-def test_one_update_is_the_same_on_skrl_and_torchrl(ppo_builds, env_id):
-    skrl, torchrl = (ppo_builds(backend, env_id=env_id, num_envs=4, seed=3, **HP) for backend in ("skrl", "torchrl"))
-    agent, trainer = skrl.trainer.agent, torchrl.trainer
-    nets = [(agent.policy.net, _mlp(trainer.actor)), (agent.value.net, _mlp(trainer.critic))]
+def _copy_weights(pairs):
+    """Each skrl network's parameters into its TorchRL twin."""
     with torch.no_grad():
-        for skrl_net, torchrl_net in nets:
+        for skrl_net, torchrl_net in pairs:
             for a, b in zip(skrl_net.parameters(), torchrl_net.parameters(), strict=True):
                 b.copy_(a)
 
-    batch = next(trainer._batches)  # [envs, steps]
-    cut = torch.zeros_like(batch["next", "truncated"])
-    cut[0, 5] = cut[2, 11] = cut[3, 15] = True
-    batch["next", "truncated"] |= cut & ~batch["next", "terminated"]
-    batch["next", "done"] = batch["next", "terminated"] | batch["next", "truncated"]
-    assert batch["next", "truncated"].sum() >= 2
 
+def _record_rollout(agent, batch, gamma=0.99):
+    """A feed-forward TorchRL ``[envs, steps]`` rollout into skrl's memory as ``SkrlRolloutTrainer.step`` records it
+    (values at acting time, the truncation bootstrap added to the reward); ``by_step`` of it, per key."""
     steps, envs = batch.shape[1], batch.shape[0]
     by_step = {key: batch[key].transpose(0, 1) for key in ("observation", ("next", "observation"), ("next", "reward"),
                                                           ("next", "terminated"), ("next", "truncated"))}  # fmt: skip
@@ -75,15 +70,33 @@ def test_one_update_is_the_same_on_skrl_and_torchrl(ppo_builds, env_id):
     memory = agent.memory
     with torch.no_grad():
         memory.tensors["values"][:] = _skrl_values(agent, by_step["observation"])
-        bootstrap = 0.99 * _skrl_values(agent, by_step["next", "observation"]) * truncated
+        bootstrap = gamma * _skrl_values(agent, by_step["next", "observation"]) * truncated
     memory.tensors["observations"][:] = by_step["observation"]
-    memory.tensors["actions"][:] = batch["action"].transpose(0, 1).reshape(steps, envs, 1)
+    memory.tensors["actions"][:] = batch["action"].transpose(0, 1).reshape(steps, envs, -1)
     memory.tensors["rewards"][:] = by_step["next", "reward"] + bootstrap
     memory.tensors["terminated"][:] = by_step["next", "terminated"]
     memory.tensors["truncated"][:] = truncated
     memory.tensors["log_prob"][:] = batch["action_log_prob"].transpose(0, 1).reshape(steps, envs, 1)
     memory.filled, memory.memory_index = True, 0
     agent._current_next_observations, agent._current_next_states = by_step["next", "observation"][-1], None
+    return by_step
+
+
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])  # categorical; Gaussian with a learnt log-std
+def test_one_update_is_the_same_on_skrl_and_torchrl(ppo_builds, env_id):
+    skrl, torchrl = (ppo_builds(backend, env_id=env_id, num_envs=4, seed=3, **HP) for backend in ("skrl", "torchrl"))
+    agent, trainer = skrl.trainer.agent, torchrl.trainer
+    nets = [(agent.policy.net, _mlp(trainer.actor)), (agent.value.net, _mlp(trainer.critic))]
+    _copy_weights(nets)
+
+    batch = next(trainer._batches)  # [envs, steps]
+    cut = torch.zeros_like(batch["next", "truncated"])
+    cut[0, 5] = cut[2, 11] = cut[3, 15] = True
+    batch["next", "truncated"] |= cut & ~batch["next", "terminated"]
+    batch["next", "done"] = batch["next", "terminated"] | batch["next", "truncated"]
+    assert batch["next", "truncated"].sum() >= 2
+    _record_rollout(agent, batch, HP["gamma"])
+    memory = agent.memory
 
     _update_both(agent, trainer, batch)
 

@@ -120,11 +120,12 @@ class Export:
             "low": low, "high": high, "return_log_prob": True,
         })  # fmt: skip
 
-    def value_model(self, name: str, with_action: bool) -> str:
+    def value_model(self, name: str, with_action: bool, outputs: int = 1) -> str:
+        """A value model; ``outputs`` above 1: a distributional one (TQC's quantiles)."""
         in_keys = ["observation", "action"] if with_action else ["observation"]
         out_key = "state_action_value" if with_action else "state_value"
         width = self.obs_dim + (self.act_dim if with_action else 0)
-        network = self.network(name.replace("_model", "_network"), width, 1)
+        network = self.network(name.replace("_model", "_network"), width, outputs)
         return self.model(name, "value", {"network": network, "in_keys": in_keys, "out_keys": [out_key]})
 
     def environment(self) -> None:
@@ -330,46 +331,38 @@ def _rollout_loop(x: Export) -> tuple[str, str]:
 
 def _sac(x: Export) -> None:
     s = x.s
-    policy = x.tanh_normal_policy()
-    qvalue = x.value_model("qvalue_model", with_action=True)
-    x.environment()
-    frames, optim_steps = x.offpolicy_schedule()
-    x.collector(policy, frames, x.recipe.steps, s["learning_starts"], partial=True)
-    x.replay_buffer(s["buffer_size"], s["batch_size"], "random")
-    _single_optimizer(x, {"actor_lr": s["actor_lr"], "critic_lr": s["critic_lr"], "alpha_lr": s["alpha_lr"]})
-    x.group("loss", "loss", "sac")
-    x.cfg["loss"] = {"actor_network": policy, "qvalue_network": qvalue, "num_qvalue_nets": s["num_qvalue_nets"],
-                     "loss_function": s["loss_function"], "alpha_init": s["alpha_init"], "fixed_alpha": s["fixed_alpha"],
-                     "target_entropy": _target_entropy(x, s["target_entropy"]), "gamma": s["gamma"]}  # fmt: skip
-    x.target_updater()
-    x.trainer("sac", target_net_updater="${target_net_updater}", optim_steps_per_batch=optim_steps,
-              episode_reward_key="reward_sum", **x.clip(s["grad_norm_clip"]))  # fmt: skip
-    x.offpolicy_common()
-    x.drop("exploration_noise", s.get("exploration_noise"), "SACTrainer samples the policy's own distribution only", None)
+    _soft_actor_critic(x, "sac", 1, {"num_qvalue_nets": s["num_qvalue_nets"], "loss_function": s["loss_function"]},
+                       {"gamma": s["gamma"]})  # fmt: skip
 
 
 def _tqc(x: Export) -> None:
     """SAC's trainer config with TorchRL's TQC loss config: one critic network of ``n_quantiles`` outputs, which the
     loss stacks ``n_critics`` times (rlplug's TorchRL cell builds the same loss)."""
     s = x.s
+    _soft_actor_critic(x, "tqc", s["n_quantiles"], {"num_qvalue_nets": s["n_critics"],
+                       "top_quantiles_to_drop_per_net": s["top_quantiles_to_drop_per_net"]})  # fmt: skip
+    x.drop("gamma", s["gamma"], "TorchRL's TQC loss config has no gamma: its TD(0) target keeps the default 0.99", 0.99)
+
+
+def _soft_actor_critic(x: Export, loss: str, critic_outputs: int, critics: dict[str, Any], extra: dict[str, Any] | None = None) -> None:
+    """TorchRL's SAC trainer config over the loss config ``loss`` (``sac``, ``tqc``): a tanh-normal policy, a critic of
+    ``critic_outputs`` values, the entropy settings; ``critics`` and ``extra`` are the loss's other fields."""
+    s = x.s
     policy = x.tanh_normal_policy()
-    network = x.network("qvalue_network", x.obs_dim + x.act_dim, s["n_quantiles"])
-    qvalue = x.model("qvalue_model", "value", {"network": network, "in_keys": ["observation", "action"],
-                                               "out_keys": ["state_action_value"]})  # fmt: skip
+    qvalue = x.value_model("qvalue_model", with_action=True, outputs=critic_outputs)
     x.environment()
     frames, optim_steps = x.offpolicy_schedule()
     x.collector(policy, frames, x.recipe.steps, s["learning_starts"], partial=True)
     x.replay_buffer(s["buffer_size"], s["batch_size"], "random")
     _single_optimizer(x, {"actor_lr": s["actor_lr"], "critic_lr": s["critic_lr"], "alpha_lr": s["alpha_lr"]})
-    x.group("loss", "loss", "tqc")
-    x.cfg["loss"] = {"actor_network": policy, "qvalue_network": qvalue, "num_qvalue_nets": s["n_critics"],
-                     "top_quantiles_to_drop_per_net": s["top_quantiles_to_drop_per_net"], "alpha_init": s["alpha_init"],
-                     "fixed_alpha": s["fixed_alpha"], "target_entropy": _target_entropy(x, s["target_entropy"])}  # fmt: skip
+    x.group("loss", "loss", loss)
+    x.cfg["loss"] = {"actor_network": policy, "qvalue_network": qvalue, **critics, "alpha_init": s["alpha_init"],
+                     "fixed_alpha": s["fixed_alpha"], "target_entropy": _target_entropy(x, s["target_entropy"]),
+                     **(extra or {})}  # fmt: skip
     x.target_updater()
     x.trainer("sac", target_net_updater="${target_net_updater}", optim_steps_per_batch=optim_steps,
               episode_reward_key="reward_sum", **x.clip(s["grad_norm_clip"]))  # fmt: skip
     x.offpolicy_common()
-    x.drop("gamma", s["gamma"], "TorchRL's TQC loss config has no gamma: its TD(0) target keeps the default 0.99", 0.99)
     x.drop("exploration_noise", s.get("exploration_noise"), "SACTrainer samples the policy's own distribution only", None)
 
 
