@@ -11,7 +11,7 @@ SMALL = dict(rollout_steps=50, epochs=2, minibatches=2, hidden_sizes=[32, 32])
 
 def make_mappo_build(backend, env=SPREAD, num_envs=2, steps=2048, seed=0, registry=None, loss=None, algorithm="mappo", **hp_over):
     """A MAPPO ``Build`` on ``env`` (``(id, env_kwargs)``) wired stage by stage through the plugin's hooks;
-    ``algorithm = "ippo"``: rlplug-ippo's, derived from it."""
+    ``algorithm = "ippo"``: rlplug-ippo's, derived from it; ``"qmix"``: rlplug-qmix's (no rollout settings)."""
     import importlib
 
     from rlplug import Build
@@ -22,7 +22,8 @@ def make_mappo_build(backend, env=SPREAD, num_envs=2, steps=2048, seed=0, regist
     MAPPO, plugin = getattr(package, algorithm.upper()), package.plugin
 
     env_id, env_kwargs = env
-    hp = {**MAPPO.defaults(), **SMALL, **hp_over}
+    small = SMALL if algorithm in ("mappo", "ippo") else {"hidden_sizes": [32, 32], "learning_starts": 64, "batch_size": 32}
+    hp = {**MAPPO.defaults(), **small, **hp_over}
     recipe = SimpleNamespace(name="test", steps=steps, num_envs=num_envs, seed=seed)
     if registry is None:
         registry = LossRegistry()

@@ -1,12 +1,13 @@
-"""The algorithm plugins of issue 47 (a2c, trpo, rpo, reinforce, ippo) and issue 48 (qrdqn, c51, tqc, redq, crossq, discrete SAC), one parametrised module over their cells.
+"""The algorithm plugins of issue 47 (a2c, trpo, rpo, reinforce, ippo, qmix) and issue 48 (qrdqn, c51, tqc, redq, crossq, discrete SAC), one parametrised module over their cells.
 
 Each cell (algorithm x backend, plus the variants its settings reach) passes the conformance kit
 (``rlplug.testing.check_cell``: declarations, construction, a short train with finite optimised terms,
 deterministic evaluation, the checkpoint round trip and resume equivalence) and really learns something: a few
 hundred steps move every parameter. The skrl losses of the algorithms skrl ships an agent for (A2C, RPO) are
 upstream's update, bit for bit on the same transitions and random streams; REINFORCE's Monte-Carlo advantages and
-RPO's perturbation are checked where they live. IPPO (multi-agent, on MPE) runs the kit too; its own facts, the
-library's own IPPO with critics on local observations, are checked on hand-wired builds.
+RPO's perturbation are checked where they live. IPPO and QMIX (multi-agent, on MPE) run the kit too; their own facts
+(the library's own IPPO with critics on local observations; QMIX's skrl cell, built from parts, computing TorchRL's
+QMixerLoss) are checked on hand-wired builds.
 """
 
 from __future__ import annotations
@@ -194,6 +195,47 @@ target_entropy = 0.14
 learning_starts = 64
 batch_size = 16
 log_every = 32
+[recipes.qmix-conformance]
+version = 1
+algorithm = "qmix"
+env = "mpe:simple_spread"
+backend = "skrl"
+steps = 96
+seed = 0
+num_envs = 2
+target = -100.0
+eval_episodes = 2
+[recipes.qmix-conformance.env_kwargs]
+N = 3
+max_cycles = 25
+[recipes.qmix-conformance.hyperparameters]
+hidden_sizes = [16, 16]
+mixing_embed_dim = 8
+learning_starts = 32   # 48 steps an env: resume is checked mid-episode, after gradient steps began
+batch_size = 16
+log_every = 32
+
+[recipes.qmix-vmas-conformance]
+version = 1
+algorithm = "qmix"
+env = "vmas:navigation"
+backend = "skrl"
+steps = 96
+seed = 0
+num_envs = 2
+target = -100.0
+eval_episodes = 2
+[recipes.qmix-vmas-conformance.env_kwargs]
+n_agents = 3
+max_steps = 25   # an episode ends before the resume: respawns draw from VMAS's own RNG states
+continuous_actions = false
+[recipes.qmix-vmas-conformance.hyperparameters]
+hidden_sizes = [16, 16]
+mixing_embed_dim = 8
+learning_starts = 32
+batch_size = 16
+log_every = 32
+
 [recipes.ippo-conformance]
 version = 1
 algorithm = "ippo"
@@ -235,6 +277,10 @@ CELLS = {
     "sac-discrete-auto-entropy-hard-target": ("sac-discrete-conformance", ["target_entropy=auto", "target_update=hard",
                                                                           "target_update_period=8"]),
     "crossq-three-critics-fixed-alpha": ("crossq-conformance", ["n_critics=3", "learn_alpha=false", "policy_delay=1"]),
+    "qmix": ("qmix-conformance", []),
+    "qmix-vdn-per-agent-hard-target-huber": ("qmix-conformance", ["mixer=vdn", "share_parameters=false", "target_update=hard",
+                                                                  "target_update_period=8", "td_loss=huber"]),
+    "qmix-vmas-navigation": ("qmix-vmas-conformance", []),
     "ippo": ("ippo-conformance", []),
     "ippo-per-agent-parameters": ("ippo-conformance", ["share_parameters=false"]),
 }
@@ -571,3 +617,129 @@ def test_ippo_is_the_librarys_ippo_with_local_critics(backend):
         assert history and all(terms <= m.keys() and all(math.isfinite(m[t]) for t in terms) for m in history)
     finally:
         build.trainer.close()
+
+
+# ---- qmix: value decomposition over the team; skrl's cell from parts is TorchRL's QMixerLoss ---------------
+
+
+QMIX_VARIANTS = {
+    "qmix-mpe": dict(),
+    "vdn-per-agent-mpe": dict(mixer="vdn", share_parameters=False),
+    "qmix-vmas": dict(env=("vmas:navigation", {"n_agents": 3, "max_steps": 25, "continuous_actions": False})),
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("variant", QMIX_VARIANTS)
+def test_qmix_training_moves_every_network_with_finite_terms(backend, variant):
+    pytest.importorskip("mpe2" if variant.endswith("mpe") else "vmas")
+    from mappo_builds import make_mappo_build
+
+    variant = QMIX_VARIANTS[variant]
+    build = make_mappo_build(backend, algorithm="qmix", steps=512, num_envs=4, **variant)
+    try:
+        # skrl: one team model holds the agents' networks and the mixer; TorchRL: QMixerLoss holds both
+        model = build.models["q_network"] if backend == "skrl" else build.loss
+        before = {k: v.detach().clone() for k, v in model.named_parameters() if "target" not in k}
+        assert any("mixer" in k or "hyper" in k for k in before) == (variant.get("mixer", "qmix") == "qmix")
+        history = []
+        build.trainer.train(512, callbacks=[lambda trainer, metrics: history.append(metrics)])
+        terms = {f"loss/{term}" for term in build.loss_entry.terms}
+        assert history and all(terms <= m.keys() and all(math.isfinite(v) for v in m.values()) for m in history)
+        after = dict(model.named_parameters())
+        assert [k for k, v in before.items() if torch.equal(v, after[k])] == []
+        # every agent acts: greedy joint actions, one per agent, from [B, n_agents, obs_dim] observations
+        spaces = build.extras["multiagent"]
+        actions = build.trainer.act_deterministic(np.zeros((3, spaces.n_agents, *spaces.observation_space.shape), np.float32))
+        assert actions.shape == (3, spaces.n_agents)
+    finally:
+        build.trainer.close()
+
+
+def _skrl_weights_from_torchrl(torchrl_loss, skrl_model, n_agents, target=False):
+    """TorchRL's QMixerLoss parameters (online or target) as the skrl team model's state dict."""
+    prefix = "target_" if target else ""
+    local = getattr(torchrl_loss, f"{prefix}local_value_network_params").flatten_keys(".")
+    mixer = getattr(torchrl_loss, f"{prefix}mixer_network_params").flatten_keys(".")
+    state = {}
+    for key, value in local.items():
+        name = key.removeprefix("module.0.module.params.")
+        if len(skrl_model.nets) == 1:
+            state[f"nets.0.{name}"] = value.detach().clone()
+        else:
+            state.update({f"nets.{i}.{name}": value[i].detach().clone() for i in range(n_agents)})
+    state.update({f"mixer.{key.removeprefix('module.')}": value.detach().clone() for key, value in mixer.items()})
+    assert state.keys() == skrl_model.state_dict().keys()
+    return state
+
+
+@pytest.mark.parametrize("variant", [dict(), dict(mixer="vdn", share_parameters=False, td_loss="huber")])
+def test_one_qmix_loss_is_the_same_on_skrl_and_torchrl(variant):
+    """skrl's QMIX, built from parts, computes TorchRL's QMixerLoss: the same weights and joint transitions give
+    the same loss, and the same gradient on every agent network and mixer parameter."""
+    pytest.importorskip("mpe2")
+    from mappo_builds import make_mappo_build
+    from tensordict import TensorDict
+
+    torchrl_build, skrl_build = (make_mappo_build(b, algorithm="qmix", **variant) for b in ("torchrl", "skrl"))
+    try:
+        spaces, group = torchrl_build.extras["multiagent"], torchrl_build.trainer.group
+        n, size = spaces.n_agents, spaces.observation_space.shape[0]
+        agent = skrl_build.trainer.agent
+        for model, target in ((agent.q_network, False), (agent.target_q_network, True)):
+            model.load_state_dict(_skrl_weights_from_torchrl(torchrl_build.loss, model, n, target))
+        generator = torch.Generator().manual_seed(0)
+        B = 64
+        observations, next_observations = torch.randn(B, n, size, generator=generator), torch.randn(B, n, size, generator=generator)
+        actions = torch.randint(int(spaces.action_space.n), (B, n), generator=generator)
+        rewards, terminated = torch.randn(B, 1, generator=generator), torch.rand(B, 1, generator=generator) < 0.2
+        batch = TensorDict({
+            group: TensorDict({"observation": observations, "action": actions}, [B, n]),
+            "next": TensorDict({group: TensorDict({"observation": next_observations}, [B, n]), "reward": rewards,
+                                "done": terminated, "terminated": terminated}, [B]),
+        }, [B])  # fmt: skip
+        torchrl_loss = torchrl_build.loss(batch)["loss"]
+        skrl_terms = skrl_build.loss(agent, {
+            "observations": observations.reshape(B, -1), "next_observations": next_observations.reshape(B, -1),
+            "actions": actions, "rewards": rewards, "terminated": terminated,
+        }, "q")  # fmt: skip
+        assert torch.allclose(skrl_terms["loss_q"], torchrl_loss, atol=1e-6, rtol=1e-5)
+        torchrl_loss.backward()
+        skrl_terms["loss_q"].backward()
+        expected = _skrl_weights_from_torchrl(
+            type("Grads", (), {"local_value_network_params": torchrl_build.loss.local_value_network_params.apply(lambda p: p.grad),
+                               "mixer_network_params": torchrl_build.loss.mixer_network_params.apply(lambda p: p.grad)})(),
+            agent.q_network, n,
+        )
+        for name, parameter in agent.q_network.named_parameters():
+            assert torch.allclose(parameter.grad, expected[name], atol=1e-6, rtol=1e-4), name
+    finally:
+        torchrl_build.trainer.close()
+        skrl_build.trainer.close()
+
+
+def test_the_team_view_joins_observations_and_averages_rewards():
+    """skrl's team: agents' observations side by side in agent order, actions split per agent, the mean reward, the
+    team's episode end (TorchRL's trainer writes the same mean at ("next", "reward"))."""
+    from rlplug.backends.skrl.team import TeamView
+
+    class TwoAgents:  # the shape of rlplug's skrl multi-agent vector envs: per-agent dicts of [num_envs, ...]
+        possible_agents, num_envs = ["a", "b"], 2
+
+        def reset(self):
+            return {"a": torch.zeros(2, 3), "b": torch.ones(2, 3)}, {}
+
+        def step(self, actions):
+            self.actions = actions
+            done = torch.tensor([[True], [False]])
+            return ({"a": torch.full((2, 3), 2.0), "b": torch.full((2, 3), 3.0)}, {"a": torch.tensor([[1.0], [2.0]]),
+                    "b": torch.tensor([[3.0], [6.0]])}, {"a": done, "b": done}, {"a": ~done, "b": ~done}, {})  # fmt: skip
+
+    env = TwoAgents()
+    team = TeamView(env)
+    observations, _ = team.reset()
+    assert observations.tolist() == [[0, 0, 0, 1, 1, 1]] * 2
+    next_observations, reward, terminated, truncated, _ = team.step(torch.tensor([[0, 4], [1, 3]]))
+    assert env.actions["a"].tolist() == [[0], [1]] and env.actions["b"].tolist() == [[4], [3]]
+    assert next_observations.tolist() == [[2, 2, 2, 3, 3, 3]] * 2
+    assert reward.tolist() == [[2.0], [4.0]] and terminated.tolist() == [[True], [False]] and truncated.tolist() == [[False], [True]]

@@ -242,7 +242,7 @@ def test_the_family_tables_name_only_what_the_bases_have():
     packages = [importlib.import_module(f"rlplug.backends.{b}") for b in ("skrl", "torchrl")]
     tables = family_tables(guide_text())
     assert [skrl_base for skrl_base, _, _ in tables] == [
-        "SkrlRolloutTrainer", "SkrlOffPolicyTrainer", "SkrlOfflineTrainer", "SkrlMultiAgentRolloutTrainer"
+        "SkrlRolloutTrainer", "SkrlOffPolicyTrainer", "SkrlOfflineTrainer", "SkrlMultiAgentRolloutTrainer", "SkrlTeamOffPolicyTrainer"
     ]  # one table per family, on both backends
     problems, names = [], set()
     for skrl_base, torchrl_base, rows in tables:

@@ -55,6 +55,8 @@ TORCHRL_CELLS = {
     "bc-discrete": ("bc", "Tiny-v0", {}),
     "mappo": ("mappo", None, {}),
     "ippo": ("ippo", None, {}),
+    "qmix": ("qmix", None, {}),
+    "qmix-vdn-per-agent": ("qmix", None, {"mixer": "vdn", "share_parameters": False}),
     "a2c": ("a2c", "Tiny-v0", {}),
     "rpo": ("rpo", "TinyContinuous-v0", {}),
     "reinforce": ("reinforce", "Tiny-v0", {}),
@@ -62,7 +64,7 @@ TORCHRL_CELLS = {
     "trpo-discrete": ("trpo", "Tiny-v0", {}),
 }
 SKRL_CELLS = {name: TORCHRL_CELLS[name] for name in ("ppo", "sac", "sac-discrete", "td3", "ddpg", "dqn", "qrdqn", "c51", "tqc", "redq", "crossq", "iql", "cql", "cql-discrete", "td3bc",
-                                                    "iql-discrete", "bc", "bc-discrete", "mappo", "ippo", "a2c", "rpo", "reinforce", "trpo", "trpo-discrete")}
+                                                    "iql-discrete", "bc", "bc-discrete", "mappo", "ippo", "qmix", "qmix-vdn-per-agent", "a2c", "rpo", "reinforce", "trpo", "trpo-discrete")}
 OFFLINE = ("iql", "cql", "td3bc", "bc")  # by algorithm: iql-discrete is offline too
 
 
@@ -80,11 +82,11 @@ def cell(builds, datasets):
 
     def make(backend, name):
         algorithm, env, overrides = (TORCHRL_CELLS if backend == "torchrl" else SKRL_CELLS)[name]
-        if algorithm in ("mappo", "ippo"):
+        if algorithm in ("mappo", "ippo", "qmix"):
             pytest.importorskip("mpe2")
             from mappo_builds import make_mappo_build
 
-            made.append(make_mappo_build(backend, algorithm=algorithm))
+            made.append(make_mappo_build(backend, algorithm=algorithm, **overrides))
             return made[-1]
         overrides = {"num_envs": 2, **overrides}
         if algorithm in OFFLINE:
@@ -118,7 +120,7 @@ def test_torchrl_cell_has_config_parity(cell, name):
     bootstraps = TORCHRL_CELLS[name][0] not in ("bc", "qrdqn", "c51")
     assert {"loss", "buffer", "storage", "sampler", "writer"} | ({"value_estimator"} if bootstraps else set()) <= roles
     # cells collect on the lean path unless told (or, multi-agent, where it does not apply)
-    assert ("collector" in roles) == (name in ("mappo", "ippo", "td3-collector", "ppo-collector"))
+    assert ("collector" in roles) == (name in ("mappo", "ippo", "qmix", "qmix-vdn-per-agent", "td3-collector", "ppo-collector"))
 
 
 @pytest.mark.parametrize("name", SKRL_CELLS)

@@ -38,6 +38,7 @@ TORCHRL_VERSION = "0.14.1"
 NO_TRAINER = {
     "mappo": f"TorchRL {TORCHRL_VERSION} has no multi-agent PPO trainer config",
     "ippo": f"TorchRL {TORCHRL_VERSION} has no multi-agent PPO trainer config",
+    "qmix": f"TorchRL {TORCHRL_VERSION} has no multi-agent trainer config and no loss config for QMixerLoss",
     "rpo": f"TorchRL {TORCHRL_VERSION} has no RPO loss config, and its PPO loss config cannot perturb the actor's mean",
     "td3bc": f"TorchRL {TORCHRL_VERSION} has no TD3+BC trainer or loss config, and its TD3 trainer cannot step "
              "TD3BCLoss: the trainer calls value_loss, which TD3BCLoss names qvalue_loss",

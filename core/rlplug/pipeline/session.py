@@ -325,7 +325,8 @@ def check_action_space(
     fits = sorted(
         other.name
         for other in installed
-        if other.name != spec.name and other.kind != "multi-agent" and (other.kind == "offline") == (spec.kind == "offline")
+        if other.name != spec.name and (other.kind == "multi-agent") == (spec.kind == "multi-agent")
+        and (other.kind == "offline") == (spec.kind == "offline")
         and any(kind in b.action_spaces for b in other.backends.values())
     )
     names = ", ".join(fits[:-1]) + " or " + fits[-1] if len(fits) > 1 else "".join(fits)

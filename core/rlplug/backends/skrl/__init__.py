@@ -28,6 +28,8 @@ from .models import (
     value_model,
 )
 from .multiagent import SkrlMultiAgentRolloutTrainer, agent_models
+from .team import SkrlTeamOffPolicyTrainer
+from ..common.team import team_spaces
 from ..common.offline import ObservationStandardizer
 from .offline import SkrlOfflineTrainer, dataset_memory
 from .offpolicy import ModuleTargetUpdate, SkrlOffPolicyTrainer, hard_copy, module_target_update
@@ -102,7 +104,9 @@ __all__ = [
     "module_target_update",
     # multi-agent
     "SkrlMultiAgentRolloutTrainer",
+    "SkrlTeamOffPolicyTrainer",
     "agent_models",
+    "team_spaces",
     # offline
     "ObservationStandardizer",
     "SkrlOfflineTrainer",

@@ -107,12 +107,8 @@ class SkrlOffPolicyTrainer(StagedAgentTrainer, TrainerBase):
         seed_skrl(build.seed)
         s = build.settings
         self.on_device = is_torch_env(build.env_id)  # a torch-native env: its tensors never leave its device
-        if self.on_device:
-            self.env = make_torch_native_vector_env(
-                build.env_id, build.env_kwargs, build.num_envs, build.seed, build.device, build.env_spec.clip_actions
-            )
-        else:
-            self.env = make_vector_env(build.env_spec, None, build.num_envs, build.seed, build.device)
+        self.observation_space, self.action_space = self.agent_spaces(build)
+        self.env = self.make_env(build)
         self.agent = self.make_agent(build)
         self.agent.trainer_hooks = self.hooks
         self.agent.init()
@@ -125,14 +121,14 @@ class SkrlOffPolicyTrainer(StagedAgentTrainer, TrainerBase):
         self.learning_starts, self.utd_ratio, self.train_every = s["learning_starts"], s["utd_ratio"], s["train_every"]
         self.total_timesteps = max(1, build.recipe.steps // build.num_envs)
         self.gradient_steps = 0
-        self.random_actions = gym.vector.utils.batch_space(build.action_space, build.num_envs)
+        self.random_actions = gym.vector.utils.batch_space(self.action_space, build.num_envs)
         self.random_actions.seed(build.seed)
         # a torch-native env's warm-up actions are drawn on its device, from a generator of their own
         self.random_generator = torch.Generator(device=build.device) if self.on_device else None
         if self.random_generator is not None:
             self.random_generator.manual_seed(build.seed)
-        self.is_discrete = isinstance(build.action_space, gym.spaces.Discrete)
-        self.mask_columns = flat_mask_columns(build.observation_space)  # the warm-up draws valid actions only
+        self.is_discrete = isinstance(self.action_space, gym.spaces.Discrete)
+        self.mask_columns = flat_mask_columns(self.observation_space)  # the warm-up draws valid actions only
         # skrl flips every model between train and eval mode around each update; that costs ~20 % of a
         # TD3 step here and only matters for models with dropout or batch norm
         self._mode_sensitive = any(
@@ -142,6 +138,28 @@ class SkrlOffPolicyTrainer(StagedAgentTrainer, TrainerBase):
         if not self._mode_sensitive:
             self.agent.enable_models_training_mode(True)
         self._observations, _ = self.env.reset()
+
+    def make_env(self, build: Build) -> Any:
+        """The skrl-wrapped vector env the loop steps: gymnasium's, or a torch-native env's on its device."""
+        if self.on_device:
+            return make_torch_native_vector_env(
+                build.env_id, build.env_kwargs, build.num_envs, build.seed, build.device, build.env_spec.clip_actions
+            )
+        return make_vector_env(build.env_spec, None, build.num_envs, build.seed, build.device)
+
+    def agent_spaces(self, build: Build) -> tuple[gym.Space, gym.Space]:
+        """``(observation, action)`` space of one env as the agent acts in it and the memory stores it: the build's.
+        A team of agents seen as one (``SkrlTeamOffPolicyTrainer``) has joint ones."""
+        return build.observation_space, build.action_space
+
+    def snapshot_env(self) -> Any:
+        """The env's state for a checkpoint (sub-envs mid-episode, their RNGs)."""
+        return env_state(self.env)
+
+    def restore_env(self, state: Any) -> torch.Tensor | None:
+        """Restore ``snapshot_env``'s state: ``None`` when the episodes resume mid-way, else the first
+        observations of new ones (``load_env_state``)."""
+        return load_env_state(self.env, state)
 
     def step(self) -> dict[str, float]:
         agent, env, num_envs = self.agent, self.env, self.num_envs
@@ -236,7 +254,7 @@ class SkrlOffPolicyTrainer(StagedAgentTrainer, TrainerBase):
             "modules": {name: module.state_dict() for name, module in agent.checkpoint_modules.items()},
             "agent": agent.extra_state(),
             "memory": memory_state(agent.memory),
-            "env": env_state(self.env),  # mid-episode sub-envs: a resumed run steps on where this one was
+            "env": self.snapshot_env(),  # mid-episode sub-envs: a resumed run steps on where this one was
             "observations": self._observations,
             "random_actions": self.random_actions.np_random.bit_generator.state,
             "random_generator": None if self.random_generator is None else self.random_generator.get_state(),
@@ -252,7 +270,7 @@ class SkrlOffPolicyTrainer(StagedAgentTrainer, TrainerBase):
             module.load_state_dict(state["modules"][name])
         agent.load_extra_state(state["agent"])
         load_memory_state(agent.memory, state["memory"])
-        restarted = load_env_state(self.env, state["env"])  # new episodes where the env could not be resumed
+        restarted = self.restore_env(state["env"])  # new episodes where the env could not be resumed
         self._observations = (state["observations"] if restarted is None else restarted).to(self.build.device)
         self.random_actions.np_random.bit_generator.state = state["random_actions"]
         if self.random_generator is not None:

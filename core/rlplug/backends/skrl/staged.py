@@ -260,13 +260,14 @@ class StagedAgentTrainer(SkrlPolicyActing):
         raise NotImplementedError(f"{type(self).__name__} names no agent_config")
 
     def agent_kwargs(self, build: Build) -> dict[str, Any]:
-        """Keyword arguments of ``agent_class`` beyond the build's and the config (none by default)."""
+        """Keyword arguments of ``agent_class`` beyond the build's (or in place of them) and the config (none by default)."""
         return {}
 
     def make_agent(self, build: Build) -> Agent:
         if self.agent_class is None:
             raise NotImplementedError(f"{type(self).__name__} names no agent_class")
-        agent = self.agent_class(**agent_arguments(build), **self.agent_kwargs(build), cfg=self.agent_config(build))
+        arguments = {**agent_arguments(build), **self.agent_kwargs(build)}  # agent_kwargs may replace the build's spaces
+        agent = self.agent_class(**arguments, cfg=self.agent_config(build))
         use_adam_impl(agent, build.settings["optimizer_impl"])  # skrl built its Adams in the constructor
         return agent
 

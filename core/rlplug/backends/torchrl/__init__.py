@@ -42,7 +42,9 @@ from .modules import (
     tanh_normal_actor,
     value_operator,
 )
-from .multiagent import TorchRLMultiAgentRolloutTrainer, agent_group, done_keys, multiagent_actor, multiagent_critic
+from .multiagent import TorchRLMultiAgentRolloutTrainer, agent_group, agent_mlp, done_keys, multiagent_actor, multiagent_critic
+from .team import TorchRLTeamOffPolicyTrainer
+from ..common.team import team_spaces
 from ..common.offline import ObservationStandardizer
 from ..common.stages import UpdateStage
 from .offline import TorchRLOfflineTrainer, dataset_buffer
@@ -114,10 +116,13 @@ __all__ = [
     "set_value_estimator",
     # multi-agent
     "TorchRLMultiAgentRolloutTrainer",
+    "TorchRLTeamOffPolicyTrainer",
     "agent_group",
+    "agent_mlp",
     "done_keys",
     "multiagent_actor",
     "multiagent_critic",
+    "team_spaces",
     # offline
     "ObservationStandardizer",
     "TorchRLOfflineTrainer",

@@ -61,11 +61,11 @@ class CollectorCollection:
     def store(self, memory: Any, batch: TensorDict) -> None:
         extend_quietly(memory, batch.select(*self.keys).reshape(-1))
 
-    def state_dict(self) -> dict[str, Any]:
-        return collector_state(self.collector)
+    def state_dict(self, raw_envs: Sequence[Any] | None = None) -> dict[str, Any]:
+        return collector_state(self.collector, raw_envs)
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        load_collector_state(self.collector, state)
+    def load_state_dict(self, state: dict[str, Any], raw_envs: Sequence[Any] | None = None) -> None:
+        load_collector_state(self.collector, state, raw_envs)
 
     def close(self) -> None:
         self.collector.shutdown()
@@ -155,14 +155,14 @@ class LeanCollection:
 
     # -- checkpoints: the vector env (mid-episode sub-envs, RNGs), the carrier, the frame count ------------
 
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self, raw_envs: None = None) -> dict[str, Any]:  # raw_envs: the collector's signature (never multi-agent)
         from ...envs.state import vector_env_state
 
         # the collector's keys ("iter": batches): a checkpoint resumes on either path
         return {"vector": vector_env_state(self.vector_env), "carrier": self.carrier.to_dict(), "frames": self.frames,
                 "iter": self.frames // self.frames_per_batch}
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
+    def load_state_dict(self, state: dict[str, Any], raw_envs: None = None) -> None:
         restore_envs(self.vector_env, self.env, self.carrier, state)
         self._bind_observations()
         self.frames = int(state["frames"])

@@ -107,9 +107,11 @@ def group_observation_key(spaces: MultiAgentSpaces, group: str) -> tuple[str, ..
 # ---- actors and critics -------------------------------------------------------------------------
 
 
-def _agent_mlp(
+def agent_mlp(
     spaces: MultiAgentSpaces, outputs: int, hidden_sizes: Sequence[int], activation: str, centralised: bool, share: bool
 ) -> MultiAgentMLP:
+    """A ``MultiAgentMLP`` from every agent's observation features to ``outputs`` values each: ``centralised``
+    reads all agents' observations, ``share`` one set of weights for all agents."""
     return MultiAgentMLP(
         n_agent_inputs=int(np.prod(spaces.feature_space.shape)),
         n_agent_outputs=outputs,
@@ -137,7 +139,7 @@ def multiagent_actor(
     space = spaces.action_space
     observation = group_observation_key(spaces, group)
     if isinstance(space, gym.spaces.Discrete):
-        net = _agent_mlp(spaces, int(space.n), hidden_sizes, activation, False, share_parameters)
+        net = agent_mlp(spaces, int(space.n), hidden_sizes, activation, False, share_parameters)
         module = TensorDictModule(net, in_keys=[observation], out_keys=[(group, "logits")])
         in_keys, distribution = [(group, "logits")], Categorical
         if spaces.masked:
@@ -146,7 +148,7 @@ def multiagent_actor(
         action_size = int(np.prod(space.shape))
         scale_shape = action_size if share_parameters else (spaces.n_agents, action_size)
         net = nn.Sequential(
-            _agent_mlp(spaces, action_size, hidden_sizes, activation, False, share_parameters),
+            agent_mlp(spaces, action_size, hidden_sizes, activation, False, share_parameters),
             AddStateIndependentNormalScale(scale_shape, scale_mapping="exp", init_value=initial_log_std),
         )
         module = TensorDictModule(net, in_keys=[observation], out_keys=[(group, "loc"), (group, "scale")])
@@ -165,7 +167,7 @@ def multiagent_critic(
     spaces: MultiAgentSpaces, group: str, hidden_sizes: Sequence[int], activation: str, centralised: bool, share_parameters: bool
 ) -> TensorDictModule:
     """``(group, "state_value")`` per agent, from every agent's observation (centralised) or its own."""
-    net = _agent_mlp(spaces, 1, hidden_sizes, activation, centralised, share_parameters)
+    net = agent_mlp(spaces, 1, hidden_sizes, activation, centralised, share_parameters)
     return TensorDictModule(net, in_keys=[group_observation_key(spaces, group)], out_keys=[(group, "state_value")])
 
 

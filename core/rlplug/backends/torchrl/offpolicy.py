@@ -217,7 +217,7 @@ class TorchRLOffPolicyTrainer(TorchRLStagedUpdates, TrainerBase):
         seed_everything(build.seed)
         s = build.settings
         self.memory = build.memory
-        self.transition_keys = transition_keys(build)
+        self.transition_keys = self.stored_keys(build)
         self.learning_starts, self.utd_ratio = s["learning_starts"], s["utd_ratio"]
         self.frames_per_batch = build.num_envs * s["train_every"]
         self.steps_per_iteration = self.frames_per_batch
@@ -225,19 +225,38 @@ class TorchRLOffPolicyTrainer(TorchRLStagedUpdates, TrainerBase):
         self.gradient_steps = 0
         self.init_updates(build)
         self.exploration_policy = self.make_exploration_policy(build)
-        torch_native = is_torch_env(build.env_id)  # a batched EnvBase on its own device: TorchRL's Collector steps it
-        if torch_native:
-            self.env = make_torch_native_env(build.env_id, build.env_kwargs, build.num_envs, build.seed, build.device,
-                                             build.env_spec.clip_actions)
-        else:
-            self.env = make_env(build.env_spec, None, build.num_envs, build.seed, build.device)
+        self.env = self.make_env(build)
         self.returns_reader = returns_reader(self.env)  # the env's own episode returns, where it records them
         # the random warm-up counts in batches: learning_starts is rounded up to whole batches
         self.collection = make_collection(
-            not s.get("collector", False) and not torch_native, self.env, self.exploration_policy, build.num_envs, s["train_every"],
+            self.lean_collection(build), self.env, self.exploration_policy, build.num_envs, s["train_every"],
             self.learning_starts, self.transition_keys,
         )
         self._closed = False
+
+    def make_env(self, build: Build) -> Any:
+        """The TorchRL env collected from: over gymnasium's vector env, or a torch-native batched ``EnvBase``."""
+        if is_torch_env(build.env_id):  # a batched EnvBase on its own device: TorchRL's Collector steps it
+            return make_torch_native_env(build.env_id, build.env_kwargs, build.num_envs, build.seed, build.device,
+                                         build.env_spec.clip_actions)
+        return make_env(build.env_spec, None, build.num_envs, build.seed, build.device)
+
+    def lean_collection(self, build: Build) -> bool:
+        """Step the gymnasium vector env under the TorchRL env directly (``LeanCollection``) rather than through
+        TorchRL's ``Collector``: unless the setting ``collector = true`` asks for the collector or the env is torch-native."""
+        return not build.settings.get("collector", False) and not is_torch_env(build.env_id)
+
+    def stored_keys(self, build: Build) -> tuple[Any, ...]:
+        """The keys of a collected step the replay buffer keeps (``transition_keys``)."""
+        return transition_keys(build)
+
+    def collected(self, batch: TensorDict) -> TensorDict:
+        """Each collected batch, before anything reads it (a team's trainer adds the team's reward); itself here."""
+        return batch
+
+    def raw_envs(self) -> list[Any] | None:
+        """The library envs under a multi-agent env, whose state a checkpoint keeps (``collector_state``); ``None``."""
+        return None
 
     @property
     def collector(self) -> Any:
@@ -258,7 +277,7 @@ class TorchRLOffPolicyTrainer(TorchRLStagedUpdates, TrainerBase):
         terms = TermMeans()  # per term: TD3's actor term exists only on delayed steps
         updates = 0
         while self.env_steps + self.frames_per_batch <= stop:
-            batch = self.collection.next_batch()
+            batch = self.collected(self.collection.next_batch())
             self._track_episodes(batch)
             if any(self.hooks.has(point) for point in BATCH_HOOK_POINTS):
                 batch = self.collection.own_batch(batch)  # ops may replace its entries: the lean path's block stays
@@ -307,7 +326,7 @@ class TorchRLOffPolicyTrainer(TorchRLStagedUpdates, TrainerBase):
         return {
             "modules": self.module_state(),  # the loss (networks, targets), optimisers, schedules, target updater
             "memory": self.memory.state_dict(),  # storage, writer cursor, sampler: the replay a resume samples from
-            "collector": self.collection.state_dict(),  # mid-episode envs and the next step's carrier
+            "collector": self.collection.state_dict(self.raw_envs()),  # mid-episode envs and the next step's carrier
             "gradient_steps": self.gradient_steps,
             "counters": self.counters(),
             "hooks": self.hooks.state_dict(),
@@ -317,7 +336,7 @@ class TorchRLOffPolicyTrainer(TorchRLStagedUpdates, TrainerBase):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.load_module_state(state["modules"])
         self.memory.load_state_dict(state["memory"])
-        self.collection.load_state_dict(state["collector"])
+        self.collection.load_state_dict(state["collector"], self.raw_envs())
         self.gradient_steps = int(state["gradient_steps"])
         self.load_counters(state["counters"])
         self.hooks.load_state_dict(state.get("hooks"))  # None: a checkpoint from before hooks were saved

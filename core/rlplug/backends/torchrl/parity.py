@@ -201,6 +201,15 @@ LOSSES: dict[str, Table] = {
         "reduction": REDUCTION,
         "use_prioritized_weights": NO_PRIORITIES,
     },
+    "QMixerLoss": {
+        "local_value_network": MODEL,
+        "mixer_network": MODEL,
+        "loss_function": Setting("loss_function"),
+        "delay_value": Excluded("fixed by the cell: True (the library default), QMIX's target networks"),
+        "gamma": LOSS_GAMMA,
+        "action_space": Excluded("fixed by the cell: 'categorical', the agents' action indices"),
+        "priority_key": NO_PRIORITIES,
+    },
     "DistributionalDQNLoss": {
         "value_network": MODEL,
         "gamma": Setting("gamma"),  # its only discount: the loss takes no value estimator
