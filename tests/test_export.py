@@ -123,13 +123,23 @@ epochs = 1
 minibatches = 2
 hidden_sizes = [16]
 share_parameters = false
+
+[recipes.x-qmix-spread]
+extends = "qmix-simple-spread"
+steps = 64
+num_envs = 2
+[recipes.x-qmix-spread.hyperparameters]
+learning_starts = 32
+batch_size = 16
+hidden_sizes = [16]
+mixing_embed_dim = 8
 """
 
 # the twelve single-agent cells per backend, then encoders (uint8 image, Dict), discrete CQL, action masks
-# (the mask an input of its own) and MAPPO
+# (the mask an input of its own), MAPPO and QMIX
 CELLS = ("x-ppo-cartpole", "x-ppo-pendulum", "x-sac-pendulum", "x-td3-pendulum", "x-dqn-cartpole", "x-iql-pendulum",
          "x-cql-pendulum", "x-cql-cartpole", "x-dqn-image", "x-sac-dict", "x-ppo-masked", "x-dqn-masked", "x-mappo-spread",
-         "x-mappo-navigation")  # fmt: skip
+         "x-mappo-navigation", "x-qmix-spread")  # fmt: skip
 OBSERVATIONS = 100
 
 # Runs in a fresh interpreter: plain torch (and onnxruntime) only, then says what else got imported.

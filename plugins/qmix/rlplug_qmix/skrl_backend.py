@@ -63,7 +63,7 @@ class TeamQNetwork(DeterministicMixin, Model):
 
     def agent_values(self, observations: torch.Tensor) -> torch.Tensor:
         """``[B, n_agents * obs_dim]`` -> each agent's Q(o_i, .), ``[B, n_agents, n_actions]``."""
-        x = observations.reshape(len(observations), self.n_agents, -1)
+        x = observations.unflatten(-1, (self.n_agents, -1))  # no batch size baked in: exported graphs take any
         if len(self.nets) == 1:
             return self.nets[0](x)
         return torch.stack([net(x[:, i]) for i, net in enumerate(self.nets)], dim=1)
@@ -77,7 +77,7 @@ class TeamQNetwork(DeterministicMixin, Model):
 
     def greedy_actions(self, output: torch.Tensor) -> torch.Tensor:
         """``compute``'s output -> every agent's argmax, ``[B, n_agents]`` (acting, evaluation, export)."""
-        return output.reshape(len(output), self.n_agents, self.n_actions).argmax(dim=-1)
+        return output.unflatten(-1, (self.n_agents, self.n_actions)).argmax(dim=-1)
 
 
 def build_models(build: Build) -> dict[str, Any]:

@@ -8,7 +8,7 @@ import copy
 from typing import Any
 
 import torch
-from tensordict.nn import TensorDictModule
+from tensordict.nn import TensorDictModule, TensorDictSequential
 from torch import nn
 from torch.distributions import Categorical
 from torchrl.modules import (
@@ -18,6 +18,7 @@ from torchrl.modules import (
     MultiAgentMLP,
     ProbabilisticActor,
     QValueActor,
+    QValueModule,
     TanhNormal,
 )
 
@@ -124,11 +125,15 @@ def deterministic_head(actor: nn.Module) -> tuple[nn.Module, nn.Module]:
     """``(net, then)`` of a TorchRL actor built by this package's factories: a ``QValueActor`` (argmax of
     Q), a ``DistributionalQValueActor`` whose network gives log-probabilities (argmax of their means on the
     support), a ``ProbabilisticActor`` over a ``Categorical`` (argmax of the logits), an ``IndependentNormal``
-    (its loc) or a ``TanhNormal`` (the squashed loc), or a ``TensorDictModule`` writing ``"action"``
-    itself (TD3's ``deterministic_actor``). Anything else raises ``ExportUnsupportedError``."""
+    (its loc) or a ``TanhNormal`` (the squashed loc), a ``TensorDictModule`` writing ``"action"``
+    itself (TD3's ``deterministic_actor``), or a Q network followed by a ``QValueModule`` (argmax of Q; QMIX's
+    per-agent networks). Anything else raises ``ExportUnsupportedError``."""
     if isinstance(actor, DistributionalQValueActor) and not actor.make_log_softmax:  # the network's log-probabilities
         return SupportMean(actor.module[0].module, actor.support), Argmax()
     if isinstance(actor, QValueActor) and not isinstance(actor, DistributionalQValueActor):
+        return actor.module[0].module, Argmax()
+    if (isinstance(actor, TensorDictSequential) and len(actor.module) == 2 and isinstance(actor.module[0], TensorDictModule)
+            and isinstance(actor.module[1], QValueModule)):  # Q values then their argmax under a group's keys (QMIX's)
         return actor.module[0].module, Argmax()
     if isinstance(actor, ProbabilisticActor):
         params, sampler = actor.module[0], actor.module[-1]
