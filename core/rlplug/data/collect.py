@@ -229,6 +229,11 @@ def _from_run(session: Any, run_dir: str | Path, name: str, expert_run: str | Pa
     try:
         build = open_policy_run(session, run_dir)
         opened.append(build)
+        if build.algorithm.kind == "multi-agent":
+            raise DatasetError(
+                f"run {run_dir} ({build.algorithm.name}/{build.backend}) trained on the multi-agent environment "
+                f"'{build.env_id}'; rlplug's datasets hold one agent's transitions"
+            )
         try:
             arrays = build.trainer.replay_transitions()
         except NoReplayMemoryError:
