@@ -635,7 +635,7 @@ def test_qmix_training_moves_every_network_with_finite_terms(backend, variant):
     pytest.importorskip("mpe2" if variant.endswith("mpe") else "vmas")
     from mappo_builds import make_mappo_build
 
-    variant = QMIX_VARIANTS[variant]
+    variant_name, variant = variant, QMIX_VARIANTS[variant]
     build = make_mappo_build(backend, algorithm="qmix", steps=512, num_envs=4, **variant)
     try:
         # skrl: one team model holds the agents' networks and the mixer; TorchRL: QMixerLoss holds both
@@ -648,6 +648,13 @@ def test_qmix_training_moves_every_network_with_finite_terms(backend, variant):
         assert history and all(terms <= m.keys() and all(math.isfinite(v) for v in m.values()) for m in history)
         after = dict(model.named_parameters())
         assert [k for k, v in before.items() if torch.equal(v, after[k])] == []
+        # MPE episodes end at max_cycles, a time limit: stored unterminated on both backends, so the target
+        # bootstraps there (VMAS tells no time limit apart: its ends are terminal)
+        if backend == "skrl":
+            terminated = build.trainer.agent.memory.tensors["terminated"][: build.trainer.agent.memory.memory_index]
+        else:
+            terminated = build.memory[: len(build.memory)].get(("next", "terminated"))
+        assert bool(terminated.any()) == variant_name.endswith("vmas")
         # every agent acts: greedy joint actions, one per agent, from [B, n_agents, obs_dim] observations
         spaces = build.extras["multiagent"]
         actions = build.trainer.act_deterministic(np.zeros((3, spaces.n_agents, *spaces.observation_space.shape), np.float32))
@@ -720,7 +727,8 @@ def test_one_qmix_loss_is_the_same_on_skrl_and_torchrl(variant):
 
 def test_the_team_view_joins_observations_and_averages_rewards():
     """skrl's team: agents' observations side by side in agent order, actions split per agent, the mean reward, the
-    team's episode end (TorchRL's trainer writes the same mean at ("next", "reward"))."""
+    team's episode end (TorchRL's trainer writes the same mean at ("next", "reward")); an end at a PettingZoo env's
+    step limit is a truncation with the last observations given, as TorchRL's PettingZoo env reports it."""
     from rlplug.backends.skrl.team import TeamView
 
     class TwoAgents:  # the shape of rlplug's skrl multi-agent vector envs: per-agent dicts of [num_envs, ...]
@@ -731,15 +739,25 @@ def test_the_team_view_joins_observations_and_averages_rewards():
 
         def step(self, actions):
             self.actions = actions
-            done = torch.tensor([[True], [False]])
+            done, no = torch.tensor([[True], [False]]), torch.tensor([[False], [False]])  # the wrappers mark ends terminated
             return ({"a": torch.full((2, 3), 2.0), "b": torch.full((2, 3), 3.0)}, {"a": torch.tensor([[1.0], [2.0]]),
-                    "b": torch.tensor([[3.0], [6.0]])}, {"a": done, "b": done}, {"a": ~done, "b": ~done}, {})  # fmt: skip
+                    "b": torch.tensor([[3.0], [6.0]])}, {"a": done, "b": done}, {"a": no, "b": no}, {})  # fmt: skip
+
+    class TwoAgentsWithStepLimit(TwoAgents):  # VectorPettingZooEnv: env 0 ended at its step limit
+        def step(self, actions):
+            self.final_observations = {"a": torch.full((2, 3), 7.0), "b": torch.full((2, 3), 8.0)}
+            self.time_limit_ends = torch.tensor([[True], [False]])
+            return super().step(actions)
 
     env = TwoAgents()
     team = TeamView(env)
     observations, _ = team.reset()
     assert observations.tolist() == [[0, 0, 0, 1, 1, 1]] * 2
-    next_observations, reward, terminated, truncated, _ = team.step(torch.tensor([[0, 4], [1, 3]]))
+    next_observations, reward, terminated, truncated, infos = team.step(torch.tensor([[0, 4], [1, 3]]))
     assert env.actions["a"].tolist() == [[0], [1]] and env.actions["b"].tolist() == [[4], [3]]
     assert next_observations.tolist() == [[2, 2, 2, 3, 3, 3]] * 2
-    assert reward.tolist() == [[2.0], [4.0]] and terminated.tolist() == [[True], [False]] and truncated.tolist() == [[False], [True]]
+    assert reward.tolist() == [[2.0], [4.0]] and terminated.tolist() == [[True], [False]] and truncated.tolist() == [[False]] * 2
+    assert "final_obs" not in infos  # VMAS: every end a termination
+    _, _, terminated, truncated, infos = TeamView(TwoAgentsWithStepLimit()).step(torch.tensor([[0, 4], [1, 3]]))
+    assert terminated.tolist() == [[False], [False]] and truncated.tolist() == [[True], [False]]
+    assert infos["final_obs"].tolist() == [[7, 7, 7, 8, 8, 8]] * 2

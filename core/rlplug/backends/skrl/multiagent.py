@@ -97,15 +97,21 @@ class VectorPettingZooEnv(MultiAgentEnvWrapper):
         return observations, {}
 
     def step(self, actions: Mapping[str, torch.Tensor]) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
-        observations, rewards, ended = [], [], []
+        observations, rewards, ended, finals, time_limits = [], [], [], [], []
         for i, env in enumerate(self._envs):
             next_obs, reward, terminated, truncated, _ = env.step({uid: actions[uid][i : i + 1] for uid in self._agents})
             done = any(bool(terminated[uid].any() or truncated[uid].any()) for uid in self._agents)
+            finals.append(next_obs)
+            time_limits.append(done and not any(bool(terminated[uid].any()) for uid in self._agents))
             if done:  # skrl's trainer would reset here; this wrapper owns the reset instead
                 next_obs, _ = env.reset()
             observations.append(next_obs)
             rewards.append(reward)
             ended.append(done)
+        # what a learner that bootstraps at a time limit needs (TeamView): the episodes' last observations and
+        # which ends were the step limit (MPE's max_cycles) rather than a termination
+        self.final_observations = self._stack(finals)
+        self.time_limit_ends = torch.tensor(time_limits, device=self._device).reshape(-1, 1)
         stacked = self._stack(observations)
         self._update_states(stacked)
         terminated = torch.tensor(ended, device=self._device).reshape(-1, 1)

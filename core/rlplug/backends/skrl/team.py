@@ -10,7 +10,12 @@ seeded warm-up, ``utd_ratio`` gradient steps, hooks, resume) serve a team unchan
   (the first agent's first), which is also the global state rlplug's mixers read (MPE's ``state()`` is this);
 * actions ``[num_envs, n_agents]``, one index per agent (a ``MultiDiscrete`` joint action space);
 * the reward: the agents' rewards averaged, so the team's return is the mean per-agent return rlplug reports
-  for every multi-agent cell; episodes end for the whole team and are marked terminated (fixed-horizon tasks).
+  for every multi-agent cell; episodes end for the whole team.
+
+An episode cut by a PettingZoo env's step limit (MPE's ``max_cycles``: truncated, not terminated) is reported
+truncated, with the joint last observations under ``infos["final_obs"]``, so the learner bootstraps from the state
+it was cut in, as every single-agent off-policy cell does and as TorchRL's PettingZoo env reports it (its root
+``terminated`` stays false there). VMAS tells no step limit apart: its ends are terminations on both backends.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import torch
 from ...contract.hookspecs import Build
 from ...contract.multiagent_trainer import MultiAgentTrainerBase
 from ...envs.state import deep_restore, deep_snapshot
+from ...envs.torch_native import FINAL_OBS_KEY
 from ..common.team import team_spaces
 from .multiagent import make_multiagent_vector_env
 from .offpolicy import SkrlOffPolicyTrainer
@@ -48,8 +54,13 @@ class TeamView:
         per_agent = {uid: actions[:, i : i + 1] for i, uid in enumerate(self.agents)}
         observations, rewards, terminated, truncated, infos = self.env.step(per_agent)
         team_reward = torch.stack([rewards[uid].reshape(self.num_envs, 1) for uid in self.agents]).mean(0)
-        first = self.agents[0]  # the wrappers end episodes for the whole team
-        return self.joint(observations), team_reward, terminated[first], truncated[first], infos
+        first = self.agents[0]  # the wrappers end episodes for the whole team, marked terminated
+        terminated, truncated = terminated[first], truncated[first]
+        time_limits = getattr(self.env, "time_limit_ends", None)  # VectorPettingZooEnv's (VMAS: none)
+        if time_limits is not None:
+            terminated, truncated = terminated & ~time_limits, truncated | time_limits
+            infos = {**infos, FINAL_OBS_KEY: self.joint(self.env.final_observations)}
+        return self.joint(observations), team_reward, terminated, truncated, infos
 
     def close(self) -> None:
         self.env.close()
