@@ -16,8 +16,10 @@ as ``terminated`` for every agent and reset in the same step: the returned obser
 episode's first ones. A masked agent's observation reaches the models flattened as skrl flattens a
 Dict, keys sorted: ``[action_mask (n_actions), observation]``; ``MaskedCategoricalPolicy`` and
 ``AgentValue`` split it there, and a ``pz:`` env's global state is the agents' ``observation`` parts
-(no masks) concatenated. rlplug's multi-agent cells treat the step limit as the end of the return on
-both backends (MPE and VMAS episodes are fixed-horizon tasks), so no true last observation is needed.
+(no masks) concatenated. rlplug's on-policy multi-agent cells treat the step limit as the end of the return
+on both backends (MPE and VMAS episodes are fixed-horizon tasks), so they need no true last observation;
+``VectorPettingZooEnv`` still keeps the last observations and which ends were the step limit, for the team
+learners that bootstrap there (``rlplug.backends.skrl.team``).
 """
 
 from __future__ import annotations
