@@ -155,7 +155,7 @@ def test_action_space_mismatch_names_the_algorithms_that_fit():
         assert_one_line_error(result, "cannot handle the discrete action space of 'CartPole-v1'")
         assert "for discrete actions use a2c, c51, dqn, ppo, qrdqn, reinforce, sac or trpo" in result.stderr
     # a multi-agent algorithm is told the multi-agent ones
-    qmix = run_cli("train", "qmix-simple-spread", "--set", "env_kwargs.continuous_actions=true", "--no-write")
+    qmix = run_cli("train", "vdn-simple-spread", "--set", "env_kwargs.continuous_actions=true", "--no-write")
     assert_one_line_error(qmix, "qmix on skrl cannot handle the continuous action space of 'mpe:simple_spread'")
     assert "for continuous actions use ippo or mappo" in qmix.stderr
 

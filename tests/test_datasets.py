@@ -150,7 +150,7 @@ def test_from_run_refuses_a_multi_agent_run(tmp_path, data_dir):
     from rlplug.data.collect import from_run
 
     overrides = ["steps=64", "num_envs=2", "learning_starts=32", "batch_size=16", "hidden_sizes=[16]", "eval_episodes=1"]
-    rlplug.train("qmix-simple-spread", overrides=overrides, run_dir=tmp_path / "run")
+    rlplug.train("vdn-simple-spread", overrides=overrides, run_dir=tmp_path / "run")
     with pytest.raises(DatasetError, match=r"\(qmix/skrl\) trained on the multi-agent environment 'mpe:simple_spread'"):
         from_run(rlplug.session(), tmp_path / "run", "team-data")
 

@@ -125,10 +125,11 @@ hidden_sizes = [16]
 share_parameters = false
 
 [recipes.x-qmix-spread]
-extends = "qmix-simple-spread"
+extends = "vdn-simple-spread"
 steps = 64
 num_envs = 2
 [recipes.x-qmix-spread.hyperparameters]
+mixer = "qmix"
 learning_starts = 32
 batch_size = 16
 hidden_sizes = [16]
