@@ -236,6 +236,23 @@ learning_starts = 32
 batch_size = 16
 log_every = 32
 
+[recipes.qmix-masked-conformance]
+version = 1
+algorithm = "qmix"
+env = "pz:masked_ma_envs:make_pick"
+backend = "skrl"
+steps = 96
+seed = 0
+num_envs = 2
+target = -100.0
+eval_episodes = 2
+[recipes.qmix-masked-conformance.hyperparameters]
+hidden_sizes = [16, 16]
+mixing_embed_dim = 8
+learning_starts = 32   # a resume after the masked warm-up (the exploration policy's on TorchRL)
+batch_size = 16
+log_every = 32
+
 [recipes.ippo-conformance]
 version = 1
 algorithm = "ippo"
@@ -281,6 +298,7 @@ CELLS = {
     "qmix-vdn-per-agent-hard-target-huber": ("qmix-conformance", ["mixer=vdn", "share_parameters=false", "target_update=hard",
                                                                   "target_update_period=8", "td_loss=huber"]),
     "qmix-vmas-navigation": ("qmix-vmas-conformance", []),
+    "qmix-action-masks": ("qmix-masked-conformance", []),
     "ippo": ("ippo-conformance", []),
     "ippo-per-agent-parameters": ("ippo-conformance", ["share_parameters=false"]),
 }
@@ -761,3 +779,50 @@ def test_the_team_view_joins_observations_and_averages_rewards():
     _, _, terminated, truncated, infos = TeamView(TwoAgentsWithStepLimit()).step(torch.tensor([[0, 4], [1, 3]]))
     assert terminated.tolist() == [[False], [False]] and truncated.tolist() == [[True], [False]]
     assert infos["final_obs"].tolist() == [[7, 7, 7, 8, 8, 8]] * 2
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("mask_in", ["observation", "info"])
+def test_qmix_never_picks_a_masked_action(backend, mask_in):
+    """Action masks (a user's PettingZoo env): the random warm-up, epsilon's random actions, the greedy actions,
+    evaluation and the exported policy choose among each agent's valid actions only; the target's max too."""
+    pytest.importorskip("pettingzoo")
+    import masked_ma_envs
+    from mappo_builds import make_mappo_build
+
+    pick = masked_ma_envs.MaskedPickEnv
+    pick.invalid_actions = pick.valid_actions = 0
+    build = make_mappo_build(backend, algorithm="qmix", env=("pz:masked_ma_envs:make_pick", {"mask_in": mask_in}), num_envs=2,
+                             steps=400, learning_starts=100, epsilon_decay_steps=200, epsilon_end=0.3)  # fmt: skip
+    try:
+        history = []
+        build.trainer.train(400, callbacks=[lambda trainer, metrics: history.append(metrics)])
+        assert all(math.isfinite(v) for m in history for v in m.values()), history
+        assert pick.valid_actions >= 400 * 2 and pick.invalid_actions == 0  # warm-up and epsilon-greedy alike
+        returns = build.trainer.evaluate(2)  # every pick valid: full 16-step episodes, >= 0.2 each step
+        assert pick.invalid_actions == 0 and min(returns) >= 16 * 0.2 - 1e-6
+        # the exported policy takes the mask beside the observations and agrees with act_deterministic
+        spaces = build.extras["multiagent"]
+        generator = np.random.default_rng(0)
+        observations = {"action_mask": np.zeros((32, spaces.n_agents, 4), np.float32),
+                        "observation": generator.standard_normal((32, spaces.n_agents, 8)).astype(np.float32)}  # fmt: skip
+        for row in observations["action_mask"]:
+            for agent in row:
+                agent[generator.choice(4, 2, replace=False)] = 1.0
+        actions = build.trainer.act_deterministic(observations)
+        chosen = np.take_along_axis(observations["action_mask"], actions[..., None], -1)
+        assert actions.shape == (32, spaces.n_agents) and (chosen == 1.0).all()
+        exported = build.trainer.export_policy()
+        assert [spec["name"] for spec in exported.signature["inputs"]] == ["action_mask", "observation"]
+        with torch.no_grad():
+            got = exported(*(torch.from_numpy(observations[k]) for k in ("action_mask", "observation")))
+        assert np.array_equal(got.numpy(), actions)
+        # the target's max over the next step's valid actions: masked actions' values are the lowest
+        if backend == "skrl":
+            joint = torch.from_numpy(np.concatenate([observations["action_mask"], observations["observation"]], -1)).flatten(1)
+            values = build.trainer.agent.target_q_network.agent_values(joint)
+            assert bool((values[torch.from_numpy(observations["action_mask"]) == 0] == torch.finfo(values.dtype).min).all())
+        else:
+            assert build.loss.local_value_network.module[1].action_mask_key == (build.trainer.group, "action_mask")
+    finally:
+        build.trainer.close()

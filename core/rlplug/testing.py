@@ -256,8 +256,11 @@ def check_same_actions(build: Build, fresh: Build, state: dict[str, Any]) -> Non
 
     observations = stack_observations([space.sample() for _ in range(16)])  # a Dict space: a dict of batches
     multiagent = build.extras.get("multiagent")
-    if multiagent is not None:  # multi-agent cells act on [B, n_agents, obs_dim]
-        observations = np.stack([observations] * multiagent.n_agents, axis=1)
+    if multiagent is not None:  # multi-agent cells act on [B, n_agents, obs_dim] (masked agents: a dict of those)
+        def per_agent(batch: Any) -> Any:
+            return np.stack([batch] * multiagent.n_agents, axis=1)
+
+        observations = {k: per_agent(v) for k, v in observations.items()} if isinstance(observations, dict) else per_agent(observations)
     recurrent = getattr(build.trainer, "recurrent_state_shape", None) is not None
     for trainer in (build.trainer, fresh.trainer):
         trainer.reset_acting_state()

@@ -32,7 +32,7 @@ QMIX = replace(
     name="qmix",
     summary="QMIX / VDN: per-agent Q networks trained through a monotonic mix (or the sum) of their values",
     kind="multi-agent",
-    backends=both_backends("rlplug_qmix", ("discrete",), skrl_settings, torchrl_settings),
+    backends=both_backends("rlplug_qmix", ("discrete",), skrl_settings, torchrl_settings, action_masks=True),
     params=PARAMS,
     default_loss="qmix",
     backend_default_losses={},

@@ -47,30 +47,42 @@ class QMixingNetwork(nn.Module):
 
 class TeamQNetwork(DeterministicMixin, Model):
     """Every agent's Q(o_i, .) (one network shared by all, or one each) and the mixer, as one skrl model over joint
-    observations ``[B, n_agents * obs_dim]`` (the global state the mixer reads too); ``compute`` gives ``[B, n_agents
-    * n_actions]``. ``mixer = "vdn"`` sums the chosen values (no parameters)."""
+    observations ``[B, n_agents * (mask_size + obs_dim)]``; the agents' observations side by side are the global
+    state the mixer reads. ``compute`` gives ``[B, n_agents * n_actions]``, a masked agent's invalid actions at the
+    dtype's lowest value (never the argmax, never the target's max). ``mixer = "vdn"`` sums the chosen values."""
 
     def __init__(self, observation_space: gym.Space, action_space: gym.spaces.MultiDiscrete, device: str, hidden_sizes: Sequence[int],
-                 activation: str, share_parameters: bool, mixer: str, mixing_embed_dim: int) -> None:  # fmt: skip
+                 activation: str, share_parameters: bool, mixer: str, mixing_embed_dim: int, mask_size: int = 0) -> None:  # fmt: skip
         Model.__init__(self, observation_space=observation_space, action_space=action_space, device=device)
         DeterministicMixin.__init__(self, clip_actions=False)
-        self.n_agents, self.n_actions = len(action_space.nvec), int(action_space.nvec[0])
-        size = self.num_observations // self.n_agents
+        self.n_agents, self.n_actions, self.mask_size = len(action_space.nvec), int(action_space.nvec[0]), mask_size
+        size = self.num_observations // self.n_agents - mask_size
         count = 1 if share_parameters else self.n_agents
         self.nets = nn.ModuleList([mlp(size, hidden_sizes, self.n_actions, activation) for _ in range(count)])
-        self.mixer = QMixingNetwork(self.num_observations, mixing_embed_dim, self.n_agents) if mixer == "qmix" else None
+        self.mixer = QMixingNetwork(self.n_agents * size, mixing_embed_dim, self.n_agents) if mixer == "qmix" else None
         self.to(device)
 
-    def agent_values(self, observations: torch.Tensor) -> torch.Tensor:
-        """``[B, n_agents * obs_dim]`` -> each agent's Q(o_i, .), ``[B, n_agents, n_actions]``."""
-        x = observations.unflatten(-1, (self.n_agents, -1))  # no batch size baked in: exported graphs take any
-        if len(self.nets) == 1:
-            return self.nets[0](x)
-        return torch.stack([net(x[:, i]) for i, net in enumerate(self.nets)], dim=1)
+    def split(self, observations: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor]:
+        """``[B, n_agents * (mask_size + obs_dim)]`` -> (each agent's valid actions ``[B, n_agents, n_actions]`` or
+        ``None``, its features ``[B, n_agents, obs_dim]``); no batch size baked in: exported graphs take any."""
+        x = observations.unflatten(-1, (self.n_agents, -1))
+        return (x[..., : self.mask_size] > 0.5 if self.mask_size else None), x[..., self.mask_size :]
 
-    def mix(self, chosen: torch.Tensor, states: torch.Tensor) -> torch.Tensor:
-        """The team's value ``[B, 1]`` of the agents' chosen values ``[B, n_agents]`` in global states ``states``."""
-        return chosen.sum(dim=-1, keepdim=True) if self.mixer is None else self.mixer(chosen, states)
+    def agent_values(self, observations: torch.Tensor) -> torch.Tensor:
+        """Joint observations -> each agent's Q(o_i, .), ``[B, n_agents, n_actions]`` (invalid actions lowest)."""
+        valid, x = self.split(observations)
+        if len(self.nets) == 1:
+            values = self.nets[0](x)
+        else:
+            values = torch.stack([net(x[:, i]) for i, net in enumerate(self.nets)], dim=1)
+        return values if valid is None else values.masked_fill(~valid, torch.finfo(values.dtype).min)
+
+    def mix(self, chosen: torch.Tensor, observations: torch.Tensor) -> torch.Tensor:
+        """The team's value ``[B, 1]`` of the agents' chosen values ``[B, n_agents]``, the global state read from the
+        joint observations (the agents' features, no masks)."""
+        if self.mixer is None:
+            return chosen.sum(dim=-1, keepdim=True)
+        return self.mixer(chosen, self.split(observations)[1].flatten(-2))
 
     def compute(self, inputs: dict[str, Any], role: str = "") -> tuple[torch.Tensor, dict[str, Any]]:
         return self.agent_values(inputs["observations"]).flatten(1), {}
@@ -87,7 +99,7 @@ def build_models(build: Build) -> dict[str, Any]:
     s = build.settings
     observation_space, action_space = team_spaces(build)
     args = (observation_space, action_space, build.device, s["hidden_sizes"], s["activation"], s["share_parameters"], s["mixer"],
-            s["mixing_embed_dim"])  # fmt: skip
+            s["mixing_embed_dim"], build.extras["multiagent"].mask_size)  # fmt: skip
     return {"q_network": TeamQNetwork(*args), "target_q_network": TeamQNetwork(*args)}
 
 
@@ -128,14 +140,20 @@ def make_qmix_loss(build: Build) -> QMIXLoss:
 
 class LossDelegatingQMIX(LossDelegatingDQN):
     """rlplug-dqn's skrl DQN over the team: its gradient step, memory, target updater and epsilon schedule;
-    acting is epsilon-greedy for each agent apart (each draws its own coin and its own random action)."""
+    acting is epsilon-greedy for each agent apart (each draws its own coin and its own random action, among its
+    valid actions where the env gives masks)."""
 
     def act(self, observations: torch.Tensor, states: torch.Tensor | None, *, timestep: int, timesteps: int) -> tuple[torch.Tensor, dict[str, Any]]:
-        output, outputs = self.q_network.act({"observations": self.observation_preprocessor(observations)}, role="q_network")
-        greedy = self.q_network.greedy_actions(output)
+        model = self.q_network
+        output, outputs = model.act({"observations": self.observation_preprocessor(observations)}, role="q_network")
+        greedy = model.greedy_actions(output)
         self.epsilon = self.cfg.exploration_scheduler(timestep, timesteps)
         explore = torch.rand(greedy.shape, device=greedy.device) < self.epsilon
-        random_actions = torch.randint(self.q_network.n_actions, greedy.shape, device=greedy.device)
+        valid = model.split(observations)[0]
+        if valid is None:
+            random_actions = torch.randint(model.n_actions, greedy.shape, device=greedy.device)
+        else:
+            random_actions = torch.multinomial(valid.flatten(0, 1).float(), 1).view_as(greedy)
         return torch.where(explore, random_actions, greedy), outputs
 
 

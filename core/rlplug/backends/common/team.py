@@ -11,18 +11,15 @@ from ...errors import SpaceError
 
 
 def team_spaces(build: Any) -> tuple[gym.spaces.Box, gym.spaces.MultiDiscrete]:
-    """The joint ``(observation, action)`` spaces of a build's homogeneous agents (``MultiAgentSpaces``)."""
+    """The joint ``(observation, action)`` spaces of a build's homogeneous agents (``MultiAgentSpaces``): every
+    agent's flat observation side by side (a masked agent's ``[action_mask, observation]``, as skrl flattens a
+    Dict) and one action index per agent. Non-Discrete actions are refused in one line."""
     spaces = build.extras["multiagent"]
-    if spaces.masked:
-        raise SpaceError(
-            f"environment '{build.env_id}' has action masks; {build.algorithm.name} learns joint values without them "
-            "(use mappo or ippo, which honour masks)"
-        )
     if not isinstance(spaces.action_space, gym.spaces.Discrete):
         raise SpaceError(
             f"{build.algorithm.name} needs Discrete actions, '{build.env_id}' has {type(spaces.action_space).__name__} "
             "ones (MPE: env_kwargs continuous_actions = false)"
         )
-    size = int(np.prod(spaces.observation_space.shape))
+    size = spaces.mask_size + int(np.prod(spaces.feature_space.shape))
     observation = gym.spaces.Box(-np.inf, np.inf, (spaces.n_agents * size,), np.float32)
     return observation, gym.spaces.MultiDiscrete([int(spaces.action_space.n)] * spaces.n_agents)

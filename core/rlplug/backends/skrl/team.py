@@ -24,14 +24,17 @@ from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 import torch
+from torch import nn
 
 from ...contract.hookspecs import Build
 from ...contract.multiagent_trainer import MultiAgentTrainerBase
 from ...envs.state import deep_restore, deep_snapshot
 from ...envs.torch_native import FINAL_OBS_KEY
+from ..common.export import ExportedPolicy, policy_signature
 from ..common.team import team_spaces
-from .multiagent import make_multiagent_vector_env
+from .multiagent import joint_flat_observations, make_multiagent_vector_env
 from .offpolicy import SkrlOffPolicyTrainer
 
 
@@ -66,11 +69,25 @@ class TeamView:
         self.env.close()
 
 
+class JointFlatPolicy(nn.Module):
+    """A team policy over per-agent inputs ``[B, n_agents, ...]`` (a masked agent's ``action_mask`` and
+    ``observation``, sorted by name): each agent's inputs concatenated, then the agents' side by side, as
+    ``TeamView`` joins them; ``policy`` maps those joint observations to ``[B, n_agents]`` actions."""
+
+    def __init__(self, policy: nn.Module) -> None:
+        super().__init__()
+        self.policy = policy
+
+    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+        return self.policy(torch.cat([x.reshape(*x.shape[:2], -1) for x in inputs], dim=-1).flatten(1))
+
+
 class SkrlTeamOffPolicyTrainer(MultiAgentTrainerBase, SkrlOffPolicyTrainer):
     """``SkrlOffPolicyTrainer`` on a multi-agent env's team (``TeamView``): the agent (``agent_class``) acts on
-    joint observations with joint actions; the warm-up draws every agent's action uniformly; evaluation and
-    export read ``[B, n_agents, obs_dim]`` observations (flattened to the joint ones) and return ``[B, n_agents]``
-    actions through ``policy_role`` / ``policy_output``. The MPE worlds / VMAS scenario are checkpointed mid-episode.
+    joint observations with joint actions; the warm-up draws every agent's action uniformly (among its valid ones
+    where the env gives action masks); evaluation and export read ``[B, n_agents, obs_dim]`` observations (or a
+    masked env's ``action_mask`` and ``observation`` of that shape) and return ``[B, n_agents]`` actions through
+    ``policy_role`` / ``policy_output``. The MPE worlds / VMAS scenario are checkpointed mid-episode.
     """
 
     def make_env(self, build: Build) -> TeamView:
@@ -88,3 +105,23 @@ class SkrlTeamOffPolicyTrainer(MultiAgentTrainerBase, SkrlOffPolicyTrainer):
     def restore_env(self, state: Any) -> None:
         deep_restore(self.env.env, state)
         return None  # the episodes resume where they were
+
+    def _actions(self, observations: torch.Tensor, timestep: int) -> torch.Tensor:
+        spaces = self.build.extras["multiagent"]
+        if self.env_steps >= self.learning_starts or not spaces.masked:
+            return super()._actions(observations, timestep)
+        # the uniform warm-up among each agent's valid actions, drawn from the joint space's seeded (and checkpointed) generator
+        masks = observations.unflatten(-1, (spaces.n_agents, -1))[..., : spaces.mask_size].cpu().numpy() > 0.5
+        generator = self.random_actions.np_random
+        sample = [[generator.choice(np.flatnonzero(agent)) for agent in env] for env in masks]
+        return torch.as_tensor(np.asarray(sample, dtype=np.int64), device=self.build.device)
+
+    def act_deterministic(self, observations: Any) -> Any:
+        joint = joint_flat_observations(observations, self.build.device).flatten(1)  # each agent's inputs, side by side
+        with torch.no_grad():
+            return self.deterministic_policy()(joint).cpu().numpy()
+
+    def export_policy(self) -> nn.Module:
+        """One module over ``[B, n_agents, ...]`` inputs: the agents' joint observations, then ``policy_role``'s
+        ``policy_output`` (every agent's action)."""
+        return ExportedPolicy(JointFlatPolicy(self.deterministic_policy()), policy_signature(self.build))

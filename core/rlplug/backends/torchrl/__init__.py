@@ -42,8 +42,16 @@ from .modules import (
     tanh_normal_actor,
     value_operator,
 )
-from .multiagent import TorchRLMultiAgentRolloutTrainer, agent_group, agent_mlp, done_keys, multiagent_actor, multiagent_critic
-from .team import TorchRLTeamOffPolicyTrainer
+from .multiagent import (
+    TorchRLMultiAgentRolloutTrainer,
+    agent_group,
+    agent_mlp,
+    done_keys,
+    group_observation_key,
+    multiagent_actor,
+    multiagent_critic,
+)
+from .team import TorchRLTeamOffPolicyTrainer, team_mask_key
 from ..common.team import team_spaces
 from ..common.offline import ObservationStandardizer
 from ..common.stages import UpdateStage
@@ -120,9 +128,11 @@ __all__ = [
     "agent_group",
     "agent_mlp",
     "done_keys",
+    "group_observation_key",
     "multiagent_actor",
     "multiagent_critic",
     "team_spaces",
+    "team_mask_key",
     # offline
     "ObservationStandardizer",
     "TorchRLOfflineTrainer",

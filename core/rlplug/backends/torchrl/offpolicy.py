@@ -230,7 +230,7 @@ class TorchRLOffPolicyTrainer(TorchRLStagedUpdates, TrainerBase):
         # the random warm-up counts in batches: learning_starts is rounded up to whole batches
         self.collection = make_collection(
             self.lean_collection(build), self.env, self.exploration_policy, build.num_envs, s["train_every"],
-            self.learning_starts, self.transition_keys,
+            self.random_warmup_frames(build), self.transition_keys,
         )
         self._closed = False
 
@@ -245,6 +245,11 @@ class TorchRLOffPolicyTrainer(TorchRLStagedUpdates, TrainerBase):
         """Step the gymnasium vector env under the TorchRL env directly (``LeanCollection``) rather than through
         TorchRL's ``Collector``: unless the setting ``collector = true`` asks for the collector or the env is torch-native."""
         return not build.settings.get("collector", False) and not is_torch_env(build.env_id)
+
+    def random_warmup_frames(self, build: Build) -> int:
+        """Transitions collected with the env's own uniformly random actions (``rand_action``) before the policy
+        acts: ``learning_starts``."""
+        return self.learning_starts
 
     def stored_keys(self, build: Build) -> tuple[Any, ...]:
         """The keys of a collected step the replay buffer keeps (``transition_keys``)."""

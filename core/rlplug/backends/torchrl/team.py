@@ -20,9 +20,16 @@ from torchrl.envs import EnvBase, ExplorationType, set_exploration_type
 
 from ...contract.hookspecs import Build
 from ...contract.multiagent_trainer import MultiAgentTrainerBase
+from ...envs.multiagent import MASK_KEY
 from ..common.team import team_spaces
 from .multiagent import agent_group, group_observation_batch, group_observation_key, library_envs, make_multiagent_env
 from .offpolicy import TorchRLOffPolicyTrainer
+
+
+def team_mask_key(build: Build) -> tuple[str, str] | None:
+    """``(group, "action_mask")`` where the agents' observations carry action masks (TorchRL's PettingZoo env moves
+    them there), else ``None``: what a ``QValueModule`` and an ``EGreedyModule`` take as ``action_mask_key``."""
+    return (agent_group(build.env_id), MASK_KEY) if build.extras["multiagent"].masked else None
 
 
 class TorchRLTeamOffPolicyTrainer(MultiAgentTrainerBase, TorchRLOffPolicyTrainer):
@@ -30,7 +37,7 @@ class TorchRLTeamOffPolicyTrainer(MultiAgentTrainerBase, TorchRLOffPolicyTrainer
     ``(group, "action")`` and is evaluated on ``[B, n_agents, obs_dim]`` observations in DETERMINISTIC mode."""
 
     def __init__(self, build: Build) -> None:
-        team_spaces(build)  # refuses action masks and non-Discrete actions in one line
+        team_spaces(build)  # refuses non-Discrete actions in one line
         self.group = agent_group(build.env_id)
         super().__init__(build)
 
@@ -40,10 +47,21 @@ class TorchRLTeamOffPolicyTrainer(MultiAgentTrainerBase, TorchRLOffPolicyTrainer
     def lean_collection(self, build: Build) -> bool:
         return False  # the lean path steps a gymnasium vector env; a multi-agent env goes through the Collector
 
+    def random_warmup_frames(self, build: Build) -> int:
+        """``learning_starts``; none where the agents have action masks: the env's ``rand_action`` ignores them, so
+        the warm-up is the exploration policy's, which a cell makes uniformly random among the valid actions."""
+        return 0 if self.masked_warmup else self.learning_starts
+
+    @property
+    def masked_warmup(self) -> bool:
+        """The random warm-up of a masked env, left to the exploration policy (``random_warmup_frames``)."""
+        return self.build.extras["multiagent"].masked and self.learning_starts > 0
+
     def stored_keys(self, build: Build) -> tuple[Any, ...]:
-        observation = group_observation_key(build.extras["multiagent"], self.group)
-        # no "truncated": VMAS reports none, and every episode end is the team's terminal step (fixed horizons)
-        return (observation, (self.group, "action"), ("next", *observation), *(("next", key) for key in ("reward", "done", "terminated")))
+        # the next step's mask bounds the target's max; no "truncated": VMAS reports none (its ends are terminal)
+        inputs = [group_observation_key(build.extras["multiagent"], self.group), *filter(None, [team_mask_key(build)])]
+        return (*inputs, (self.group, "action"), *(("next", *key) for key in inputs),
+                *(("next", key) for key in ("reward", "done", "terminated")))  # fmt: skip
 
     def collected(self, batch: TensorDict) -> TensorDict:
         """The team's reward at ``("next", "reward")``: the agents' rewards averaged."""
