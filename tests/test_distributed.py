@@ -58,6 +58,12 @@ CELLS = [
     pytest.param("a2c-cartpole", "skrl", 512, ["--set", "num_envs=2", "--set", "eval_episodes=2"], id="a2c-skrl"),
     pytest.param("rpo-pendulum", "torchrl", 512, [*PPO_FAST, "--set", "minibatches=2"], id="rpo-torchrl", marks=TORCHRL),
     pytest.param("dqn-cartpole", "torchrl", 512, OFF_POLICY_FAST, id="dqn-torchrl", marks=TORCHRL),
+    # the trust-region step averages its gradient, Fisher-vector products and line search over the ranks
+    pytest.param("trpo-cartpole", "skrl", 256, ["--set", "num_envs=2", "--set", "rollout_steps=64", "--set", "epochs=2",
+                                                "--set", "minibatches=2", "--set", "eval_episodes=2"], id="trpo-skrl"),
+    pytest.param("trpo-cartpole", "torchrl", 256, ["--set", "num_envs=2", "--set", "rollout_steps=64", "--set", "epochs=2",
+                                                   "--set", "minibatches=2", "--set", "eval_episodes=2"], id="trpo-torchrl",
+                 marks=TORCHRL),
     # one rollout of the recipe (a fixed-size iteration runs whole): 3,000 steps per rank
     pytest.param("mappo-navigation", "skrl", 600, ["--set", "eval_episodes=1"], id="mappo-skrl"),
     # gradient updates; each rank samples its own minibatches from the same dataset

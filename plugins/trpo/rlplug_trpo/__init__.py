@@ -55,7 +55,8 @@ TRPO = AlgorithmSpec(
     name="trpo",
     summary="Trust region policy optimisation: one natural-gradient policy step per rollout under a KL bound",
     kind="on-policy",
-    backends=both_backends("rlplug_trpo", ("discrete", "continuous"), skrl_settings, torchrl_settings),
+    # data-parallel: the trust-region step averages its gradient, Fisher-vector products and line search over ranks
+    backends=both_backends("rlplug_trpo", ("discrete", "continuous"), skrl_settings, torchrl_settings, distributed=True),
     params=PARAMS,
     api_version=1,
     default_loss="trpo",

@@ -15,7 +15,10 @@ import math
 from collections.abc import Callable, Iterable
 
 import torch
+import torch.distributed as dist
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
+
+from .parallel import active, mean_over_ranks
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,6 +65,14 @@ def conjugate_gradient(product: Callable[[torch.Tensor], torch.Tensor], b: torch
     return x
 
 
+def averaged(vector: torch.Tensor) -> torch.Tensor:
+    """The mean of a flat tensor over data-parallel ranks (one all-reduce), or the tensor itself in one process."""
+    if active():
+        dist.all_reduce(vector, op=dist.ReduceOp.SUM)
+        vector /= dist.get_world_size()
+    return vector
+
+
 def _flat(gradients: Iterable[torch.Tensor | None], parameters: list[torch.Tensor]) -> torch.Tensor:
     # a parameter the loss or the KL does not reach (a value head sharing the module) has no gradient: zeros
     return torch.cat([(g if g is not None else torch.zeros_like(p)).reshape(-1) for g, p in zip(gradients, parameters)])
@@ -78,16 +89,18 @@ def trust_region_step(
     """
     parameters = [p for p in parameters if p.requires_grad]
     loss, kl = evaluate()
-    loss_gradient = _flat(torch.autograd.grad(loss, parameters, retain_graph=True, allow_unused=True), parameters)
+    # data-parallel ranks (--nproc) average the gradient, every Fisher-vector product and the line search's loss and
+    # KL over their rollouts, so they take the same step from the same parameters; one process: the values themselves
+    loss_gradient = averaged(_flat(torch.autograd.grad(loss, parameters, retain_graph=True, allow_unused=True), parameters).detach())
     kl_gradient = _flat(torch.autograd.grad(kl, parameters, create_graph=True, allow_unused=True), parameters)
 
     def fisher_product(vector: torch.Tensor) -> torch.Tensor:
         product = torch.autograd.grad(kl_gradient @ vector, parameters, retain_graph=True, allow_unused=True)
-        return _flat(product, parameters).detach() + region.damping * vector
+        return averaged(_flat(product, parameters).detach()) + region.damping * vector
 
-    direction = conjugate_gradient(fisher_product, -loss_gradient.detach(), region.cg_steps)
+    direction = conjugate_gradient(fisher_product, -loss_gradient, region.cg_steps)
     curvature = float(direction @ fisher_product(direction))
-    before = loss.item()
+    before = float(mean_over_ranks(loss.detach()))
     if not curvature > 0 or not math.isfinite(curvature):  # a zero gradient (all advantages equal): nothing to step
         return TrustRegionStep(before, 0.0, 0.0)
     full_step = direction * math.sqrt(2 * region.max_kl / curvature)
@@ -97,7 +110,7 @@ def trust_region_step(
     with torch.no_grad():
         for _ in range(region.line_search_steps):
             vector_to_parameters(start + fraction * full_step, parameters)
-            new_loss, new_kl = (float(value) for value in evaluate())
+            new_loss, new_kl = (float(mean_over_ranks(value)) for value in evaluate())
             if new_kl < region.max_kl and before - new_loss > region.accept_ratio * fraction * predicted:
                 return TrustRegionStep(new_loss, new_kl, fraction)
             fraction *= region.shrink
