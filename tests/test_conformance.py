@@ -1,4 +1,5 @@
-"""The algorithm plugins of issue 47 (a2c, trpo, rpo, reinforce, ippo, qmix) and issue 48 (qrdqn, c51, tqc, redq, crossq, discrete SAC), one parametrised module over their cells.
+"""The algorithm plugins of issue 47 (a2c, trpo, rpo, reinforce, ippo, qmix) and issue 48 (qrdqn, c51, tqc, redq, crossq, discrete SAC,
+gSDE), one parametrised module over their cells.
 
 Each cell (algorithm x backend, plus the variants its settings reach) passes the conformance kit
 (``rlplug.testing.check_cell``: declarations, construction, a short train with finite optimised terms,
@@ -142,6 +143,43 @@ squash_actions = true
 learning_starts = 64
 batch_size = 16
 log_every = 32
+[recipes.sac-gsde-conformance]
+version = 1
+algorithm = "sac"
+env = "Pendulum-v1"
+backend = "skrl"
+steps = 256
+seed = 0
+num_envs = 2
+target = 0.0
+eval_episodes = 2
+[recipes.sac-gsde-conformance.hyperparameters]
+hidden_sizes = [16, 16]
+squash_actions = true
+use_sde = true
+sde_sample_freq = 7   # new matrices every 7 vector steps: the checkpoint (128 vector steps in) falls mid-period
+learning_starts = 64
+train_every = 4
+batch_size = 16
+log_every = 32
+[recipes.ppo-gsde-conformance]
+version = 1
+algorithm = "ppo"
+env = "Pendulum-v1"
+backend = "skrl"
+steps = 256
+seed = 0
+num_envs = 2
+target = 0.0
+eval_episodes = 2
+[recipes.ppo-gsde-conformance.hyperparameters]
+hidden_sizes = [16, 16]
+use_sde = true
+sde_sample_freq = 5   # 64-step rollouts: the checkpoint falls mid-period
+rollout_steps = 64
+epochs = 2
+minibatches = 2
+normalize_observations = true
 [recipes.redq-conformance]
 version = 1
 algorithm = "redq"
@@ -290,6 +328,12 @@ CELLS = {
     "tqc": ("tqc-conformance", []),
     "redq": ("redq-conformance", []),
     "crossq": ("crossq-conformance", []),
+    "sac-gsde": ("sac-gsde-conformance", []),
+    "sac-gsde-expln-per-rollout-at-warmup-unsquashed": ("sac-gsde-conformance", ["use_expln=true", "sde_sample_freq=-1",
+                                                                                 "use_sde_at_warmup=true", "squash_actions=false"]),
+    "tqc-gsde": ("tqc-conformance", ["use_sde=true", "sde_sample_freq=4"]),
+    "ppo-gsde": ("ppo-gsde-conformance", []),
+    "ppo-gsde-expln-per-rollout": ("ppo-gsde-conformance", ["use_expln=true", "sde_sample_freq=-1", "normalize_observations=false"]),
     "sac-discrete": ("sac-discrete-conformance", []),
     "sac-discrete-auto-entropy-hard-target": ("sac-discrete-conformance", ["target_entropy=auto", "target_update=hard",
                                                                           "target_update_period=8"]),
@@ -332,6 +376,8 @@ TRAINED = {
     "tqc": ("rlplug_tqc", "Pendulum-v1", dict(learning_starts=64, batch_size=16, n_critics=3, n_quantiles=5, squash_actions=True)),
     "redq": ("rlplug_redq", "Pendulum-v1", dict(learning_starts=64, batch_size=16, n_critics=4, critic_subset=2, squash_actions=True)),
     "sac-discrete": ("rlplug_sac", "CartPole-v1", dict(learning_starts=64, batch_size=16, target_entropy=0.14)),
+    "sac-gsde": ("rlplug_sac", "Pendulum-v1", dict(learning_starts=64, batch_size=16, squash_actions=True, use_sde=True)),
+    "ppo-gsde": ("rlplug_ppo", "Pendulum-v1", dict(rollout_steps=32, epochs=2, minibatches=2, use_sde=True)),
     "crossq": ("rlplug_crossq", "Pendulum-v1", dict(learning_starts=64, batch_size=16, policy_delay=2, renorm_warmup_steps=8,
                                                     squash_actions=True)),
 }

@@ -206,6 +206,7 @@ RULE_BREAKERS = {  # rule text -> overrides that break it (on the algorithm's fi
     "minibatches <= rollout_steps / sequence_length x num_envs with recurrent": ["recurrent=\"gru\"", "rollout_steps=32",
                                                                                 "sequence_length=16", "num_envs=2", "minibatches=5"],
     "value_estimator == 'td0' with n_step > 1": ["n_step=3", "value_estimator=\"td1\"", "num_envs=1", "batch_size=64"],
+    "not (use_sde and recurrent)": ["use_sde=true", "recurrent=\"lstm\"", "rollout_steps=32", "sequence_length=8"],
 }
 
 RULE_CASES = [

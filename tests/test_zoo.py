@@ -67,10 +67,11 @@ def test_offpolicy_entries_translate_sb3_semantics(session):
     assert (h["train_every"], h["utd_ratio"], h["target_update"], h["target_update_period"]) == (256, 0.5, "hard", 128)
     assert (h["epsilon_decay_steps"], h["epsilon_end"], h["td_loss"]) == (8_000, 0.04, "huber")  # 0.16 x 50k
     assert hp(session, "zoo:dqn/Acrobot-v1")["target_update_period"] == 250  # 250 env steps, one gradient step each
-    sac = hp(session, "zoo:sac/MountainCarContinuous-v0")  # ent_coef 0.1: a fixed alpha; gSDE dropped
+    sac = hp(session, "zoo:sac/MountainCarContinuous-v0")  # ent_coef 0.1: a fixed alpha; gSDE with expln
     assert (sac["learn_alpha"], sac["initial_alpha"], sac["squash_actions"], sac["train_every"]) == (False, 0.1, True, 32)
+    assert (sac["use_sde"], sac["initial_log_std"], sac["use_expln"], sac.get("sde_sample_freq", -1)) == (True, -3.67, True, -1)
     _, dropped = rows("zoo:sac/MountainCarContinuous-v0")
-    assert {"use_sde", "policy_kwargs.log_std_init", "policy_kwargs.use_expln"} <= set(dropped)
+    assert not dropped
     td3 = hp(session, "zoo:td3/Pendulum-v1")  # SB3's noise is on actions scaled to [-1, 1]; Pendulum's are [-2, 2]
     assert (td3["exploration_noise"], td3["exploration_std"], td3["target_policy_noise"]) == ("gaussian", 0.2, 0.4)
     assert (td3["hidden_sizes"], td3["gamma"], td3["learning_starts"]) == ([400, 300], 0.98, 10_000)
@@ -93,7 +94,7 @@ def test_a2c_entry_translates_sb3_semantics(session):
     p = pendulum.hyperparameters
     assert (p["lr_schedule"], p["initial_log_std"], p["normalize_observations"], pendulum.normalize_reward) == ("linear", -2.0, True, True)
     _, dropped = rows("zoo:a2c/Pendulum-v1")
-    assert set(dropped) == {"use_sde"}
+    assert set(dropped) == {"use_sde"} and "not this algorithm" in dropped["use_sde"].text
     _, dropped = rows("zoo:a2c/ALE/Pong-v5")  # SB3's RMSpropTFLike is not torch's RMSprop: named, not hidden
     assert "policy_kwargs.optimizer_class" in dropped and "RMSpropTFLike" in dropped["policy_kwargs.optimizer_class"].text
 
@@ -132,7 +133,8 @@ def test_tqc_entries_translate_sb3_contrib_semantics(session):
     assert (h["n_critics"], h["n_quantiles"], h["top_quantiles_to_drop_per_net"]) == (2, 25, 2)
     assert (h["hidden_sizes"], h["critic_learning_rate"], h["squash_actions"]) == ([256, 256], 1e-3, True)
     translated, dropped = rows("zoo:tqc/MountainCarContinuous-v0")
-    assert "use_sde" in dropped and "top_quantiles_to_drop_per_net" in translated
+    assert not dropped and "top_quantiles_to_drop_per_net" in translated
+    assert translated["use_sde"].text == "use_sde = true" and translated["policy_kwargs.use_expln"].text == "use_expln = true"
 
 
 def test_crossq_entries_translate_sb3_contrib_semantics(session):
@@ -145,14 +147,17 @@ def test_crossq_entries_translate_sb3_contrib_semantics(session):
     translated, dropped = rows("zoo:crossq/BipedalWalker-v3")  # net_arch=dict(pi=[256, 256], qf=[1024, 1024])
     assert "policy_kwargs.net_arch.qf" in dropped and translated["policy_kwargs.net_arch"].text.startswith("hidden_sizes = [256, 256]")
     translated, dropped = rows("zoo:crossq/MountainCarContinuous-v0")
-    assert "use_sde" in dropped and translated["policy_delay"].text == "policy_delay = 2"
+    assert "use_sde" in translated and translated["policy_delay"].text == "policy_delay = 2"
 
 
 def test_show_lists_translated_and_dropped_keys(capsys):
     assert main(["show", "zoo:sac/MountainCarContinuous-v0", "--backend", "torchrl"]) == 0
     out = capsys.readouterr().out
     assert "#   ent_coef = 0.1 -> learn_alpha = false, initial_alpha = 0.1" in out
-    assert "#   use_sde = true: gSDE" in out and "dropped" in out
+    assert "#   use_sde = true -> use_sde = true" in out and "dropped" not in out
+    assert main(["show", "zoo:ppo/MountainCarContinuous-v0"]) == 0  # PPO's gSDE: log_std_init -3.29, every rollout
+    out = capsys.readouterr().out
+    assert "#   use_sde = true -> use_sde = true" in out and "#   policy_kwargs.log_std_init = -3.29 -> initial_log_std = -3.29" in out
     assert main(["show", "zoo:dqn/CartPole-v1", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert {"key": "gradient_steps", "value": 128, "origin": "zoo"}.items() <= data["zoo"]["translated"][9].items() or any(

@@ -8,6 +8,7 @@ rules between values (``*_RULES``, for ``AlgorithmSpec(rules=...)``).
 
 from __future__ import annotations
 
+from .exploration import SDE_PARAMS, SDE_WARMUP_PARAMS, sde_settings
 from .offline import OFFLINE_PARAMS, offline_settings
 from .offpolicy import (
     ESTIMATOR_PARAMS,
@@ -31,6 +32,7 @@ from .onpolicy import (
     RECURRENT_RULES,
     ROLLOUT_RULES,
     SCHEDULE_PARAMS,
+    SDE_RULES,
     ClipSchedule,
     adjusted,
     clipped_family,
@@ -70,4 +72,9 @@ __all__ = [
     "replay_settings",
     "skrl_estimator_check",
     "torchrl_estimator_settings",
+    # exploration (gSDE)
+    "SDE_PARAMS",
+    "SDE_WARMUP_PARAMS",
+    "SDE_RULES",
+    "sde_settings",
 ]

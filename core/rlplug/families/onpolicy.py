@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import UnknownNameError
+from .exploration import sde_settings
 from ..schema import LossSpec, Param, Rule, Search, both_backends
 from ..util.suggest import did_you_mean
 
@@ -160,6 +161,12 @@ RECURRENT_RULES = (
 )
 """What a recurrent update needs of its rollout: whole sequences, at least one per minibatch."""
 
+SDE_RULES = (
+    Rule(("use_sde", "recurrent"), "not (use_sde and recurrent)", lambda hp, recipe: not (hp["use_sde"] and hp.get("recurrent")),
+         "gSDE's noise reads a feed-forward policy's last hidden features: set use_sde = false or recurrent = ''"),
+)
+"""gSDE is for feed-forward Gaussian policies (Box actions are checked when the cell is built)."""
+
 
 def clipped_family(
     package: str, skrl_settings: Callable[..., dict[str, Any]], torchrl_settings: Callable[..., dict[str, Any]], *,
@@ -214,6 +221,8 @@ def network_settings(hp: Mapping[str, Any]) -> dict[str, Any]:
     settings = {"hidden_sizes": list(hp["hidden_sizes"]), "activation": hp["activation"], "initial_log_std": hp["initial_log_std"]}
     if hp.get("recurrent"):
         settings.update({name: hp[name] for name in ("recurrent", "recurrent_hidden_size", "recurrent_layers", "sequence_length")})
+    if "use_sde" in hp:
+        settings.update(sde_settings(hp))
     return settings
 
 

@@ -327,7 +327,11 @@ def _rollout_loop(x: Export) -> tuple[str, str]:
     x.drop("normalize_observations", s["normalize_observations"], "no running observation normaliser in the exported env",
            False)  # fmt: skip
     x.drop("normalize_values", s["normalize_values"], "the trainer's GAE has no value normalisation", False)
+    x.drop("use_sde", s.get("use_sde", False), GSDE_DROPPED, False)
     return policy, value
+
+
+GSDE_DROPPED = "TorchRL's trainer configs have no gSDE: the exported policy explores with its own Gaussian samples"
 
 
 def _sac(x: Export) -> None:
@@ -365,6 +369,7 @@ def _soft_actor_critic(x: Export, loss: str, critic_outputs: int, critics: dict[
               episode_reward_key="reward_sum", **x.clip(s["grad_norm_clip"]))  # fmt: skip
     x.offpolicy_common()
     x.drop("exploration_noise", s.get("exploration_noise"), "SACTrainer samples the policy's own distribution only", None)
+    x.drop("use_sde", s.get("use_sde", False), GSDE_DROPPED, False)
 
 
 def _dqn(x: Export) -> None:

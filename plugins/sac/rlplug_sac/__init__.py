@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import replace
 
 from rlplug import AlgorithmPlugin, AlgorithmSpec, AutoOrFloat, LossSpec, Param, Search, both_backends
-from rlplug.families import ESTIMATOR_PARAMS, OPTIMIZER_PARAMS, REPLAY_PARAMS, TARGET_PARAMS
+from rlplug.families import ESTIMATOR_PARAMS, OPTIMIZER_PARAMS, REPLAY_PARAMS, SDE_PARAMS, SDE_WARMUP_PARAMS, TARGET_PARAMS
 from rlplug.families import ESTIMATOR_RULES, REPLAY_RULES
 
 from .settings import TD0_ONLY, skrl_settings, torchrl_settings
@@ -41,6 +41,10 @@ PARAMS = (
           bounds="[0, inf)"),
     Param("ou_theta", 0.15, "mean-reversion rate of the Ornstein-Uhlenbeck noise (per environment step)",
           bounds="[0, 1]"),
+    *SDE_PARAMS,
+    *SDE_WARMUP_PARAMS,
+    Param("initial_log_std", -3.0, "with use_sde: the initial log std of every gSDE noise weight (SB3's log_std_init; "
+          "unused without gSDE)", bounds="[-20, 2]"),
 ) + ESTIMATOR_PARAMS + REPLAY_PARAMS + TARGET_PARAMS + OPTIMIZER_PARAMS
 
 SAC = AlgorithmSpec(

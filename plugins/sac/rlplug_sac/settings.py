@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rlplug import RlplugError
-from rlplug.families import optimizer_settings, replay_settings, skrl_estimator_check, torchrl_estimator_settings
+from rlplug.families import optimizer_settings, sde_settings, replay_settings, skrl_estimator_check, torchrl_estimator_settings
 
 
 def _target_entropy(hp: Mapping[str, Any]) -> float | None:
@@ -29,16 +29,20 @@ def _check_common(hp: Mapping[str, Any]) -> None:
 
 
 def refuse_discrete_noise(settings: Mapping[str, Any]) -> None:
-    """Refuse ``exploration_noise`` on a Discrete build (both backends' discrete cells call it while building)."""
+    """Refuse ``exploration_noise`` or ``use_sde`` on a Discrete build (both backends' discrete cells call it while building)."""
+    if settings.get("use_sde"):
+        raise RlplugError("use_sde = true is for Box actions (gSDE perturbs a Gaussian's mean); discrete SAC explores "
+                          "with its categorical policy's own samples (set use_sde = false)")  # fmt: skip
     if settings["exploration_noise"] is not None:
         raise RlplugError("exploration_noise = 'ou' is for Box actions; discrete SAC explores with its categorical "
                           "policy's own samples (set exploration_noise = 'none')")  # fmt: skip
 
 
 def _exploration(hp: Mapping[str, Any]) -> dict[str, Any]:
-    """The collection noise: ``None`` or ``"ou"`` with its sigma and theta (per env step, dt = 1)."""
+    """The collection noise: ``None`` or ``"ou"`` with its sigma and theta (per env step, dt = 1); gSDE's keys."""
     noise = None if hp["exploration_noise"] == "none" else hp["exploration_noise"]
-    return {"exploration_noise": noise, "exploration_std": hp["exploration_std"], "ou_theta": hp["ou_theta"]}
+    return {"exploration_noise": noise, "exploration_std": hp["exploration_std"], "ou_theta": hp["ou_theta"],
+            **sde_settings(hp), "initial_log_std": float(hp["initial_log_std"])}  # fmt: skip
 
 
 def skrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:

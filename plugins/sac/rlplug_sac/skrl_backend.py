@@ -27,6 +27,7 @@ from rlplug.backends.skrl import (
     SkrlOffPolicyTrainer,
     StagedLossAgent,
     UpdateStage,
+    collecting,
     configure_threads,
     module_target_update,
     observation_encoder,
@@ -34,6 +35,7 @@ from rlplug.backends.skrl import (
     register_action_bounds,
     replay_memory,
     seed_skrl,
+    state_dependent_noise,
     tanh_log_det,
 )
 from skrl import config
@@ -57,10 +59,14 @@ class SquashedGaussianPolicy(GaussianPolicy):
         register_action_bounds(self, self.action_space, self.device)
 
     def act(self, inputs: dict[str, Any], *, role: str = "") -> tuple[torch.Tensor, dict[str, Any]]:
-        mean, outputs = self.compute(inputs, role)
-        log_std = self.clamp_log_std(outputs["log_std"])
-        distribution = Normal(mean, log_std.exp())
-        u = distribution.rsample()
+        if self.sde is not None and self.sde.active:  # gSDE collecting: the env's exploration matrix, no fresh draw
+            mean, u, log_std = self.explore(inputs)
+            distribution = Normal(mean, log_std.exp())
+        else:
+            mean, outputs = self.compute(inputs, role)
+            log_std = self.clamp_log_std(outputs["log_std"])
+            distribution = Normal(mean, log_std.exp())
+            u = distribution.rsample()
         log_det = tanh_log_det(u, self.action_half_range)
         log_prob = (distribution.log_prob(u) - log_det).sum(dim=-1, keepdim=True)
         actions = self.action_center + self.action_half_range * torch.tanh(u)
@@ -70,12 +76,16 @@ class SquashedGaussianPolicy(GaussianPolicy):
         return self.action_center + self.action_half_range * torch.tanh(mean)
 
 
+SDE_CLIP_MEAN = 2.0
+"""SB3's SAC clamps its pre-tanh mean to [-2, 2] under gSDE (``clip_mean``), so a saturated mean stays where noise moves it."""
+
 CRITICS = ("critic_1", "critic_2")
 """The critics' model roles (skrl's twin Q-networks); a derived cell names its own (an ensemble: N of them)."""
 
 
 def build_models(build: Build, critics: Sequence[str] = CRITICS, critic_outputs: int = 1, targets: bool = True) -> dict[str, Any]:
-    """A Gaussian policy (state-independent log std, as skrl's SAC examples; optionally tanh-squashed),
+    """A Gaussian policy (state-independent log std, as skrl's SAC examples, or gSDE's with ``use_sde``; optionally
+    tanh-squashed, the mean clamped to [-2, 2] under gSDE as SB3's),
     the Q(s, a) ``critics`` and a target of each (``target_<role>``), initialised from ``build.seed`` in
     that order. The agent hard-copies the targets. ``critic_outputs``: each critic's outputs (a
     distributional critic's quantiles); ``targets = False``: no target critics (CrossQ)."""
@@ -84,8 +94,10 @@ def build_models(build: Build, critics: Sequence[str] = CRITICS, critic_outputs:
     s = build.settings
     args = (build.observation_space, build.action_space, build.device, s["hidden_sizes"], s["activation"])
     policy_class = SquashedGaussianPolicy if s["squash_actions"] else GaussianPolicy
+    noise = state_dependent_noise(build, s["train_every"])
+    clip_mean = SDE_CLIP_MEAN if noise is not None and s["squash_actions"] else 0.0
     return {  # each network reads through its own copy of the cell's encoder
-        "policy": policy_class(*args, encoder=observation_encoder(build)),
+        "policy": policy_class(*args, encoder=observation_encoder(build), state_dependent=noise, clip_mean=clip_mean),
         **{role: q_model(*args, encoder=observation_encoder(build), quantiles=critic_outputs) for role in critics},
         **{f"target_{role}": q_model(*args, encoder=observation_encoder(build), quantiles=critic_outputs) for role in critics if targets},
     }
@@ -238,8 +250,10 @@ class LossDelegatingSAC(StagedLossAgent, SAC):
             self._action_high = torch.as_tensor(space.high, dtype=torch.float32, device=self.device)
 
     def act(self, observations: torch.Tensor, states: torch.Tensor | None, *, timestep: int, timesteps: int) -> tuple[torch.Tensor, dict[str, Any]]:
-        """Upstream's sampled action, plus the exploration noise (clamped into the bounds) when configured."""
-        actions, outputs = super().act(observations, states, timestep=timestep, timesteps=timesteps)
+        """Upstream's sampled action (gSDE's, with ``use_sde``), plus the exploration noise (clamped into the bounds)
+        when configured."""
+        with collecting(self.policy):
+            actions, outputs = super().act(observations, states, timestep=timestep, timesteps=timesteps)
         if self.exploration_noise is not None:
             noise = self.exploration_noise.sample(actions.shape)
             actions = torch.clamp(actions + noise, min=self._action_low, max=self._action_high)
@@ -347,6 +361,11 @@ class SkrlSACTrainer(SkrlOffPolicyTrainer):
 
     def agent_kwargs(self, build: Build) -> dict[str, Any]:
         return {"exploration_noise": exploration_noise(build), "critic_roles": self.critics(build)}
+
+    def random_warmup_steps(self, build: Build) -> int:
+        """``learning_starts``, or none with ``use_sde_at_warmup`` (the gSDE policy collects from the first step)."""
+        s = build.settings
+        return 0 if s.get("use_sde") and s.get("use_sde_at_warmup") else super().random_warmup_steps(build)
 
 
 build_trainer = SkrlSACTrainer

@@ -35,6 +35,9 @@ from rlplug.backends.torchrl import (
     rsample_log_prob,
     seed_everything,
     set_value_estimator,
+    state_dependent_exploration,
+    state_dependent_head,
+    state_dependent_noise,
     tanh_normal_actor,
     td0_target,
 )
@@ -48,8 +51,12 @@ from torchrl.objectives.utils import distance_loss
 # ---- models -------------------------------------------------------------------------------------
 
 
+SDE_CLIP_MEAN = 2.0
+"""SB3's SAC clamps its pre-tanh mean to [-2, 2] under gSDE (``clip_mean``), so a saturated mean stays where noise moves it."""
+
+
 def build_models(build: Build, critic_outputs: int = 1) -> dict[str, Any]:
-    """A ``TanhNormal`` actor over the action bounds and ``num_qvalue_nets`` (two) independently initialised
+    """A ``TanhNormal`` actor over the action bounds (its scale gSDE's with ``use_sde``) and ``num_qvalue_nets`` (two) independently initialised
     Q(s, a) networks, each reading the observation through its own copy of the cell's encoder.
     ``critic_outputs``: each critic's outputs (a distributional critic's quantiles)."""
     configure_threads()
@@ -57,7 +64,11 @@ def build_models(build: Build, critic_outputs: int = 1) -> dict[str, Any]:
     s = build.settings
     keys = observation_keys(build)
     action_size = int(np.prod(build.action_space.shape))
-    actor_net = observation_net(build, 2 * action_size, s["hidden_sizes"], s["activation"])
+    noise = state_dependent_noise(build, s["train_every"])
+    if noise is None:
+        actor_net = observation_net(build, 2 * action_size, s["hidden_sizes"], s["activation"])
+    else:  # gSDE: the scale from the last hidden features, the mean clamped to [-2, 2] as SB3's SAC
+        actor_net = state_dependent_head(build, noise, clip_mean=SDE_CLIP_MEAN)
     actor = tanh_normal_actor(actor_net, build.action_space, keys)
     critics = [
         q_value_operator(observation_net(build, critic_outputs, s["hidden_sizes"], s["activation"], action_size), keys)
@@ -213,11 +224,17 @@ class TorchRLSACTrainer(TorchRLOffPolicyTrainer):
         return {"update": make_optimizer(build.loss, build.settings)}
 
     def make_exploration_policy(self, build: Build) -> nn.Module:
-        """The actor's samples, followed by OU noise when configured."""
+        """The actor's samples (gSDE's with ``use_sde``), followed by OU noise when configured."""
         s = build.settings
+        policy = state_dependent_exploration(self.policy, build.action_space) or self.policy
         if s["exploration_noise"] is None:
-            return self.policy
-        return TensorDictSequential(self.policy, ou_noise(build, sigma=s["exploration_std"], theta=s["ou_theta"]))
+            return policy
+        return TensorDictSequential(policy, ou_noise(build, sigma=s["exploration_std"], theta=s["ou_theta"]))
+
+    def random_warmup_frames(self, build: Build) -> int:
+        """``learning_starts``, or none with ``use_sde_at_warmup`` (the gSDE policy collects from the first step)."""
+        s = build.settings
+        return 0 if s.get("use_sde") and s.get("use_sde_at_warmup") else super().random_warmup_frames(build)
 
     def extra_metrics(self) -> dict[str, float]:
         return {"train/alpha": float(self.loss.log_alpha.detach().exp())}

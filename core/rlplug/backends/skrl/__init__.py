@@ -10,6 +10,7 @@ from ...contract.multiagent_trainer import MultiAgentTrainerBase
 from ...contract.trainer import TrainerBase
 from ..common.encoders import observation_encoder, standardised_observations
 from ..common.nets import BatchRenorm, mlp, with_batch_renorm
+from ..common.gsde import StateDependentHead, StateDependentNoise, collecting, state_dependent_noise
 from ..common.optim import adam
 from ..common.parallel import sync_gradients
 from ..common.seeding import configure_threads
@@ -55,6 +56,10 @@ __all__ = [
     "TrainerBase",
     "adam",
     "configure_threads",
+    "StateDependentHead",
+    "StateDependentNoise",
+    "collecting",
+    "state_dependent_noise",
     "mlp",
     "BatchRenorm",
     "with_batch_renorm",

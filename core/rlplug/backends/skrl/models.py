@@ -14,10 +14,12 @@ import numpy as np
 import torch
 from skrl.models.torch import CategoricalMixin, DeterministicMixin, GaussianMixin, Model
 from torch import nn
+from torch.distributions import Normal
 
 from ...envs.masks import feature_space
 from ..common.encoders import flat_mask_columns, masked_values, split_flat_mask, unflatten_observations
-from ..common.nets import mlp, mlp_head
+from ..common.gsde import StateDependentHead, StateDependentNoise
+from ..common.nets import ACTIVATIONS, mlp, mlp_head
 from .recurrent import RecurrentCore, RecurrentSpec, episode_ends
 
 # ---- networks and models ------------------------------------------------------------------------
@@ -89,7 +91,13 @@ def flat_observations(observations: Any, device: Any) -> torch.Tensor:
 
 
 class GaussianPolicy(GaussianMixin, EncodedModel):
-    """Diagonal Gaussian over Box actions: an MLP mean and a state-independent learned ``log_std``."""
+    """Diagonal Gaussian over Box actions: an MLP mean and a state-independent learned ``log_std``.
+
+    With ``state_dependent`` (gSDE's noise, ``rlplug.backends.common.gsde``) the net is a ``StateDependentHead``:
+    the std is the marginal one at the last hidden features, and inside ``sde.collecting()`` ``act`` returns
+    ``mean + z @ M`` (the env's exploration matrix) with its log-probability under that marginal Gaussian.
+    ``clip_mean``: with gSDE, the mean is clamped to ``[-clip_mean, clip_mean]`` (0: not).
+    """
 
     def __init__(
         self,
@@ -104,15 +112,43 @@ class GaussianPolicy(GaussianMixin, EncodedModel):
         max_log_std: float = 2.0,
         encoder: nn.Module | None = None,
         recurrent: RecurrentSpec | None = None,
+        state_dependent: StateDependentNoise | None = None,
+        clip_mean: float = 0.0,
     ) -> None:
         Model.__init__(self, observation_space=observation_space, action_space=action_space, device=device)
         GaussianMixin.__init__(self, clip_actions=clip_actions, min_log_std=min_log_std, max_log_std=max_log_std)
-        self.net = mlp(self.attach_encoder(encoder, observation_space, recurrent), hidden_sizes, self.num_actions, activation)
-        self.log_std_parameter = nn.Parameter(torch.full((self.num_actions,), float(initial_log_std)))
+        size = self.attach_encoder(encoder, observation_space, recurrent)
+        if state_dependent is None:
+            self.net = mlp(size, hidden_sizes, self.num_actions, activation)
+            self.log_std_parameter = nn.Parameter(torch.full((self.num_actions,), float(initial_log_std)))
+        else:
+            trunk = nn.Sequential(*mlp(size, hidden_sizes[:-1], hidden_sizes[-1], activation), ACTIVATIONS[activation]())
+            self.net = StateDependentHead(trunk, hidden_sizes[-1], self.num_actions, state_dependent, clip_mean)
+
+    @property
+    def sde(self) -> StateDependentNoise | None:
+        """gSDE's noise, or ``None`` (a state-independent ``log_std``)."""
+        return self.net.noise if isinstance(self.net, StateDependentHead) else None
 
     def compute(self, inputs: Mapping[str, Any], role: str = "") -> tuple[torch.Tensor, dict[str, Any]]:
         x, outputs = self.features(inputs)
-        return self.net(x), {**outputs, "log_std": self.log_std_parameter}
+        if self.sde is None:
+            return self.net(x), {**outputs, "log_std": self.log_std_parameter}
+        mean, std = self.net(x)
+        return mean, {**outputs, "log_std": std.log()}
+
+    def explore(self, inputs: Mapping[str, Any]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """gSDE's collection step: ``(mean, mean + z @ M, clamped log std of the marginal Gaussian)``."""
+        x, _ = self.features(inputs)
+        latent, mean = self.net.latent_and_mean(x)
+        return mean, mean + self.sde.noise(latent), self.clamp_log_std(self.sde.std(latent).log())
+
+    def act(self, inputs: Mapping[str, Any], *, role: str = "") -> tuple[torch.Tensor, dict[str, Any]]:
+        if self.sde is None or not self.sde.active:
+            return super().act(inputs, role=role)
+        mean, actions, log_std = self.explore(inputs)
+        log_prob = Normal(mean, log_std.exp()).log_prob(actions).sum(dim=-1, keepdim=True)
+        return actions, {"log_prob": log_prob, "log_std": log_std, "mean_actions": mean}
 
     def clamp_log_std(self, log_std: torch.Tensor) -> torch.Tensor:
         """``log_std`` clamped to ``[min_log_std, max_log_std]``, as skrl's ``GaussianMixin.act`` clamps it
@@ -232,14 +268,18 @@ def stochastic_policy(
     encoder: nn.Module | None = None,
     recurrent: RecurrentSpec | None = None,
     gaussian_class: type[GaussianPolicy] | None = None,
+    state_dependent: Any = None,
 ) -> Model:
     """A Categorical policy for Discrete actions, a Gaussian one for Box actions (``recurrent``: with an LSTM or
-    GRU core after the encoder; ``gaussian_class``: a ``GaussianPolicy`` subclass, RPO's)."""
+    GRU core after the encoder; ``gaussian_class``: a ``GaussianPolicy`` subclass, RPO's; ``state_dependent``:
+    gSDE's noise for the Gaussian)."""
     if isinstance(action_space, gym.spaces.Discrete):
         return CategoricalPolicy(observation_space, action_space, device, hidden_sizes, activation, encoder=encoder, recurrent=recurrent)
     if isinstance(action_space, gym.spaces.Box):
+        extra = {} if state_dependent is None else {"state_dependent": state_dependent}
         return (gaussian_class or GaussianPolicy)(
-            observation_space, action_space, device, hidden_sizes, activation, initial_log_std, encoder=encoder, recurrent=recurrent
+            observation_space, action_space, device, hidden_sizes, activation, initial_log_std, encoder=encoder, recurrent=recurrent,
+            **extra,
         )
     raise TypeError(f"no default stochastic policy for action space {action_space}")
 

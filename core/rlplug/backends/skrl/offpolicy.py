@@ -119,6 +119,7 @@ class SkrlOffPolicyTrainer(StagedAgentTrainer, TrainerBase):
         self.steps_per_iteration = build.num_envs
         self.log_every = s["log_every"]
         self.learning_starts, self.utd_ratio, self.train_every = s["learning_starts"], s["utd_ratio"], s["train_every"]
+        self.random_warmup = self.random_warmup_steps(build)
         self.total_timesteps = max(1, build.recipe.steps // build.num_envs)
         self.gradient_steps = 0
         self.random_actions = gym.vector.utils.batch_space(self.action_space, build.num_envs)
@@ -151,6 +152,10 @@ class SkrlOffPolicyTrainer(StagedAgentTrainer, TrainerBase):
         """``(observation, action)`` space of one env as the agent acts in it and the memory stores it: the build's.
         A team of agents seen as one (``SkrlTeamOffPolicyTrainer``) has joint ones."""
         return build.observation_space, build.action_space
+
+    def random_warmup_steps(self, build: Build) -> int:
+        """Transitions collected with uniformly random actions before the agent acts: ``learning_starts``."""
+        return build.settings["learning_starts"]
 
     def snapshot_env(self) -> Any:
         """The env's state for a checkpoint (sub-envs mid-episode, their RNGs)."""
@@ -195,9 +200,9 @@ class SkrlOffPolicyTrainer(StagedAgentTrainer, TrainerBase):
         return self._metrics(self.gradient_steps - updates_before)
 
     def _actions(self, observations: torch.Tensor, timestep: int) -> torch.Tensor:
-        if self.env_steps < self.learning_starts and self.random_generator is not None:
+        if self.env_steps < self.random_warmup and self.random_generator is not None:
             return self._device_random_actions()
-        if self.env_steps < self.learning_starts:
+        if self.env_steps < self.random_warmup:
             mask = None
             if self.mask_columns is not None:
                 rows = split_flat_mask(self.mask_columns, observations)[1].cpu().numpy().astype(np.int8)

@@ -31,6 +31,7 @@ from ..common.seeding import configure_threads
 from ...envs.torch_native import is_torch_env
 from .env import env_state, load_env_state, make_torch_native_vector_env, make_vector_env, seed_skrl, true_next_observations
 from .export import SkrlPolicyActing
+from ..common.gsde import collecting, state_dependent_noise
 from ..common.encoders import observation_encoder
 from .memory import observation_memory
 from .models import stochastic_policy, value_model
@@ -54,9 +55,10 @@ def actor_critic_models(build: Build, gaussian_class: type | None = None) -> dic
     s = build.settings
     args = (build.observation_space, build.action_space, build.device, s["hidden_sizes"], s["activation"])
     recurrent = RecurrentSpec.of(s, build.num_envs)
+    noise = state_dependent_noise(build, s["rollouts"]) if gaussian_class is None else None  # gSDE (PPO's use_sde)
     return {
         "policy": stochastic_policy(*args, initial_log_std=s["initial_log_std"], encoder=observation_encoder(build), recurrent=recurrent,
-                                    gaussian_class=gaussian_class),
+                                    gaussian_class=gaussian_class, state_dependent=noise),
         "value": value_model(*args, encoder=observation_encoder(build), recurrent=recurrent),
     }
 
@@ -186,7 +188,7 @@ class SkrlRolloutTrainer(SkrlPolicyActing, TrainerBase):
         clip = self.scheduled_clip()
         timestep = self.env_steps // self.build.num_envs
         for step in range(self.rollouts):
-            with torch.no_grad():
+            with torch.no_grad(), collecting(getattr(agent, "policy", None)):  # gSDE's matrices, where the policy has them
                 actions, _ = agent.act(observations, states, timestep=timestep, timesteps=self.total_timesteps)
                 next_observations, rewards, terminated, truncated, infos = env.step(actions)
                 next_states = env.state() if self._has_states else None

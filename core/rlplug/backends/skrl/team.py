@@ -108,7 +108,7 @@ class SkrlTeamOffPolicyTrainer(MultiAgentTrainerBase, SkrlOffPolicyTrainer):
 
     def _actions(self, observations: torch.Tensor, timestep: int) -> torch.Tensor:
         spaces = self.build.extras["multiagent"]
-        if self.env_steps >= self.learning_starts or not spaces.masked:
+        if self.env_steps >= self.random_warmup or not spaces.masked:
             return super()._actions(observations, timestep)
         # the uniform warm-up among each agent's valid actions, drawn from the joint space's seeded (and checkpointed) generator
         masks = observations.unflatten(-1, (spaces.n_agents, -1))[..., : spaces.mask_size].cpu().numpy() > 0.5

@@ -11,6 +11,7 @@ from ...contract.multiagent_trainer import MultiAgentTrainerBase
 from ...contract.trainer import TrainerBase
 from ..common.encoders import standardised_observations
 from ..common.nets import BatchRenorm, with_batch_renorm
+from ..common.gsde import StateDependentHead, StateDependentNoise, collecting, state_dependent_noise
 from ..common.optim import adam
 from ..common.parallel import sync_gradients
 from ..common.seeding import configure_threads, seed_everything
@@ -39,6 +40,8 @@ from .modules import (
     observation_net,
     q_value_actor,
     q_value_operator,
+    state_dependent_exploration,
+    state_dependent_head,
     tanh_normal_actor,
     value_operator,
 )
@@ -73,6 +76,10 @@ __all__ = [
     "TrainerBase",
     "adam",
     "configure_threads",
+    "StateDependentHead",
+    "StateDependentNoise",
+    "collecting",
+    "state_dependent_noise",
     "UpdateStage",
     "sync_gradients",
     "BatchRenorm",
@@ -92,6 +99,8 @@ __all__ = [
     "q_value_actor",
     "q_value_operator",
     "tanh_normal_actor",
+    "state_dependent_exploration",
+    "state_dependent_head",
     "value_operator",
     # buffers and losses
     "describe_loss",

@@ -20,7 +20,8 @@ from torchrl.modules import IndependentNormal, MaskedCategorical, ProbabilisticA
 
 from ...envs.masks import ACTION_MASK_KEY, feature_space, has_action_mask
 from ..common.encoders import observation_encoder
-from ..common.nets import mlp_head
+from ..common.gsde import StateDependentHead, StateDependentNoise
+from ..common.nets import ACTIVATIONS, mlp_head
 from ..common.parallel import pooled_moments
 
 # ---- networks -----------------------------------------------------------------------------------
@@ -249,11 +250,12 @@ def stochastic_actor(
 
 def tanh_normal_actor(net: nn.Module, action_space: gym.spaces.Box, observation_key: Any = "observation") -> ProbabilisticActor:
     """A squashed Gaussian over Box actions (SAC): ``net`` outputs ``2 * action_size`` numbers, split
-    into the mean and a softplus-positive scale of a ``TanhNormal`` bounded by the space.
+    into the mean and a softplus-positive scale of a ``TanhNormal`` bounded by the space; or ``net`` is a
+    ``StateDependentHead`` (gSDE), whose outputs are the mean and the scale.
 
     Deterministic mode returns the squashed mean; samples never leave the bounds.
     """
-    head = _then(net, NormalParamExtractor())
+    head = net if isinstance(net, StateDependentHead) else _then(net, NormalParamExtractor())
     return ProbabilisticActor(
         TensorDictModule(head, in_keys=_keys(observation_key), out_keys=["loc", "scale"]),
         in_keys=["loc", "scale"],
@@ -265,6 +267,79 @@ def tanh_normal_actor(net: nn.Module, action_space: gym.spaces.Box, observation_
         },
         return_log_prob=True,
     )
+
+
+def state_dependent_head(build: Any, noise: StateDependentNoise, clip_mean: float = 0.0, before: nn.Module | None = None) -> StateDependentHead:
+    """A Gaussian policy's network under gSDE: the cell's ``observation_net`` up to its last hidden features (and
+    their activation), then the mean layer; ``noise`` (``state_dependent_noise(build, ...)``) gives the scale.
+    ``before``: a module the observations go through first (an on-policy cell's ``RunningNormalizer``)."""
+    s = build.settings
+    *hidden, features = s["hidden_sizes"]
+    trunk = then(observation_net(build, features, hidden, s["activation"]), ACTIVATIONS[s["activation"]]())
+    if before is not None:
+        trunk = nn.Sequential(before, trunk)
+    return StateDependentHead(trunk, features, int(np.prod(build.action_space.shape)), noise, clip_mean)
+
+
+def state_dependent_gaussian_actor(head: StateDependentHead, observation_key: Any = "observation") -> ProbabilisticActor:
+    """``gaussian_actor`` under gSDE: the ``IndependentNormal``'s scale is the head's (the marginal one at its
+    features); collect with ``state_dependent_rollout_policy``."""
+    return ProbabilisticActor(
+        TensorDictModule(head, in_keys=_keys(observation_key), out_keys=["loc", "scale"]),
+        in_keys=["loc", "scale"],
+        out_keys=["action"],
+        distribution_class=IndependentNormal,
+        return_log_prob=True,
+    )
+
+
+class StateDependentRollout(nn.Module):
+    """An on-policy rollout step under gSDE: ``loc``, ``scale``, the action ``loc + z @ M`` and its log-probability
+    under ``IndependentNormal(loc, scale)``: what the actor writes when it samples, with gSDE's draw."""
+
+    def __init__(self, head: StateDependentHead) -> None:
+        super().__init__()
+        self.head = head
+
+    def forward(self, *observations: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        latent, loc = self.head.latent_and_mean(*observations)
+        scale = self.head.noise.std(latent)
+        action = loc + self.head.noise.noise(latent)
+        return loc, scale, action, IndependentNormal(loc, scale).log_prob(action)
+
+
+def state_dependent_rollout_policy(actor: ProbabilisticActor) -> TensorDictModule | None:
+    """What an on-policy collector runs for a ``state_dependent_gaussian_actor`` (its keys, gSDE's action), or
+    ``None`` for an actor without gSDE."""
+    heads = [m for m in actor.modules() if isinstance(m, StateDependentHead)]
+    if not heads:
+        return None
+    return TensorDictModule(StateDependentRollout(heads[0]), in_keys=actor.in_keys, out_keys=["loc", "scale", "action", "action_log_prob"])
+
+
+class StateDependentExploration(nn.Module):
+    """gSDE's collection action from an actor's ``StateDependentHead``: ``mean + z @ M``, squashed into the bounds
+    as ``TanhNormal`` squashes its samples (``squash``), or left for the env to clip (a plain Gaussian's)."""
+
+    def __init__(self, head: StateDependentHead, action_space: gym.spaces.Box, squash: bool) -> None:
+        super().__init__()
+        self.head, self.squash = head, squash
+        low, high = (torch.as_tensor(b, dtype=torch.float32) for b in (action_space.low, action_space.high))
+        self.register_buffer("center", (high + low) / 2)
+        self.register_buffer("half_range", (high - low) / 2)
+
+    def forward(self, *observations: torch.Tensor) -> torch.Tensor:
+        u = self.head.explore(*observations)
+        return self.center + self.half_range * torch.tanh(u) if self.squash else u
+
+
+def state_dependent_exploration(actor: nn.Module, action_space: gym.spaces.Box, squash: bool = True) -> TensorDictModule | None:
+    """What a collector runs for an actor with gSDE's head (``"action"`` from its observation keys), or ``None``
+    when the actor has none."""
+    heads = [m for m in actor.modules() if isinstance(m, StateDependentHead)]
+    if not heads:
+        return None
+    return TensorDictModule(StateDependentExploration(heads[0], action_space, squash), in_keys=actor.in_keys, out_keys=["action"])
 
 
 def q_value_actor(

@@ -30,6 +30,7 @@ from ...hooks import LOOPS
 from ...util.rng import capture_rng_state, restore_rng_state
 from ...util.suggest import did_you_mean
 from ..common.encoders import standardised_observations
+from ..common.gsde import state_dependent_noise
 from ..common.parallel import mean_over_ranks, sync_gradients
 from ..common.rollout_optimizer import rollout_optimizer
 from ..common.seeding import configure_threads, seed_everything
@@ -46,6 +47,9 @@ from .modules import (
     observation_batch,
     observation_keys,
     observation_net,
+    state_dependent_gaussian_actor,
+    state_dependent_head,
+    state_dependent_rollout_policy,
     stochastic_actor,
     then,
     value_operator,
@@ -95,7 +99,11 @@ def actor_critic_modules(build: Build, actor_output: nn.Module | None = None) ->
     def actor_net(output_size: int) -> nn.Module:
         return net(output_size) if actor_output is None else then(net(output_size), actor_output)
 
-    actor = stochastic_actor(actor_net, build.action_space, s["initial_log_std"], keys, mask_key=action_mask_key(build))
+    noise = state_dependent_noise(build, s["frames_per_batch"] // build.num_envs)
+    if noise is not None and actor_output is None:  # gSDE (a Box policy; the family refuses it elsewhere)
+        actor = state_dependent_gaussian_actor(state_dependent_head(build, noise, before=normalizer), keys)
+    else:
+        actor = stochastic_actor(actor_net, build.action_space, s["initial_log_std"], keys, mask_key=action_mask_key(build))
     return {"actor": actor.to(build.device), "critic": value_operator(net(1), keys).to(build.device)}
 
 
@@ -320,7 +328,7 @@ class TorchRLRolloutTrainer(TrainerBase):
 
         self.env = self.make_env(build)
         self.returns_reader = returns_reader(self.env)  # the env's own episode returns, where it records them
-        policy = self.actor
+        policy = state_dependent_rollout_policy(self.actor) or self.actor  # gSDE's draws, or the actor's samples
         if self.sequence_length:
             # the critic steps with the actor, so its hidden state is carried and stored with each step too
             policy = rollout_policy(self.actor, self.critic)

@@ -21,7 +21,7 @@ from .sb3 import ACTIVATIONS, OU_DT, SB3_BEHAVIOUR, SB3_DEFAULTS, Symbol, read_p
 
 ATARI_WRAPPER = "stable_baselines3.common.atari_wrappers.AtariWrapper"
 TIME_LIMITS = ("gymnasium.wrappers.TimeLimit", "gymnasium.wrappers.time_limit.TimeLimit")
-GSDE = "gSDE (generalised state-dependent exploration) is not implemented in rlplug"
+GSDE = "rlplug's gSDE is in sac, tqc, crossq, redq and ppo, not this algorithm"
 IGNORED = {
     "callback": "SB3 callbacks are SB3 objects; rlplug's hooks come from recipes and plugins",
     "vec_env_wrapper": "an SB3 VecEnv wrapper; rlplug builds its own vector env",
@@ -278,10 +278,16 @@ def _policy_option(c: _Context, key: str, name: str, value: Any) -> None:
         else:
             c.drop(key, value, f"rlplug's activations are {', '.join(f'nn.{a}' for a in ACTIVATIONS)}")
     elif name == "log_std_init":
-        if algo in ("ppo", "a2c", "trpo"):
+        if algo in ("ppo", "a2c", "trpo") or algo in SDE_ALGORITHMS:
             c.hyper(key, value, initial_log_std=float(value))
         else:
             c.drop(key, value, f"SB3's {algo.upper()} uses it only with gSDE")
+    elif name == "use_expln" and algo in SDE_ALGORITHMS:
+        c.hyper(key, value, use_expln=bool(value))
+    elif name == "full_std" and value is True:
+        c.ok(key, value, "as rlplug's gSDE (one learned std per feature and action)")
+    elif name == "clip_mean" and algo in SDE_ALGORITHMS and algo != "ppo" and float(value) == 2.0:
+        c.ok(key, value, "as rlplug's gSDE for SAC's family (the pre-tanh mean clamped to [-2, 2])")
     elif name == "ortho_init":
         if value is False:
             c.ok(key, value, "rlplug initialises layers with PyTorch's defaults, as ortho_init=False asks")
@@ -326,6 +332,21 @@ def _net_arch(c: _Context, key: str, value: Any) -> None:
             c.drop(f"{key}.{critic}", other, "rlplug's cells use one hidden_sizes for actor and critic")
         return
     c.drop(key, value, "rlplug's networks are one list of hidden sizes (no shared layers)")
+
+
+SDE_ALGORITHMS = ("sac", "tqc", "crossq", "ppo")
+"""The Zoo's algorithms whose rlplug cells take gSDE (``use_sde``, ``sde_sample_freq``; off-policy: ``use_sde_at_warmup``)."""
+
+
+def _sde_key(name: str, kind: type) -> Callable[[_Context, str, Any], None]:
+    def translate_key(c: _Context, key: str, value: Any) -> None:
+        c.hyper(key, value, **{name: kind(value)})
+
+    return translate_key
+
+
+SDE = {"use_sde": _sde_key("use_sde", bool), "sde_sample_freq": _sde_key("sde_sample_freq", int)}
+SDE_OFF_POLICY = {**SDE, "use_sde_at_warmup": _sde_key("use_sde_at_warmup", bool)}
 
 
 def _ignored(c: _Context, key: str, value: Any) -> None:
@@ -634,13 +655,14 @@ TRANSLATORS: dict[str, dict[str, Callable[[_Context, str, Any], None]]] = {
     "ppo": {**COMMON, "learning_rate": _ppo_learning_rate, "n_steps": _n_steps, "batch_size": _batch_size_ppo,
             "n_epochs": _n_epochs, "gae_lambda": _gae_lambda, "clip_range": _clip_range, "clip_range_vf": _clip_range_vf,
             "ent_coef": _ent_coef_ppo, "vf_coef": _vf_coef, "max_grad_norm": _max_grad_norm, "target_kl": _target_kl,
-            "normalize_advantage": _normalize_advantage},
+            "normalize_advantage": _normalize_advantage, **SDE},
     "a2c": {**COMMON, "learning_rate": _ppo_learning_rate, "n_steps": _n_steps, "gae_lambda": _gae_lambda,
             "ent_coef": _ent_coef_ppo, "vf_coef": _vf_coef, "max_grad_norm": _max_grad_norm,
             "normalize_advantage": _normalize_advantage_a2c, "use_rms_prop": _use_rms_prop, "rms_prop_eps": _rms_prop_eps},
     "sac": {**COMMON, **OFF_POLICY, "learning_rate": _lr_both("actor_learning_rate", "critic_learning_rate", "alpha_learning_rate"),
             "ent_coef": _ent_coef_sac, "target_entropy": _target_entropy,
-            "target_update_interval": _target_update_interval_sac, "noise_type": _noise_type, "noise_std": _noise_std},
+            "target_update_interval": _target_update_interval_sac, "noise_type": _noise_type, "noise_std": _noise_std,
+            **SDE_OFF_POLICY},
     "td3": {**COMMON, **OFF_POLICY, "learning_rate": _lr_both("actor_learning_rate", "critic_learning_rate"),
             "policy_delay": _policy_delay, "target_policy_noise": _target_policy_noise,
             "target_noise_clip": _target_noise_clip, "noise_type": _noise_type, "noise_std": _noise_std},
