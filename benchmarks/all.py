@@ -9,6 +9,7 @@ Sections (each run in its own process; each writes ``benchmarks/results/<section
   floor           ``sac_updates.py``, ``td3_updates.py``, ``iql_updates.py``, ``cql_updates.py``: updates/s ÷ a plain PyTorch loop
   optimizer       ``optimizer_impl.py``: Adam loop / foreach / fused (and torch.compile) on the update cells
   ensemble        ``ensemble_critics.py``: N critics as one batched module (EnsembleMlp, vmap) against the per-critic loop
+  ensemble_cells  ``ensemble_cells.py``: each cell's gradient steps/s with batched_critics false and true (N = 2, 5, 10)
   compile         ``compile_gains.py``: compile = true ÷ eager updates/s per cell, compile time cold and warm (~1 h)
   time_to_target  ``sb3_time_to_target.py``: seconds to the target ÷ Stable-Baselines3 (needs the bench extra)
   scaling         ``scaling.py``: steps/s of one process against ``rlplug train --nproc 2``
@@ -114,6 +115,10 @@ def run_section(section: str, scratch: Path) -> None:
     elif section == "ensemble":
         out = scratch / "ensemble.json"
         command = [PY, str(HERE / "ensemble_critics.py"), "--updates", "200", "--rounds", "5", "--json", str(out)]
+        store(section, shown(command[:-2]), run_json(command, out))
+    elif section == "ensemble_cells":
+        out = scratch / "ensemble_cells.json"
+        command = [PY, str(HERE / "ensemble_cells.py"), "--updates", "100", "--rounds", "3", "--json", str(out)]
         store(section, shown(command[:-2]), run_json(command, out))
     elif section == "compile":
         out = scratch / "compile.json"

@@ -27,7 +27,7 @@ if str(Path(__file__).resolve().parent) not in sys.path:  # loaded by path (the 
 
 from aggregate import aggregate_rows  # noqa: E402
 
-SECTIONS = ("bench", "overhead", "startup", "backend_ratio", "floor", "optimizer", "ensemble", "compile", "time_to_target", "scaling",
+SECTIONS = ("bench", "overhead", "startup", "backend_ratio", "floor", "optimizer", "ensemble", "ensemble_cells", "compile", "time_to_target", "scaling",
             "vector_modes", "wide_envs", "env_steps", "torch_envs", "eval_speed")
 STORED = SECTIONS  # backend_ratio: backend_ratio.py's interleaved runs, and the ratios the bench rows give
 
@@ -50,6 +50,7 @@ TITLES = {
     "floor": "Update floor",
     "optimizer": "Adam implementation",
     "ensemble": "Critic ensembles: one batched module against the per-critic loop",
+    "ensemble_cells": "Critic ensembles inside the cells (batched_critics)",
     "time_to_target": "Time to target against Stable-Baselines3",
     "scaling": "Scaling: one process against --nproc N",
     "compile": "Compiled updates (compile = true)",
@@ -399,6 +400,23 @@ def render_optimizer(envelope: dict[str, Any]) -> list[str]:
     return lines + [""]
 
 
+def render_ensemble_cells(envelope: dict[str, Any]) -> list[str]:
+    data = envelope["data"]
+    rows = [[f"`{r['cell']}`", r["hidden"], str(r["critics"]), f"{r['loop_per_cpu_s']:.0f}", f"{r['batched_per_cpu_s']:.0f}",
+             f"{r['batched_vs_loop']:.2f}"] for r in data["rows"]]  # fmt: skip
+    lines = [f"## {TITLES['ensemble_cells']}", "", provenance(envelope), "",
+             "Gradient steps per CPU second of each cell (its whole update: critics, policy, entropy, targets) with its "
+             "Q(s, a) critics called one after another (`batched_critics = false`, the default) and as one batched "
+             "ensemble (`true`: their weights stacked per call, one `torch.baddbmm` per layer on skrl; the loss's stacked "
+             "parameters in one batched matmul per layer on TorchRL's lean losses); both built from the same seed on the "
+             "recipe with `hidden_sizes` set, rounds alternating in one process, medians shown "
+             "(benchmarks/ensemble_cells.py). REDQ carries N (`n_critics`; 2 in its target). TorchRL's own TQC and REDQ "
+             "losses call their stacked critics through `vmap` either way. The two train to the same parameters up to "
+             "float rounding (tests/test_ensemble_mlp.py).", ""]
+    lines += table(["cell", "hidden", "critics", "loop /s", "batched /s", "batched ÷ loop"], rows)
+    return lines + [""]
+
+
 def render_ensemble(envelope: dict[str, Any]) -> list[str]:
     data = envelope["data"]
     rows = [[r["hidden"], str(r["critics"]), *(f"{r['updates_per_cpu_s'][way]:.0f}" for way in ("loop", "EnsembleMlp", "vmap")),
@@ -604,6 +622,7 @@ def render(results: dict[str, dict[str, Any]], row_cells: Callable[[dict[str, An
         "floor": render_floor,
         "optimizer": render_optimizer,
         "ensemble": render_ensemble,
+        "ensemble_cells": render_ensemble_cells,
         "compile": render_compile,
         "time_to_target": render_time_to_target,
         "scaling": render_scaling,

@@ -11,6 +11,8 @@ from __future__ import annotations
 from .exploration import SDE_PARAMS, SDE_WARMUP_PARAMS, sde_settings
 from .offline import OFFLINE_PARAMS, offline_settings
 from .offpolicy import (
+    CRITIC_PARAMS,
+    critic_settings,
     ESTIMATOR_PARAMS,
     ESTIMATOR_RULES,
     REPLAY_PARAMS,
@@ -72,6 +74,8 @@ __all__ = [
     "replay_settings",
     "skrl_estimator_check",
     "torchrl_estimator_settings",
+    "CRITIC_PARAMS",
+    "critic_settings",
     # exploration (gSDE)
     "SDE_PARAMS",
     "SDE_WARMUP_PARAMS",

@@ -31,6 +31,20 @@ REPLAY_PARAMS = (
 )
 """The replay buffer and the update schedule of every off-policy cell: capacity, batch, warm-up, update-to-data ratio."""
 
+CRITIC_PARAMS = (
+    Param("batched_critics", False, "call the Q(s, a) critics as one batched ensemble (their weights stacked, one batched "
+          "matmul per layer) instead of one after another: faster with small networks and many critics, no faster at "
+          "256x256 (BENCHMARKS.md, critic ensembles); the same values up to float rounding. Plain MLP critics on the "
+          "observation vector only; TorchRL's own TQC / REDQ losses call theirs through vmap either way"),
+)
+"""How a cell with an ensemble of Q(s, a) critics calls them (SAC and its derived cells, TD3, DDPG, CQL)."""
+
+
+def critic_settings(hp: Mapping[str, Any]) -> dict[str, Any]:
+    """``batched_critics`` under the key both backends read (false where the algorithm does not declare it)."""
+    return {"batched_critics": bool(hp.get("batched_critics", False))}
+
+
 REPLAY_RULES = (
     Rule(("buffer_size", "batch_size"), "buffer_size >= batch_size", lambda hp, recipe: hp["buffer_size"] >= hp["batch_size"],
          "the replay buffer holds at least one batch"),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 
 from rlplug import AlgorithmPlugin, AlgorithmSpec, AutoOrFloat, LossSpec, Param, Search, both_backends
-from rlplug.families import OFFLINE_PARAMS, OPTIMIZER_PARAMS, TARGET_PARAMS
+from rlplug.families import CRITIC_PARAMS, OFFLINE_PARAMS, OPTIMIZER_PARAMS, TARGET_PARAMS
 
 from .settings import skrl_settings, torchrl_settings
 
@@ -38,7 +38,7 @@ PARAMS = (
           item_bounds="[1, 8192]", length="[0, 16]"),
     Param("activation", "relu", "hidden activation", choices=("relu", "tanh", "elu")),
     Param("grad_norm_clip", 0.0, "gradient-norm clip of the policy and Q-network updates (0 disables)", bounds="[0, inf)"),
-) + OFFLINE_PARAMS + TARGET_PARAMS + OPTIMIZER_PARAMS
+) + OFFLINE_PARAMS + TARGET_PARAMS + OPTIMIZER_PARAMS + CRITIC_PARAMS
 
 CQL = AlgorithmSpec(
     name="cql",

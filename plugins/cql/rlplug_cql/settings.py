@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rlplug.families import offline_settings, optimizer_settings, target_settings
+from rlplug.families import critic_settings, offline_settings, optimizer_settings, target_settings
 
 
 def _target_entropy(hp: Mapping[str, Any]) -> float | None:
@@ -43,6 +43,7 @@ def skrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
     """Fields of rlplug's ``CQL_CFG`` (skrl's SAC_CFG names where SAC has the field) plus the models' shape."""
     return {
         **optimizer_settings(hp),
+        **critic_settings(hp),
         **_common(hp, recipe),
         "discount_factor": hp["gamma"],
         "learning_rate": [hp["actor_learning_rate"], hp["critic_learning_rate"], hp["alpha_learning_rate"]],
@@ -61,6 +62,7 @@ def torchrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
     """Arguments of ``CQLLoss`` / ``DiscreteCQLLoss``, the TD(0) estimator and the Adam groups."""
     return {
         **optimizer_settings(hp),
+        **critic_settings(hp),
         **_common(hp, recipe),
         "gamma": hp["gamma"],
         "value_estimator": "td0",

@@ -38,6 +38,7 @@ from rlplug.backends.skrl import (
     SkrlOfflineTrainer,
     UpdateStage,
     configure_threads,
+    critic_values,
     dataset_memory,
     hard_copy,
     mlp,
@@ -61,6 +62,8 @@ def is_discrete(build: Build) -> bool:
 
 
 # ---- models -------------------------------------------------------------------------------------
+
+CRITICS, TARGET_CRITICS = ("critic_1", "critic_2"), ("target_critic_1", "target_critic_2")
 
 # TorchRL's NormalParamExtractor: scale = softplus(x + bias) + 0.01 with softplus(bias) = 0.99, at least 1e-4
 SCALE_MIN = 0.01
@@ -174,10 +177,7 @@ class CQLLoss:
         n = self.num_random
         with torch.no_grad():
             next_actions, next_outputs = agent.policy.act({"observations": next_observations}, role="policy")
-            target_q = torch.min(
-                agent.target_critic_1.act({"observations": next_observations, "taken_actions": next_actions}, role="target_critic_1")[0],
-                agent.target_critic_2.act({"observations": next_observations, "taken_actions": next_actions}, role="target_critic_2")[0],
-            )
+            target_q = torch.min(*critic_values(agent, TARGET_CRITICS, {"observations": next_observations}, next_actions))
             if not self.deterministic_backup:
                 target_q = target_q - agent.entropy_coefficient * next_outputs["log_prob"]
             target = batch["rewards"] + self.discount_factor * batch["terminated"].logical_not() * target_q
@@ -189,13 +189,10 @@ class CQLLoss:
             new_actions, new = agent.policy.act({"observations": next_repeated}, role="policy")
         random_log_density = actions.shape[-1] * math.log(0.5)
         # Q(s, a_data) and the three proposals through each critic in one call
-        inputs = {
-            "observations": torch.cat([observations, repeated, repeated, next_repeated]),
-            "taken_actions": torch.cat([actions, random_actions, current_actions, new_actions]),
-        }
+        inputs = {"observations": torch.cat([observations, repeated, repeated, next_repeated])}
+        proposed = torch.cat([actions, random_actions, current_actions, new_actions])
         td_loss, penalty, q_data = 0.0, 0.0, None
-        for critic, role in ((agent.critic_1, "critic_1"), (agent.critic_2, "critic_2")):
-            q = critic.act(inputs, role=role)[0]
+        for q in critic_values(agent, CRITICS, inputs, proposed):
             q_taken, q_random, q_current, q_new = q.split([len(observations), len(repeated), len(repeated), len(repeated)])
             proposals = torch.cat(
                 [q_random - random_log_density, q_new - new["log_prob"], q_current - current["log_prob"]], dim=-1
@@ -210,8 +207,7 @@ class CQLLoss:
         inputs = {"observations": batch["observations"]}
         actions, outputs = agent.policy.act(inputs, role="policy")
         batch["log_prob"] = outputs["log_prob"]
-        q1 = agent.critic_1.act({**inputs, "taken_actions": actions}, role="critic_1")[0]
-        q2 = agent.critic_2.act({**inputs, "taken_actions": actions}, role="critic_2")[0]
+        q1, q2 = critic_values(agent, CRITICS, inputs, actions)
         loss = (agent.entropy_coefficient * outputs["log_prob"] - torch.min(q1, q2)).mean()
         return {"loss_policy": loss, "entropy": -outputs["log_prob"].detach().mean(), "alpha": agent.entropy_coefficient.detach().clone()}
 

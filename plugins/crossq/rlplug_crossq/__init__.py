@@ -21,7 +21,8 @@ from .settings import skrl_settings, torchrl_settings
 NO_TARGETS = frozenset(p.name for p in TARGET_PARAMS)
 """SAC's target-network hyperparameters, which CrossQ (no target networks) does not have."""
 
-PARAMS = tuple(p for p in ENSEMBLE_PARAMS if p.name not in NO_TARGETS) + (
+# batched_critics: CrossQ's critics carry batch renormalisation (no plain MLPs to stack); TorchRL's CrossQLoss vmaps them
+PARAMS = tuple(p for p in ENSEMBLE_PARAMS if p.name not in NO_TARGETS | {"batched_critics"}) + (
     Param("n_critics", 2, "Q networks; the target and the policy take their minimum (the paper's 2)", bounds="[1, 64]"),
     Param("policy_delay", 3, "critic gradient steps per policy (and alpha) step (the paper's and sb3-contrib's 3)",
           bounds="[1, 1000]", search=(1, 2, 3)),

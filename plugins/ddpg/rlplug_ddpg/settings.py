@@ -7,8 +7,8 @@ from typing import Any
 
 from rlplug_td3 import settings as td3
 
-TD3_ONLY = ("policy_delay", "target_policy_noise", "target_noise_clip")
-"""TD3's hyperparameters that DDPG does not have."""
+TD3_ONLY = ("policy_delay", "target_policy_noise", "target_noise_clip", "batched_critics")
+"""TD3's hyperparameters that DDPG does not have (one critic: no ensemble to batch)."""
 AS_DDPG = {"policy_delay": 1, "target_policy_noise": 0.0, "target_noise_clip": 0.0}
 """The values of those that make TD3's settings DDPG's."""
 

@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import replace
 
 from rlplug import AlgorithmPlugin, AlgorithmSpec, AutoOrFloat, LossSpec, Param, Search, both_backends
-from rlplug.families import ESTIMATOR_PARAMS, OPTIMIZER_PARAMS, REPLAY_PARAMS, SDE_PARAMS, SDE_WARMUP_PARAMS, TARGET_PARAMS
+from rlplug.families import CRITIC_PARAMS, ESTIMATOR_PARAMS, OPTIMIZER_PARAMS, REPLAY_PARAMS, SDE_PARAMS, SDE_WARMUP_PARAMS, TARGET_PARAMS
 from rlplug.families import ESTIMATOR_RULES, REPLAY_RULES
 
 from .settings import TD0_ONLY, skrl_settings, torchrl_settings
@@ -45,7 +45,7 @@ PARAMS = (
     *SDE_WARMUP_PARAMS,
     Param("initial_log_std", -3.0, "with use_sde: the initial log std of every gSDE noise weight (SB3's log_std_init; "
           "unused without gSDE)", bounds="[-20, 2]"),
-) + ESTIMATOR_PARAMS + REPLAY_PARAMS + TARGET_PARAMS + OPTIMIZER_PARAMS
+) + ESTIMATOR_PARAMS + REPLAY_PARAMS + TARGET_PARAMS + OPTIMIZER_PARAMS + CRITIC_PARAMS
 
 SAC = AlgorithmSpec(
     name="sac",

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rlplug import RlplugError
-from rlplug.families import optimizer_settings, sde_settings, replay_settings, skrl_estimator_check, torchrl_estimator_settings
+from rlplug.families import critic_settings, optimizer_settings, sde_settings, replay_settings, skrl_estimator_check, torchrl_estimator_settings
 
 
 def _target_entropy(hp: Mapping[str, Any]) -> float | None:
@@ -29,7 +29,11 @@ def _check_common(hp: Mapping[str, Any]) -> None:
 
 
 def refuse_discrete_noise(settings: Mapping[str, Any]) -> None:
-    """Refuse ``exploration_noise`` or ``use_sde`` on a Discrete build (both backends' discrete cells call it while building)."""
+    """Refuse ``exploration_noise``, ``use_sde`` or ``batched_critics`` on a Discrete build (both backends' discrete cells
+    call it while building)."""
+    if settings.get("batched_critics"):
+        raise RlplugError("batched_critics = true: discrete SAC's critics are Q(s, .) networks (one value per action), "
+                          "not Q(s, a) ones; set batched_critics = false")  # fmt: skip
     if settings.get("use_sde"):
         raise RlplugError("use_sde = true is for Box actions (gSDE perturbs a Gaussian's mean); discrete SAC explores "
                           "with its categorical policy's own samples (set use_sde = false)")  # fmt: skip
@@ -59,6 +63,7 @@ def skrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
         "initial_entropy_value": hp["initial_alpha"],
         "target_entropy": _target_entropy(hp),
         **_exploration(hp),
+        **critic_settings(hp),
         "squash_actions": bool(hp["squash_actions"]),
         "hidden_sizes": list(hp["hidden_sizes"]),
         "activation": hp["activation"],
@@ -85,6 +90,7 @@ def torchrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
         "alpha_lr": hp["alpha_learning_rate"],
         "grad_norm_clip": hp["grad_norm_clip"],
         **_exploration(hp),
+        **critic_settings(hp),
         "hidden_sizes": list(hp["hidden_sizes"]),
         "activation": hp["activation"],
     }

@@ -29,6 +29,7 @@ from rlplug.backends.skrl import (
     UpdateStage,
     collecting,
     configure_threads,
+    critic_values,
     module_target_update,
     observation_encoder,
     q_model,
@@ -130,8 +131,9 @@ def target_entropy(agent: SAC) -> Any:
 
 
 def q_values(agent: SAC, roles: Sequence[str], inputs: dict[str, torch.Tensor], actions: torch.Tensor) -> list[torch.Tensor]:
-    """Q(s, a) of each critic in ``roles`` (an agent's roles, ``target_`` ones too), in that order."""
-    return [getattr(agent, role).act({**inputs, "taken_actions": actions}, role=role)[0] for role in roles]
+    """Q(s, a) of each critic in ``roles`` (an agent's roles, ``target_`` ones too), in that order (one batched call
+    with ``batched_critics``)."""
+    return critic_values(agent, roles, inputs, actions)
 
 
 class SACLoss:

@@ -7,7 +7,7 @@ The backends live in ``skrl_backend`` and ``torchrl_backend`` and are imported o
 from __future__ import annotations
 
 from rlplug import AlgorithmPlugin, AlgorithmSpec, LossSpec, Param, Search, both_backends
-from rlplug.families import ESTIMATOR_PARAMS, OPTIMIZER_PARAMS, REPLAY_PARAMS, TARGET_PARAMS
+from rlplug.families import CRITIC_PARAMS, ESTIMATOR_PARAMS, OPTIMIZER_PARAMS, REPLAY_PARAMS, TARGET_PARAMS
 from rlplug.families import ESTIMATOR_RULES, REPLAY_RULES
 
 from .settings import skrl_settings, torchrl_settings
@@ -35,7 +35,7 @@ PARAMS = (
           item_bounds="[1, 8192]", length="[0, 16]", search=([64, 64], [256, 256], [400, 300])),
     Param("activation", "relu", "hidden activation", choices=("relu", "tanh", "elu")),
     Param("grad_norm_clip", 0.0, "gradient-norm clip of each optimiser step (0 disables)", bounds="[0, inf)"),
-) + ESTIMATOR_PARAMS + REPLAY_PARAMS + TARGET_PARAMS + OPTIMIZER_PARAMS
+) + ESTIMATOR_PARAMS + REPLAY_PARAMS + TARGET_PARAMS + OPTIMIZER_PARAMS + CRITIC_PARAMS
 
 TD3 = AlgorithmSpec(
     name="td3",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rlplug.families import optimizer_settings, replay_settings, skrl_estimator_check, torchrl_estimator_settings
+from rlplug.families import critic_settings, optimizer_settings, replay_settings, skrl_estimator_check, torchrl_estimator_settings
 
 
 def _check(hp: Mapping[str, Any]) -> None:
@@ -53,6 +53,7 @@ def skrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
         "exploration_noise_kwargs": noise_kwargs,
         **_exploration(hp),
         "grad_norm_clip": hp["grad_norm_clip"],
+        **critic_settings(hp),
         "hidden_sizes": list(hp["hidden_sizes"]),
         "activation": hp["activation"],
     }
@@ -79,6 +80,7 @@ def torchrl_settings(hp: Mapping[str, Any], recipe: Any) -> dict[str, Any]:
         "ou_theta": hp["ou_theta"],
         **_exploration(hp),
         "grad_norm_clip": hp["grad_norm_clip"],
+        **critic_settings(hp),
         "hidden_sizes": list(hp["hidden_sizes"]),
         "activation": hp["activation"],
     }

@@ -24,6 +24,7 @@ from rlplug.backends.skrl import (
     StagedLossAgent,
     UpdateStage,
     configure_threads,
+    critic_values,
     hard_copy,
     module_target_update,
     observation_encoder,
@@ -119,14 +120,13 @@ class TD3Loss:
                 )
                 next_actions.add_(noises)
                 next_actions.clamp_(min=agent.action_low, max=agent.action_high)
-            next_inputs["taken_actions"] = next_actions
-            target_q = [getattr(agent, f"target_{r}").act(next_inputs, role=f"target_{r}")[0] for r in agent.critic_roles]
+            target_q = critic_values(agent, [f"target_{r}" for r in agent.critic_roles], next_inputs, next_actions)
             return batch["rewards"] + self.discount_factor * batch["terminated"].logical_not() * self.target_q(target_q)
 
     def critic(self, agent: TD3, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         target_values = self.critic_target(agent, batch)
         inputs = {"observations": batch["observations"], "states": batch["states"]}
-        q = [getattr(agent, r).act({**inputs, "taken_actions": batch["actions"]}, role=r)[0] for r in agent.critic_roles]
+        q = critic_values(agent, agent.critic_roles, inputs, batch["actions"])
         return {"loss_critic": functools.reduce(operator.add, (self.critic_distance(v, target_values) for v in q))}
 
     def policy(self, agent: TD3, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

@@ -35,6 +35,7 @@ from rlplug.backends.torchrl import (
     replay_buffer,
     seed_everything,
     set_value_estimator,
+    stacked_q,
     td0_target,
 )
 from rlplug.families import LinearSchedule
@@ -132,7 +133,7 @@ class LeanTD3Loss(LeanTD3Critic, TD3Loss):
 
 
 def _q(loss: Any, params: Any, observations: list[torch.Tensor], action: torch.Tensor, indices: range, detach: bool = False) -> torch.Tensor:
-    return torch.stack([loss.q_call(params, *observations, action, index=i, detach=detach) for i in indices]).squeeze(-1)
+    return stacked_q(loss, params, observations, action, indices, detach).squeeze(-1)
 
 
 def lean_critic_loss(loss: Any, tensordict: TensorDictBase) -> tuple[torch.Tensor, dict]:

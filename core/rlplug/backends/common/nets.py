@@ -153,3 +153,27 @@ class EnsembleMlp(nn.Module):
         for weight, bias, activation in zip(self.weights, self.biases, self.activations):
             x = activation(torch.baddbmm(bias, x, weight))
         return x
+
+
+def plain_layers(net: nn.Module) -> bool:
+    """Whether ``net`` is an ``mlp``: an ``nn.Sequential`` of linear layers and stateless activations only (what
+    ``ensemble_forward`` can batch; a ``BatchRenorm`` or a dueling head is not)."""
+    return isinstance(net, nn.Sequential) and all(
+        type(layer) is nn.Linear or type(layer) in ACTIVATIONS.values() for layer in net
+    )
+
+
+def ensemble_forward(members: Sequence[nn.Sequential], x: torch.Tensor) -> torch.Tensor:
+    """``members``' outputs at ``x`` (``[B, in]``, the same input to all) as ``[N, B, out]``, in one batched matmul per
+    layer (``torch.baddbmm`` over their weights stacked for this call) instead of ``N`` calls one after another. The
+    members keep their own parameters (gradients flow back to each); they are ``mlp``s of one shape (``plain_layers``).
+    Values equal each member's own up to float rounding (the batched kernel sums in another order)."""
+    x = x.expand(len(members), *x.shape)
+    for index, layer in enumerate(members[0]):
+        if type(layer) is nn.Linear:
+            weight = torch.stack([member[index].weight for member in members]).transpose(1, 2)
+            bias = torch.stack([member[index].bias for member in members]).unsqueeze(1)
+            x = torch.baddbmm(bias, x, weight)
+        else:
+            x = layer(x)
+    return x

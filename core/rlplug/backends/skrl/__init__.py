@@ -19,6 +19,7 @@ from .env import seed_skrl
 from .memory import nstep_transitions, replay_memory
 from .models import (
     DeterministicModel,
+    critic_values,
     DeterministicPolicy,
     EncodedModel,
     GaussianPolicy,
@@ -80,6 +81,7 @@ __all__ = [
     "EncodedModel",
     "DeterministicModel",
     "GaussianPolicy",
+    "critic_values",
     "q_model",
     "register_action_bounds",
     "stochastic_policy",

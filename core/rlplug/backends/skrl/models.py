@@ -19,7 +19,7 @@ from torch.distributions import Normal
 from ...envs.masks import feature_space
 from ..common.encoders import flat_mask_columns, masked_values, split_flat_mask, unflatten_observations
 from ..common.gsde import StateDependentHead, StateDependentNoise
-from ..common.nets import ACTIVATIONS, mlp, mlp_head
+from ..common.nets import ACTIVATIONS, ensemble_forward, mlp, mlp_head, plain_layers
 from .recurrent import RecurrentCore, RecurrentSpec, episode_ends
 
 # ---- networks and models ------------------------------------------------------------------------
@@ -295,6 +295,30 @@ def value_model(
 ) -> DeterministicModel:
     """V(s): one output from the observations (``recurrent``: through an LSTM or GRU core of its own)."""
     return DeterministicModel(observation_space, action_space, device, hidden_sizes, activation, encoder=encoder, recurrent=recurrent)
+
+
+def critic_values(agent: Any, roles: Sequence[str], inputs: Mapping[str, Any], actions: torch.Tensor) -> list[torch.Tensor]:
+    """Q(s, a) of the agent's critics ``roles`` (``q_model``s, online or ``target_``), in that order: called one after
+    another, or with ``agent.batched_critics`` (the setting ``batched_critics``) as one ensemble, one batched matmul
+    per layer over their weights (``ensemble_forward``; ``batched_critics_refusal`` says when that cannot be)."""
+    if getattr(agent, "batched_critics", False):
+        x = torch.cat([inputs["observations"], actions], dim=-1)
+        return list(ensemble_forward([getattr(agent, role).net for role in roles], x).unbind(0))
+    return [getattr(agent, role).act({**inputs, "taken_actions": actions}, role=role)[0] for role in roles]
+
+
+def batched_critics_refusal(critics: Sequence[Model]) -> str | None:
+    """Why ``critics`` cannot be called as one batched ensemble (``None``: they can): each must be a ``q_model``
+    reading the raw observation vector and the action through an ``mlp`` of the same shape."""
+    for critic in critics:
+        if not isinstance(critic, DeterministicModel) or not critic.with_actions or critic.input_key != "observations":
+            return f"{type(critic).__name__} is not a Q(s, a) q_model"
+        if critic.encoder is not None or critic.mask_columns is not None:
+            return "the critics read their observations through an encoder (only the plain observation vector is batched)"
+        if not plain_layers(critic.net):
+            return "the critics are not plain MLPs (batch renormalisation, a dueling head)"
+    shapes = {tuple(tuple(p.shape) for p in critic.net.parameters()) for critic in critics}
+    return None if len(shapes) == 1 else "the critics' layers differ in shape"
 
 
 def q_model(

@@ -59,6 +59,7 @@ class SkrlOfflineTrainer(StagedAgentTrainer, OfflineTrainerBase):
         configure_threads()
         seed_skrl(build.seed)
         self.agent = self.make_agent(build)
+        self.agent.use_batched_critics(bool(build.settings.get("batched_critics", False)))
         self.agent.trainer_hooks = self.hooks
         self.agent.init()
         self.agent.enable_training_mode(True)

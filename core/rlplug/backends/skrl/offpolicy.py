@@ -110,6 +110,7 @@ class SkrlOffPolicyTrainer(StagedAgentTrainer, TrainerBase):
         self.observation_space, self.action_space = self.agent_spaces(build)
         self.env = self.make_env(build)
         self.agent = self.make_agent(build)
+        self.agent.use_batched_critics(bool(build.settings.get("batched_critics", False)))
         self.agent.trainer_hooks = self.hooks
         self.agent.init()
         self.agent.enable_training_mode(True)

@@ -17,6 +17,7 @@ import torch
 from skrl.agents.torch import Agent
 
 from ...contract.hookspecs import Build
+from ...errors import RlplugError
 from ...hooks import UNHOOKED
 from ..common.optim import use_adam_impl
 from ..common.parallel import sync_gradients
@@ -30,6 +31,7 @@ from ..common.stages import (
     summed,
 )
 from .export import SkrlPolicyActing
+from .models import batched_critics_refusal
 
 
 def optimise(agent: Agent, loss: torch.Tensor, optimizer: torch.optim.Optimizer, grad_norm_clip: float, groups: int | None = None) -> None:
@@ -75,6 +77,8 @@ class StagedLossAgent:
     """The memory tensors one batch holds (``None``: the ones skrl's ``init`` created, skrl's own list)."""
     trainer_hooks = UNHOOKED
     """The hook points of the rlplug trainer driving this agent (``rlplug.hooks``); it sets them."""
+    batched_critics = False
+    """Whether ``critic_values`` calls the agent's critics as one batched ensemble (``use_batched_critics``)."""
 
     def __init__(
         self,
@@ -97,6 +101,17 @@ class StagedLossAgent:
         self.stage_terms = stage_terms(self.loss_terms, optimisers, self.update_stages, type(self).__name__)
         self.stages_by_name = {stage.name: stage for stage in self.update_stages}
         self.update_schedule = UpdateSchedule(self.update_stages, self.target_every, self.setting)
+
+    def use_batched_critics(self, enabled: bool) -> None:
+        """The setting ``batched_critics``: call the agent's Q(s, a) critics (every model whose role names a critic,
+        targets included) as one ensemble; critics that cannot be batched are refused in one line."""
+        if not enabled:
+            return
+        critics = [model for role, model in self.models.items() if "critic" in role and model is not None]
+        why = batched_critics_refusal(critics) if critics else f"{type(self).__name__} has no Q(s, a) critics"
+        if why is not None:
+            raise RlplugError(f"batched_critics = true: {why}; set batched_critics = false")
+        self.batched_critics = True
 
     def provide_skrl_attributes(self) -> None:
         """Set what skrl's agents set in their constructors and ``gradient_step`` reads, where the agent's

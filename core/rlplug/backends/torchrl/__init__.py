@@ -28,6 +28,7 @@ from .lean import (
     lean_applies,
     loss_output,
     rsample_log_prob,
+    stacked_q,
     td0_target,
 )
 from .lean_ppo import LeanClipPPOLoss, lean_ppo_obstacle
@@ -114,6 +115,7 @@ __all__ = [
     "lean_applies",
     "loss_output",
     "td0_target",
+    "stacked_q",
     "LeanClipPPOLoss",
     "lean_ppo_obstacle",
     # on-policy

@@ -30,6 +30,8 @@ from torch.func import functional_call
 from torchrl.objectives.common import AUTO_LOSS_MASK_KEYS
 from torchrl.objectives.value import TD0Estimator
 
+from ...errors import RlplugError
+
 
 def _inner(module: nn.Module) -> tuple[nn.Module, str]:
     """The ``nn.Module`` a ``TensorDictModule`` wraps (``ValueOperator``, ``Actor``) or, for a
@@ -81,6 +83,28 @@ class NetworkCall:
                 stateless = next(iter(leaf.parameters()), None) is None and next(iter(leaf.buffers()), None) is None
                 kind = "linear" if type(leaf) is nn.Linear else "call" if stateless else "functional"
                 self.plan.append((kind, prefix, leaf))
+
+    @property
+    def batchable(self) -> bool:
+        """Whether ``stacked`` applies: the network is rlplug's MLP (linear layers and stateless activations)."""
+        return self.plan is not None and all(kind in ("linear", "call") for kind, _, _ in self.plan)
+
+    def stacked(self, params: TensorDictBase, *inputs: torch.Tensor, indices: Any = None, detach: bool = False) -> torch.Tensor:
+        """Every member of a stacked parameter set (``[N, ...]``; ``indices``: those members) at the same inputs, as
+        ``[N, B, out]``: one batched matmul per linear layer (``torch.baddbmm``) instead of a call per member."""
+        named = self.named(params)
+        mapping = {k: (v.detach() if detach else v) for k, v in named}
+        if indices is not None:
+            mapping = {k: v[list(indices)] for k, v in mapping.items()}
+        x = torch.cat(inputs, dim=-1) if self.concat else inputs[0]
+        x = x.expand(len(next(iter(mapping.values()))), *x.shape)
+        for kind, prefix, leaf in self.plan:
+            if kind == "linear":
+                weight, bias = mapping[prefix + "weight"].transpose(1, 2), mapping.get(prefix + "bias")
+                x = torch.bmm(x, weight) if bias is None else torch.baddbmm(bias.unsqueeze(1), x, weight)
+            else:
+                x = leaf(x)
+        return x
 
     def reset(self) -> None:
         self._names.clear()
@@ -135,9 +159,37 @@ def td0_target(
     return reward + gamma * (~terminated).int() * next_value
 
 
+def stacked_q(loss: Any, params: Any, observations: list[torch.Tensor], action: torch.Tensor, indices: Any, detach: bool = False) -> torch.Tensor:
+    """Q(s, a) of the members ``indices`` of a loss's Q stack under ``params`` (online, target), ``[len(indices), B,
+    out]``: one ``loss.q_call`` per member, or with ``loss.batched_critics`` one batched call (``NetworkCall.stacked``)."""
+    if loss.batched_critics:
+        return loss.q_call.stacked(params, *observations, action, indices=indices, detach=detach)
+    return torch.stack([loss.q_call(params, *observations, action, index=i, detach=detach) for i in indices])
+
+
+def use_batched_critics(loss: Any, enabled: bool) -> None:
+    """The setting ``batched_critics`` on a TorchRL loss: a lean loss calls its Q stack as one batched ensemble; an
+    upstream loss with a Q stack (``SACLoss``, ``TQCLoss``, ``REDQLoss``, ``CrossQLoss``) already calls it through
+    ``vmap``; anything else is refused in one line."""
+    if not enabled:
+        return
+    call = getattr(loss, "q_call", None)
+    if call is None and getattr(loss, "num_qvalue_nets", 0) > 1:
+        return  # upstream's own forward: its stacked critics go through vmap already
+    if call is None or getattr(loss, "num_qvalue_nets", 0) < 1:
+        raise RlplugError(f"batched_critics = true: {type(loss).__name__} has no stack of Q(s, a) critics; set batched_critics = false")
+    if not call.batchable:
+        raise RlplugError("batched_critics = true: the critics are not plain MLPs over the observation vector (an encoder, batch "
+                          "renormalisation); set batched_critics = false")  # fmt: skip
+    loss.batched_critics = True
+
+
 class LeanLoss:
     """Mixin of every lean loss, placed before the upstream class: the ``NetworkCall`` attributes it holds
-    are rebuilt when the loss moves device or dtype (``.to``, ``.double``)."""
+    are rebuilt when the loss moves device or dtype (``.to``, ``.double``). ``batched_critics``: whether its Q stack
+    is called as one batched ensemble (``use_batched_critics``, ``stacked_q``)."""
+
+    batched_critics = False
 
     def _apply(self, fn: Any) -> Any:
         for value in list(self.__dict__.values()):
@@ -174,7 +226,7 @@ class LeanActorCritic(LeanLoss):
 
     def qvalues(self, params: Any, observations: list[torch.Tensor], action: torch.Tensor, detach: bool = False) -> torch.Tensor:
         """Q(s, a) of each network of the stack under ``params`` (online, target), stacked ``[N, B, 1]``."""
-        return torch.stack([self.q_call(params, *observations, action, index=i, detach=detach) for i in range(self.num_qvalue_nets)])
+        return stacked_q(self, params, observations, action, range(self.num_qvalue_nets), detach)
 
     def actor_distribution(self, observations: list[torch.Tensor], detach: bool = False) -> Any:
         """The actor's action distribution at ``observations`` under its online parameters (``detach``: out

@@ -29,6 +29,7 @@ from ..common.stages import (
     stage_terms,
     summed,
 )
+from .lean import use_batched_critics
 from .export import plain_act, torchrl_policy_export
 from .modules import deterministic_actions
 
@@ -56,6 +57,7 @@ class TorchRLStagedUpdates:
     def init_updates(self, build: Build) -> None:
         s = build.settings
         self.loss, self.target_updater = build.loss, build.target_updater
+        use_batched_critics(self.loss, bool(s.get("batched_critics", False)))
         entry = build.loss_entry
         self.optimised_terms = tuple(entry.terms)
         self.logged_terms = self.optimised_terms + tuple(t for t in entry.reported if t not in self.optimised_terms)
