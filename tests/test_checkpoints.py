@@ -79,6 +79,15 @@ def test_checkpoints_of_other_hyperparameters_cells_or_major_versions_are_refuse
         other_hp = {**header, "hyperparameters": {**header["hyperparameters"], "gamma": 0.5}}
         with pytest.raises(CheckpointMismatchError, match=r"other hyperparameters: gamma \(0.5 there, 0.99 here\)"):
             check_header(other_hp, build, "x.pt")
+        # a hyperparameter added to the algorithm since the checkpoint was written: fine at its default, not otherwise
+        def without(name):
+            return {**header, "hyperparameters": {k: v for k, v in header["hyperparameters"].items() if k != name}}
+
+        check_header(without("use_sde"), build, "x.pt")
+        defaults = {p.name: p.default for p in build.algorithm.params}
+        tuned = next(k for k, v in build.hp.items() if k in defaults and v != defaults[k])  # the recipe's own value
+        with pytest.raises(CheckpointMismatchError, match=rf"{tuned} \(None there"):
+            check_header(without(tuned), build, "x.pt")
         with pytest.raises(CheckpointMismatchError, match="holds a sac/skrl run, not ppo/skrl"):
             check_header({**header, "algorithm": "sac"}, build, "x.pt")
         with pytest.raises(CheckpointMismatchError, match="written by rlplug 7.0.0; this is rlplug .*, another major version"):

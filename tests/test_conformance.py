@@ -331,7 +331,6 @@ CELLS = {
     "sac-gsde": ("sac-gsde-conformance", []),
     "sac-gsde-expln-per-rollout-at-warmup-unsquashed": ("sac-gsde-conformance", ["use_expln=true", "sde_sample_freq=-1",
                                                                                  "use_sde_at_warmup=true", "squash_actions=false"]),
-    "tqc-gsde": ("tqc-conformance", ["use_sde=true", "sde_sample_freq=4"]),
     "ppo-gsde": ("ppo-gsde-conformance", []),
     "ppo-gsde-expln-per-rollout": ("ppo-gsde-conformance", ["use_expln=true", "sde_sample_freq=-1", "normalize_observations=false"]),
     "sac-discrete": ("sac-discrete-conformance", []),

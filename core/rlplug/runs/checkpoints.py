@@ -53,7 +53,11 @@ def check_header(header: dict[str, Any], build: Build, path: Path | str) -> None
         )
     saved = header.get("hyperparameters")
     if saved is not None:
-        differ = sorted(k for k in set(saved) | set(build.hp) if saved.get(k) != build.hp.get(k))
+        # a hyperparameter the algorithm gained since the checkpoint was written matches at its default, which keeps the
+        # behaviour the run was trained with (rlplug adds new ones that way)
+        defaults = {p.name: p.default for p in getattr(build.algorithm, "params", ())}
+        added = {k for k in set(build.hp) - set(saved) if k in defaults and build.hp[k] == defaults[k]}
+        differ = sorted(k for k in (set(saved) | set(build.hp)) - added if saved.get(k) != build.hp.get(k))
         if differ:
             shown = ", ".join(f"{k} ({saved.get(k)!r} there, {build.hp.get(k)!r} here)" for k in differ[:3])
             raise CheckpointMismatchError(f"checkpoint {path} was trained with other hyperparameters: {shown}")
