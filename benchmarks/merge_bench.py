@@ -73,9 +73,12 @@ def main() -> None:
     parser.add_argument("--drop", action="append", default=[], metavar="RECIPE@N", help="leave out this recipe version's rows")
     parser.add_argument("--combine-seeds", action="store_true", help="join rows of the same recipe and budget into one over all their seeds (a seed in both: the later run)")
     args = parser.parse_args()
-    inputs = [p for p in args.inputs if p.resolve() != args.out.resolve()]
-    args.out.write_text(json.dumps(merge(inputs, tuple(args.drop), args.combine_seeds), indent=2) + "\n")
-    print(f"wrote {args.out} from {len(inputs)} files")
+    if any(p.resolve() == args.out.resolve() for p in args.inputs):
+        # reading and rewriting one file in one go is where rows get lost: merge from a copy instead
+        parser.exit(2, f"merge_bench: --out {args.out} is also an input; copy it first (cp {args.out} /tmp/prev.json) "
+                       f"and merge /tmp/prev.json\n")  # fmt: skip
+    args.out.write_text(json.dumps(merge(args.inputs, tuple(args.drop), args.combine_seeds), indent=2) + "\n")
+    print(f"wrote {args.out} from {len(args.inputs)} files")
 
 
 if __name__ == "__main__":

@@ -455,3 +455,18 @@ def test_bench_records_its_command_portably(capsys, tmp_path):
     recorded = json.loads(report.with_suffix(".json").read_text())["command"]
     assert recorded.endswith(f"--runs-dir SCRATCH/{tmp_path.name}/runs --report SCRATCH/{tmp_path.name}/r.md"), recorded
     assert str(tmp_path) not in report.read_text()
+
+
+def test_merge_bench_refuses_to_merge_into_one_of_its_inputs(tmp_path):
+    """The file merged into is read and rewritten at once otherwise: its rows would be lost."""
+    import subprocess
+    import sys
+
+    table = tmp_path / "seeded.json"
+    table.write_text(json.dumps({"command": "rlplug bench a", "rows": []}))
+    before = table.read_text()
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "merge_bench.py"
+    done = subprocess.run([sys.executable, str(script), str(table), "--out", str(table)], capture_output=True, text=True,
+                          cwd=script.parent)  # fmt: skip
+    assert done.returncode == 2 and "is also an input; copy it first" in done.stderr
+    assert table.read_text() == before
