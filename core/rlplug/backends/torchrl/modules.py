@@ -219,12 +219,17 @@ def gaussian_actor(
     before: Sequence[TensorDictModuleBase] = (),
 ) -> ProbabilisticActor:
     """A diagonal Gaussian over Box actions: ``net`` computes the mean, the log std is one learned
-    state-independent parameter per action dimension, initialised to ``initial_log_std``.
+    state-independent parameter per action dimension, initialised to ``initial_log_std``; or ``net`` is a
+    ``StateDependentHead`` (gSDE), whose outputs are the mean and the scale (collect with
+    ``state_dependent_rollout_policy``).
 
     Samples are unbounded; ``make_env`` clamps them to the action space on the way into the env.
     Deterministic mode returns the mean. ``before``: as ``categorical_actor``'s.
     """
-    head = _then(net, AddStateIndependentNormalScale(action_size, scale_mapping="exp", init_value=initial_log_std))
+    if isinstance(net, StateDependentHead):
+        head = net
+    else:
+        head = _then(net, AddStateIndependentNormalScale(action_size, scale_mapping="exp", init_value=initial_log_std))
     return ProbabilisticActor(
         _after(before, TensorDictModule(head, in_keys=_keys(observation_key), out_keys=["loc", "scale"])),
         in_keys=["loc", "scale"],
@@ -281,16 +286,9 @@ def state_dependent_head(build: Any, noise: StateDependentNoise, clip_mean: floa
     return StateDependentHead(trunk, features, int(np.prod(build.action_space.shape)), noise, clip_mean)
 
 
-def state_dependent_gaussian_actor(head: StateDependentHead, observation_key: Any = "observation") -> ProbabilisticActor:
-    """``gaussian_actor`` under gSDE: the ``IndependentNormal``'s scale is the head's (the marginal one at its
-    features); collect with ``state_dependent_rollout_policy``."""
-    return ProbabilisticActor(
-        TensorDictModule(head, in_keys=_keys(observation_key), out_keys=["loc", "scale"]),
-        in_keys=["loc", "scale"],
-        out_keys=["action"],
-        distribution_class=IndependentNormal,
-        return_log_prob=True,
-    )
+def _state_dependent_head(actor: nn.Module) -> StateDependentHead | None:
+    """The actor's gSDE head, or ``None``."""
+    return next((m for m in actor.modules() if isinstance(m, StateDependentHead)), None)
 
 
 class StateDependentRollout(nn.Module):
@@ -309,12 +307,12 @@ class StateDependentRollout(nn.Module):
 
 
 def state_dependent_rollout_policy(actor: ProbabilisticActor) -> TensorDictModule | None:
-    """What an on-policy collector runs for a ``state_dependent_gaussian_actor`` (its keys, gSDE's action), or
-    ``None`` for an actor without gSDE."""
-    heads = [m for m in actor.modules() if isinstance(m, StateDependentHead)]
-    if not heads:
+    """What an on-policy collector runs for a ``gaussian_actor`` on a ``StateDependentHead`` (its keys, gSDE's action),
+    or ``None`` for an actor without gSDE."""
+    head = _state_dependent_head(actor)
+    if head is None:
         return None
-    return TensorDictModule(StateDependentRollout(heads[0]), in_keys=actor.in_keys, out_keys=["loc", "scale", "action", "action_log_prob"])
+    return TensorDictModule(StateDependentRollout(head), in_keys=actor.in_keys, out_keys=["loc", "scale", "action", "action_log_prob"])
 
 
 class StateDependentExploration(nn.Module):
@@ -336,10 +334,10 @@ class StateDependentExploration(nn.Module):
 def state_dependent_exploration(actor: nn.Module, action_space: gym.spaces.Box, squash: bool = True) -> TensorDictModule | None:
     """What a collector runs for an actor with gSDE's head (``"action"`` from its observation keys), or ``None``
     when the actor has none."""
-    heads = [m for m in actor.modules() if isinstance(m, StateDependentHead)]
-    if not heads:
+    head = _state_dependent_head(actor)
+    if head is None:
         return None
-    return TensorDictModule(StateDependentExploration(heads[0], action_space, squash), in_keys=actor.in_keys, out_keys=["action"])
+    return TensorDictModule(StateDependentExploration(head, action_space, squash), in_keys=actor.in_keys, out_keys=["action"])
 
 
 def q_value_actor(

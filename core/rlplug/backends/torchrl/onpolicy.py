@@ -44,10 +44,10 @@ from .modules import (
     RunningNormalizer,
     action_mask_key,
     find_module,
+    gaussian_actor,
     observation_batch,
     observation_keys,
     observation_net,
-    state_dependent_gaussian_actor,
     state_dependent_head,
     state_dependent_rollout_policy,
     stochastic_actor,
@@ -101,7 +101,8 @@ def actor_critic_modules(build: Build, actor_output: nn.Module | None = None) ->
 
     noise = state_dependent_noise(build, s["frames_per_batch"] // build.num_envs)
     if noise is not None and actor_output is None:  # gSDE (a Box policy; the family refuses it elsewhere)
-        actor = state_dependent_gaussian_actor(state_dependent_head(build, noise, before=normalizer), keys)
+        actor = gaussian_actor(state_dependent_head(build, noise, before=normalizer), int(np.prod(build.action_space.shape)),
+                               observation_key=keys)
     else:
         actor = stochastic_actor(actor_net, build.action_space, s["initial_log_std"], keys, mask_key=action_mask_key(build))
     return {"actor": actor.to(build.device), "critic": value_operator(net(1), keys).to(build.device)}
