@@ -207,7 +207,7 @@ def test_cli_dataset_errors_are_one_line(tmp_path):
 
 def test_a_dataset_on_an_online_recipe_is_refused():
     result = run_cli("train", "sac-pendulum", "--set", "dataset=pendulum-medium", "--no-write")
-    assert_one_line_error(result, "'dataset' is for offline algorithms; sac is off-policy")
+    assert_one_line_error(result, "'dataset' is for offline algorithms and imitation from demonstrations; sac is off-policy")
 
 
 def test_train_builds_a_declared_dataset_then_trains_offline(tmp_path):
@@ -235,6 +235,25 @@ def test_train_builds_a_declared_dataset_then_trains_offline(tmp_path):
     assert info.reference["expert_source"]["trained_steps"] == 1024
     rows = (run_dir / "metrics.csv").read_text().splitlines()
     assert rows[0].startswith("updates,") and "eval/normalised_score" in rows[0]
+
+
+def test_an_expert_dataset_trains_its_policy_once(tmp_path, monkeypatch):
+    """A declaration whose expert is its behaviour policy (demonstrations: the same recipe, or none, and the same steps)
+    trains one run and takes it as both; the reference return is that policy's."""
+    from rlplug.data.collect import build_declared
+    from rlplug.pipeline.session import Session
+
+    monkeypatch.setenv("RLPLUG_DATA_DIR", str(tmp_path / "data"))
+    recipes = tmp_path / "demos.toml"
+    recipes.write_text('[datasets.cartpole-demos]\nenv = "CartPole-v1"\npolicy = "ppo-cartpole"\npolicy_steps = 512\nexpert_steps = 512\n'
+                       'steps = 300\nseed = 1\n')  # fmt: skip
+    lines = []
+    info = build_declared(Session(recipe_files=[str(recipes)]), "cartpole-demos", progress=False, log=lines.append)
+    runs = sorted(p.name for p in (tmp_path / "data" / "_runs").iterdir())
+    assert [r for r in runs if not r.startswith(".")] == ["cartpole-demos-policy"], runs
+    assert info.transitions == 300
+    assert "the behaviour policy is also the expert reference (trained once)" in " ".join(lines)
+    assert info.reference["expert_source"]["trained_steps"] == info.metadata["source"]["trained_steps"] == 512
 
 
 def test_a_declared_build_retrains_a_run_from_another_declaration(tmp_path):

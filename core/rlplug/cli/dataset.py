@@ -127,7 +127,7 @@ def ensure_dataset(session: Any, recipe: Any, quiet: bool) -> None:
     from ..data.datasets import dataset_path
 
     spec = session.host.algorithms.get(recipe.algorithm)
-    if spec is None or spec.kind != "offline":
+    if spec is None or not spec.reads_dataset:
         return  # prepare() refuses a dataset on an online recipe before anything is trained
     if recipe.dataset and recipe.dataset in session.book.datasets and not dataset_path(recipe.dataset).exists():
         log = (lambda line: None) if quiet else (lambda line: print(line, file=sys.stderr))

@@ -164,6 +164,10 @@ class TrainerBase(TorchRLTrainerAPI):
         to the next (one row per observation of the batch, reset here and when the batch size changes); a
         feed-forward policy has nothing to reset. Evaluation calls it before every episode."""
 
+    def observe_rewards(self, rewards: np.ndarray) -> None:
+        """The rewards ``act_deterministic``'s last actions earned, as evaluation steps its env: a return-conditioned
+        policy (Decision Transformer) counts its target return down with them; others ignore them."""
+
     recurrent_state_shape: tuple[int, int] | None = None
     """``(layers, width)`` of a recurrent policy's hidden state as its exported file takes it (``hidden``:
     float32 ``[B, layers, width]``; an LSTM's ``h`` then ``c``, so ``width = 2 x hidden size``; zeros start an
@@ -235,7 +239,7 @@ class TrainerBase(TorchRLTrainerAPI):
             return self.evaluate_torch_env(episodes, video_dir)
         return evaluate_policy(
             self.build.env_spec, None, self.evaluation_act(), episodes, self.build.seed, video_dir=video_dir,
-            reset=self.reset_acting_state,
+            reset=self.reset_acting_state, rewarded=self.observe_rewards,
         )
 
     def evaluation_act(self) -> Callable[[Any], Any]:

@@ -345,8 +345,12 @@ def build_declared(session: Any, name: str, *, progress: bool = True, overwrite:
     log(f"dataset {name}: training the behaviour policy ({spec['policy']}, {spec['policy_steps'] or 'recipe'} steps)")
     policy_dir = _trained_run(session, spec["policy"], spec["policy_backend"], spec["policy_steps"], spec["seed"], runs / f"{name}-policy", progress)
     expert_recipe = spec["expert"] or spec["policy"]
-    log(f"dataset {name}: training the expert reference ({expert_recipe}, {spec['expert_steps'] or 'recipe'} steps)")
-    expert_dir = _trained_run(session, expert_recipe, spec["policy_backend"], spec["expert_steps"], spec["seed"], runs / f"{name}-expert", progress)
+    if (expert_recipe, spec["expert_steps"]) == (spec["policy"], spec["policy_steps"]):
+        log(f"dataset {name}: the behaviour policy is also the expert reference (trained once)")
+        expert_dir = policy_dir
+    else:
+        log(f"dataset {name}: training the expert reference ({expert_recipe}, {spec['expert_steps'] or 'recipe'} steps)")
+        expert_dir = _trained_run(session, expert_recipe, spec["policy_backend"], spec["expert_steps"], spec["seed"], runs / f"{name}-expert", progress)
     log(f"dataset {name}: collecting {spec['steps']} transitions")
     info = collect(session, name, spec["env"], policy_run=policy_dir, expert_run=expert_dir, noise=spec["noise"],
                    steps=spec["steps"], seed=spec["seed"], overwrite=overwrite, progress=progress,

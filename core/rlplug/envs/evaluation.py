@@ -49,6 +49,7 @@ def evaluate_policy(
     max_steps: int = 100_000,
     video_dir: str | None = None,
     reset: Callable[[], None] | None = None,
+    rewarded: Callable[[np.ndarray], None] | None = None,
 ) -> list[float]:
     """Run ``episodes`` episodes with ``act(observation[None]) -> action[None]`` and return their returns.
 
@@ -59,7 +60,8 @@ def evaluate_policy(
     mapping of batches) and must return a batch of one action chosen deterministically (argmax /
     distribution mean); no exploration noise. ``video_dir`` records every episode there with gymnasium's
     ``RecordVideo`` (which needs ``moviepy``). ``reset`` is called before each episode (a recurrent policy
-    clears its hidden state there).
+    clears its hidden state there). ``rewarded`` receives each step's reward as a batch of one after the step (a
+    return-conditioned policy counts its target return down with it).
     """
     import gymnasium as gym
 
@@ -89,6 +91,8 @@ def evaluate_policy(
                 if isinstance(made.action_space, gym.spaces.Discrete):
                     action = int(np.asarray(action).reshape(-1)[0])
                 obs, reward, terminated, truncated, _ = made.step(action)
+                if rewarded is not None:
+                    rewarded(np.asarray([reward], np.float32))
                 total += float(reward)
                 done = terminated or truncated
                 steps += 1

@@ -28,7 +28,7 @@ from .entry_point_cache import entry_points_of
 
 GROUP = "rlplug.plugins"
 FIRST_PARTY = frozenset(
-    f"rlplug-{a}" for a in ("ppo", "sac", "dqn", "td3", "ddpg", "iql", "cql", "mappo", "ippo", "td3bc", "a2c", "rpo", "reinforce", "bc", "qrdqn", "c51", "tqc", "redq", "crossq", "trpo", "qmix")
+    f"rlplug-{a}" for a in ("ppo", "sac", "dqn", "td3", "ddpg", "iql", "cql", "mappo", "ippo", "td3bc", "a2c", "rpo", "reinforce", "bc", "qrdqn", "c51", "tqc", "redq", "crossq", "trpo", "qmix", "gail", "dt")
 )
 CORE_VERSION = "0.1.0"
 

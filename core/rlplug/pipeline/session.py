@@ -326,7 +326,7 @@ def check_action_space(
         other.name
         for other in installed
         if other.name != spec.name and (other.kind == "multi-agent") == (spec.kind == "multi-agent")
-        and (other.kind == "offline") == (spec.kind == "offline")
+        and (other.kind == "offline") == (spec.kind == "offline") and other.demonstrations == spec.demonstrations
         and any(kind in b.action_spaces for b in other.backends.values())
     )
     names = ", ".join(fits[:-1]) + " or " + fits[-1] if len(fits) > 1 else "".join(fits)
@@ -362,14 +362,17 @@ def backend_settings(spec: AlgorithmSpec, backend: str, hp: dict[str, Any], reci
 def check_dataset(
     spec: AlgorithmSpec, recipe: Recipe, observation_space: Any, action_space: Any, declared: Mapping[str, Any] = {}
 ) -> Any:
-    """An offline recipe names a readable dataset recorded on its env with its spaces; others name none."""
+    """An offline recipe, or one of an algorithm that imitates demonstrations, names a readable dataset recorded on its
+    env with its spaces; others name none."""
     where = f"recipe '{recipe.name}'"
-    if spec.kind != "offline":
+    if not spec.reads_dataset:
         if recipe.dataset:
-            raise RecipeError(f"{where}: 'dataset' is for offline algorithms; {spec.name} is {spec.kind} and collects its own data")
+            raise RecipeError(f"{where}: 'dataset' is for offline algorithms and imitation from demonstrations; {spec.name} "
+                              f"is {spec.kind} and collects its own data")  # fmt: skip
         return None
     if not recipe.dataset:
-        raise RecipeError(f"{where}: {spec.name} is an offline algorithm and needs a 'dataset' (see `rlplug dataset list`)")
+        what = "is an offline algorithm" if spec.kind == "offline" else "learns from demonstrations"
+        raise RecipeError(f"{where}: {spec.name} {what} and needs a 'dataset' (see `rlplug dataset list`)")
     from ..data.datasets import DatasetError, dataset_path, read_info
 
     if recipe.dataset in declared and not dataset_path(recipe.dataset).exists():

@@ -90,6 +90,9 @@ class AlgorithmSpec:
     """Cross-field constraints, checked after each hyperparameter passed its own domain."""
     backend_default_losses: Mapping[str, str] = field(default_factory=dict)
     """A backend whose default loss is not ``default_loss`` (sac/torchrl: "sac-lean")."""
+    demonstrations: bool = False
+    """An online algorithm that also reads a recipe's ``dataset``, as demonstrations (GAIL): the env is trained on, the
+    dataset's transitions are what the agent imitates."""
     # filled in by discovery: which distribution declared it
     plugin: str = field(default="", compare=False)
     plugin_version: str = field(default="", compare=False)
@@ -101,6 +104,11 @@ class AlgorithmSpec:
             for space in spec.action_spaces:
                 if space not in ACTION_SPACES:
                     raise ValueError(f"algorithm {self.name!r}/{backend}: unknown action space {space!r}")
+
+    @property
+    def reads_dataset(self) -> bool:
+        """An offline algorithm, or an online one learning from demonstrations: its recipe names a ``dataset``."""
+        return self.kind == "offline" or self.demonstrations
 
     def loss_for(self, backend: str) -> str:
         """The loss a recipe without ``loss`` gets on ``backend``."""

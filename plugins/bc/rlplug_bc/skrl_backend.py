@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from rlplug import Build
 from rlplug.backends.skrl import (
     DeterministicPolicy,
+    OfflineLoopAgent,
     SkrlOfflineTrainer,
     StagedLossAgent,
     UpdateStage,
@@ -88,7 +89,7 @@ class BC_CFG(AgentCfg):
     mixed_precision: bool = False
 
 
-class BC(StagedLossAgent, Agent):
+class BC(OfflineLoopAgent, StagedLossAgent, Agent):
     """Behaviour cloning on skrl's ``Agent`` base: role ``policy``, one stage ("policy") stepping
     ``policy_optimizer``. ``init`` is skrl's own: the dataset memory already holds its tensors."""
 
@@ -106,15 +107,6 @@ class BC(StagedLossAgent, Agent):
 
     def act(self, observations: torch.Tensor, states: torch.Tensor | None, *, timestep: int, timesteps: int) -> tuple[torch.Tensor, dict[str, Any]]:
         return self.policy.act({"observations": self.observation_preprocessor(observations)}, role="policy")
-
-    def pre_interaction(self, *, timestep: int, timesteps: int) -> None:
-        pass
-
-    def post_interaction(self, *, timestep: int, timesteps: int) -> None:
-        """skrl's manual offline loop (reference §11): one ``update`` per call while training."""
-        if self.training:
-            self.update(timestep=timestep, timesteps=timesteps)
-        super().post_interaction(timestep=timestep, timesteps=timesteps)
 
     def sample_batch(self) -> dict[str, torch.Tensor]:
         """One uniform dataset batch by name (BC trains on the raw observations)."""

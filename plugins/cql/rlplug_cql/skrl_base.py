@@ -6,7 +6,7 @@ import dataclasses
 from typing import Any
 
 from rlplug import Build
-from rlplug.backends.skrl import StagedLossAgent
+from rlplug.backends.skrl import OfflineLoopAgent, StagedLossAgent
 from skrl.agents.torch import Agent, AgentCfg
 
 
@@ -23,23 +23,13 @@ class CQL_CFG(AgentCfg):
     mixed_precision: bool = False
 
 
-class OfflineStagedAgent(StagedLossAgent, Agent):
+class OfflineStagedAgent(OfflineLoopAgent, StagedLossAgent, Agent):
     """What both CQL agents share on skrl's ``Agent`` base: batches sampled by name from the dataset memory
     (``StagedLossAgent.sample_batch``; the mixin provides skrl's mixed-precision scaler and identity
-    preprocessors: the dataset is used as recorded), and a deterministic ``act`` for skrl's own evaluation."""
+    preprocessors: the dataset is used as recorded), skrl's own loop's hooks (``OfflineLoopAgent``), and in each agent a
+    deterministic ``act`` for skrl's own evaluation."""
 
     sampled_names = ("observations", "states", "actions", "rewards", "next_observations", "next_states", "terminated")
-
-    # skrl's interaction hooks, for driving the agent with skrl's own loop (reference §11);
-    # rlplug's offline trainer calls gradient_step directly
-
-    def pre_interaction(self, *, timestep: int, timesteps: int) -> None:
-        pass
-
-    def post_interaction(self, *, timestep: int, timesteps: int) -> None:
-        if self.training:
-            self.update(timestep=timestep, timesteps=timesteps)
-        super().post_interaction(timestep=timestep, timesteps=timesteps)
 
 
 def cql_cfg(build: Build) -> CQL_CFG:

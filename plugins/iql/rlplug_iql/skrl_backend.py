@@ -30,6 +30,7 @@ from rlplug import Build
 from rlplug.backends.skrl import (
     GaussianPolicy,
     ModuleTargetUpdate,
+    OfflineLoopAgent,
     SkrlOfflineTrainer,
     StagedLossAgent,
     UpdateStage,
@@ -181,7 +182,7 @@ class IQL_CFG(AgentCfg):
     mixed_precision: bool = False
 
 
-class IQL(StagedLossAgent, Agent):
+class IQL(OfflineLoopAgent, StagedLossAgent, Agent):
     """Implicit Q-Learning on skrl's ``Agent`` base, its gradient step delegated to a staged loss.
 
     Roles: ``policy``, ``value``, the ``critic_roles`` (``critic_1/2``) and a ``target_<role>`` of each.
@@ -224,15 +225,6 @@ class IQL(StagedLossAgent, Agent):
     def act(self, observations: torch.Tensor, states: torch.Tensor | None, *, timestep: int, timesteps: int) -> tuple[torch.Tensor, dict[str, Any]]:
         """The policy's sample (its ``mean_actions`` output is the deterministic action)."""
         return self.policy.act({"observations": self.observation_preprocessor(observations)}, role="policy")
-
-    def pre_interaction(self, *, timestep: int, timesteps: int) -> None:
-        pass
-
-    def post_interaction(self, *, timestep: int, timesteps: int) -> None:
-        """skrl's manual offline loop (reference §11): one ``update`` per call while training."""
-        if self.training:
-            self.update(timestep=timestep, timesteps=timesteps)
-        super().post_interaction(timestep=timestep, timesteps=timesteps)
 
     def sample_batch(self) -> dict[str, torch.Tensor]:
         """One uniform dataset batch by name (no preprocessors: IQL trains on raw observations)."""

@@ -33,7 +33,17 @@ from .multiagent import SkrlMultiAgentRolloutTrainer, agent_models
 from .team import SkrlTeamOffPolicyTrainer
 from ..common.team import team_spaces
 from ..common.offline import ObservationStandardizer
-from .offline import SkrlOfflineTrainer, dataset_memory
+from ..common.sequence import (
+    ContextActing,
+    DecisionTransformer,
+    ReturnConditionedActing,
+    TrajectorySegments,
+    make_decision_transformer,
+    target_return,
+    trajectory_segments,
+)
+from ..common.imitation import AdversarialImitation, Discriminator, discriminator_terms, make_discriminator
+from .offline import OfflineLoopAgent, SkrlOfflineTrainer, dataset_memory
 from .offpolicy import ModuleTargetUpdate, SkrlOffPolicyTrainer, hard_copy, module_target_update
 from .staged import StagedLossAgent
 from ..common.stages import UpdateStage
@@ -103,6 +113,11 @@ __all__ = [
     "rollout_epochs",
     "rollout_learner",
     "rollout_memory",
+    # imitation (GAIL)
+    "AdversarialImitation",
+    "Discriminator",
+    "discriminator_terms",
+    "make_discriminator",
     # off-policy
     "ModuleTargetUpdate",
     "SkrlOffPolicyTrainer",
@@ -116,6 +131,14 @@ __all__ = [
     "team_spaces",
     # offline
     "ObservationStandardizer",
+    "ContextActing",
+    "DecisionTransformer",
+    "ReturnConditionedActing",
+    "TrajectorySegments",
+    "make_decision_transformer",
+    "target_return",
+    "trajectory_segments",
+    "OfflineLoopAgent",
     "SkrlOfflineTrainer",
     "dataset_memory",
 ]

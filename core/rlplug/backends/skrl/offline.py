@@ -43,6 +43,21 @@ def dataset_memory(build: Build) -> RandomMemory:
     return memory
 
 
+class OfflineLoopAgent:
+    """Mixed in before an offline agent's bases (``class BC(OfflineLoopAgent, StagedLossAgent, Agent)``): skrl's
+    interaction hooks for driving the agent with skrl's own loop (reference §11), which has no interaction to prepare
+    and takes one ``update`` per ``post_interaction`` while training. rlplug's offline trainer calls ``gradient_step``
+    directly."""
+
+    def pre_interaction(self, *, timestep: int, timesteps: int) -> None:
+        pass
+
+    def post_interaction(self, *, timestep: int, timesteps: int) -> None:
+        if self.training:
+            self.update(timestep=timestep, timesteps=timesteps)
+        super().post_interaction(timestep=timestep, timesteps=timesteps)
+
+
 class SkrlOfflineTrainer(StagedAgentTrainer, OfflineTrainerBase):
     """Drives a skrl agent's ``gradient_step()`` on the dataset memory; no environment is stepped.
 

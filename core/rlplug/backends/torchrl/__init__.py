@@ -58,6 +58,17 @@ from .multiagent import (
 from .team import TorchRLTeamOffPolicyTrainer, team_mask_key
 from ..common.team import team_spaces
 from ..common.offline import ObservationStandardizer
+from ..common.sequence import (
+    ContextActing,
+    DecisionTransformer,
+    ReturnConditionedActing,
+    TrajectorySegments,
+    make_decision_transformer,
+    target_return,
+    trajectory_segments,
+)
+from ..common.imitation import AdversarialImitation, Discriminator, make_discriminator
+from .imitation import GAILLossTerms, gail_loss_terms
 from ..common.stages import UpdateStage
 from .offline import TorchRLOfflineTrainer, dataset_buffer
 from .offpolicy import (
@@ -144,8 +155,21 @@ __all__ = [
     "multiagent_critic",
     "team_spaces",
     "team_mask_key",
+    # imitation (GAIL)
+    "AdversarialImitation",
+    "Discriminator",
+    "GAILLossTerms",
+    "gail_loss_terms",
+    "make_discriminator",
     # offline
     "ObservationStandardizer",
+    "ContextActing",
+    "DecisionTransformer",
+    "ReturnConditionedActing",
+    "TrajectorySegments",
+    "make_decision_transformer",
+    "target_return",
+    "trajectory_segments",
     "TorchRLOfflineTrainer",
     "dataset_buffer",
 ]
