@@ -237,9 +237,9 @@ def test_train_builds_a_declared_dataset_then_trains_offline(tmp_path):
     assert rows[0].startswith("updates,") and "eval/normalised_score" in rows[0]
 
 
-def test_an_expert_dataset_trains_its_policy_once(tmp_path, monkeypatch):
+def test_an_expert_dataset_trains_its_policy_once(tmp_path, monkeypatch, capsys):
     """A declaration whose expert is its behaviour policy (demonstrations: the same recipe, or none, and the same steps)
-    trains one run and takes it as both; the reference return is that policy's."""
+    trains one run and takes it as both; the reference return is that policy's; the progress bars name each phase."""
     from rlplug.data.collect import build_declared
     from rlplug.pipeline.session import Session
 
@@ -248,7 +248,9 @@ def test_an_expert_dataset_trains_its_policy_once(tmp_path, monkeypatch):
     recipes.write_text('[datasets.cartpole-demos]\nenv = "CartPole-v1"\npolicy = "ppo-cartpole"\npolicy_steps = 512\nexpert_steps = 512\n'
                        'steps = 300\nseed = 1\n')  # fmt: skip
     lines = []
-    info = build_declared(Session(recipe_files=[str(recipes)]), "cartpole-demos", progress=False, log=lines.append)
+    info = build_declared(Session(recipe_files=[str(recipes)]), "cartpole-demos", progress=True, log=lines.append)
+    bars = capsys.readouterr().err
+    assert "cartpole-demos 1/2 behaviour policy" in bars and "cartpole-demos 2/2 collecting" in bars
     runs = sorted(p.name for p in (tmp_path / "data" / "_runs").iterdir())
     assert [r for r in runs if not r.startswith(".")] == ["cartpole-demos-policy"], runs
     assert info.transitions == 300

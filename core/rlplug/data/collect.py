@@ -79,7 +79,8 @@ def behaviour_action(act: Any, space: Any, observation: np.ndarray, noise: float
     return np.clip(action, space.low, space.high).astype(space.dtype)
 
 
-def rollout(env_id: str, env_kwargs: dict[str, Any], act: Any, steps: int, noise: float, seed: int, progress: bool) -> dict[str, np.ndarray]:
+def rollout(env_id: str, env_kwargs: dict[str, Any], act: Any, steps: int, noise: float, seed: int, progress: bool,
+            label: str = "collecting") -> dict[str, np.ndarray]:  # fmt: skip
     """``steps`` transitions of ``act`` (``None``: uniform random) in one env, episodes contiguous.
 
     The last transition is marked truncated when its episode is still running, so every stored
@@ -95,7 +96,7 @@ def rollout(env_id: str, env_kwargs: dict[str, Any], act: Any, steps: int, noise
     columns: dict[str, list[Any]] = {k: [] for k in ("observation", "action", "reward", "next_observation", "terminated", "truncated")}
     observation, _ = env.reset(seed=seed)
     try:
-        for _ in tqdm(range(steps), unit="step", desc="collecting", disable=not progress, leave=False):
+        for _ in tqdm(range(steps), unit="step", desc=label, disable=not progress, leave=False):
             observation = np.asarray(observation, dtype=np.float32)
             action = space.sample() if act is None else behaviour_action(act, space, observation, noise, rng)
             next_observation, reward, terminated, truncated, _ = env.step(action)
@@ -170,6 +171,7 @@ def collect(
     overwrite: bool = False,
     progress: bool = True,
     extra_source: dict[str, Any] | None = None,
+    progress_label: str = "collecting",
 ) -> DatasetInfo:
     """Roll out ``policy_run``'s policy (``None``: a uniformly random policy) for ``steps`` transitions.
 
@@ -183,11 +185,13 @@ def collect(
         raise DatasetError(f"--noise must be in [0, 1], got {noise}")
     with writing_dataset(name):  # held until it is written: a second collect of this name is refused, not raced
         check_target(name, overwrite)
-        return _collect(session, name, env_id, policy_run, expert_run, noise, steps, seed, overwrite, progress, extra_source)
+        return _collect(session, name, env_id, policy_run, expert_run, noise, steps, seed, overwrite, progress, extra_source,
+                        progress_label)  # fmt: skip
 
 
 def _collect(session: Any, name: str, env_id: str, policy_run: str | Path | None, expert_run: str | Path | None, noise: float,
-             steps: int, seed: int, overwrite: bool, progress: bool, extra_source: dict[str, Any] | None) -> DatasetInfo:  # fmt: skip
+             steps: int, seed: int, overwrite: bool, progress: bool, extra_source: dict[str, Any] | None,
+             progress_label: str = "collecting") -> DatasetInfo:  # fmt: skip
     env_kwargs: dict[str, Any] = {}
     with env_errors(env_id, env_kwargs, "dataset collect --env"):
         observation_space, action_space = probe_spaces(env_id, env_kwargs)
@@ -201,7 +205,7 @@ def _collect(session: Any, name: str, env_id: str, policy_run: str | Path | None
         if expert is not None:
             opened.append(expert)
         act = policy.trainer.act_deterministic if policy is not None else None
-        arrays = rollout(env_id, env_kwargs, act, steps, noise, seed, progress)
+        arrays = rollout(env_id, env_kwargs, act, steps, noise, seed, progress, progress_label)
         source: dict[str, Any] = {"kind": "policy" if policy is not None else "random", "noise": noise, "seed": seed, "steps": steps}
         if policy is not None:
             source.update(run_source(policy, policy_run))
@@ -287,7 +291,8 @@ def declared(session: Any, name: str) -> dict[str, Any]:
     return out
 
 
-def _trained_run(session: Any, recipe: str, backend: str, steps: int, seed: int, run_dir: Path, progress: bool) -> Path:
+def _trained_run(session: Any, recipe: str, backend: str, steps: int, seed: int, run_dir: Path, progress: bool,
+                 label: str | None = None) -> Path:  # fmt: skip
     """Train ``recipe`` into ``run_dir`` unless a finished run of the same resolved recipe is already there."""
     from ..runs import train
 
@@ -305,7 +310,7 @@ def _trained_run(session: Any, recipe: str, backend: str, steps: int, seed: int,
         shutil.rmtree(run_dir)  # an interrupted earlier build, or one from another declaration (steps, seed, recipe)
     build = session.construct(prepared)
     try:
-        train(build, run_dir=run_dir, progress=progress)
+        train(build, run_dir=run_dir, progress=progress, progress_label=label)
     finally:
         build.trainer.close()
     return run_dir
@@ -342,19 +347,24 @@ def build_declared(session: Any, name: str, *, progress: bool = True, overwrite:
     """
     spec = declared(session, name)
     runs = data_root() / "_runs"
-    log(f"dataset {name}: training the behaviour policy ({spec['policy']}, {spec['policy_steps'] or 'recipe'} steps)")
-    policy_dir = _trained_run(session, spec["policy"], spec["policy_backend"], spec["policy_steps"], spec["seed"], runs / f"{name}-policy", progress)
     expert_recipe = spec["expert"] or spec["policy"]
-    if (expert_recipe, spec["expert_steps"]) == (spec["policy"], spec["policy_steps"]):
+    own_expert = (expert_recipe, spec["expert_steps"]) == (spec["policy"], spec["policy_steps"])
+    phases = 2 if own_expert else 3  # the progress bars say which phase of how many
+    log(f"dataset {name}: training the behaviour policy ({spec['policy']}, {spec['policy_steps'] or 'recipe'} steps)")
+    policy_dir = _trained_run(session, spec["policy"], spec["policy_backend"], spec["policy_steps"], spec["seed"], runs / f"{name}-policy",
+                              progress, f"{name} 1/{phases} behaviour policy")  # fmt: skip
+    if own_expert:
         log(f"dataset {name}: the behaviour policy is also the expert reference (trained once)")
         expert_dir = policy_dir
     else:
         log(f"dataset {name}: training the expert reference ({expert_recipe}, {spec['expert_steps'] or 'recipe'} steps)")
-        expert_dir = _trained_run(session, expert_recipe, spec["policy_backend"], spec["expert_steps"], spec["seed"], runs / f"{name}-expert", progress)
+        expert_dir = _trained_run(session, expert_recipe, spec["policy_backend"], spec["expert_steps"], spec["seed"], runs / f"{name}-expert",
+                                  progress, f"{name} 2/3 expert")  # fmt: skip
     log(f"dataset {name}: collecting {spec['steps']} transitions")
     info = collect(session, name, spec["env"], policy_run=policy_dir, expert_run=expert_dir, noise=spec["noise"],
                    steps=spec["steps"], seed=spec["seed"], overwrite=overwrite, progress=progress,
-                   extra_source={"declared": spec.get("source", ""), "description": spec["description"]})
+                   extra_source={"declared": spec.get("source", ""), "description": spec["description"]},
+                   progress_label=f"{name} {phases}/{phases} collecting")  # fmt: skip
     warning = drift(name, spec, info)
     if warning:
         log(f"rlplug: warning: {warning}")

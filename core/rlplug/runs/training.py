@@ -141,6 +141,7 @@ def train(
     resume: bool = False,
     loggers: tuple[str, ...] = DEFAULT_LOGGERS,
     eval_every: int | None = None,
+    progress_label: str | None = None,
 ) -> dict[str, Any]:
     """Train ``build.trainer`` to ``steps`` (the recipe's budget by default), evaluate, summarise.
 
@@ -151,7 +152,7 @@ def train(
     best evaluation's state as ``checkpoints/best.pt`` (``rlplug.runs.evaluations``).
     SIGINT and SIGTERM write a checkpoint at the end of the iteration under way, then raise
     ``RunInterrupted`` (a ``KeyboardInterrupt``). ``loggers`` (``rlplug.runs.trackers``) are recorded in a
-    new run directory; a resumed one keeps its own.
+    new run directory; a resumed one keeps its own. ``progress_label`` names the bar (a dataset build's phase).
     """
     here = world()
     trainer = build.trainer
@@ -171,7 +172,7 @@ def train(
     evaluations = Evaluations(cadence, build.recipe.eval_episodes, trainer.progress_unit, best)
     status = "failed"
     try:
-        summary = _train(build, trainer, steps, run_dir, writer, progress and here.is_main, every, evaluations)
+        summary = _train(build, trainer, steps, run_dir, writer, progress and here.is_main, every, evaluations, progress_label)
         status = "finished"
         return summary
     except RunInterrupted:
@@ -183,7 +184,7 @@ def train(
 
 
 def _train(build: Build, trainer: Trainer, steps: int, run_dir: Path | None, writer: RunWriter | None, progress: bool,
-           every: int, evaluations: Evaluations) -> dict[str, Any]:
+           every: int, evaluations: Evaluations, progress_label: str | None = None) -> dict[str, Any]:
     from tqdm import tqdm
 
     here = world()
@@ -209,7 +210,8 @@ def _train(build: Build, trainer: Trainer, steps: int, run_dir: Path | None, wri
     gradient_steps_before = trainer.gradient_steps
     unit = "update" if trainer.progress_unit == "updates" else "step"
     # the total is where training stops (whole iterations), so the bar ends at 100 %
-    bar = tqdm(total=trainer.planned_progress(steps), initial=trainer.progress, unit=unit, dynamic_ncols=True, disable=not progress, leave=False)
+    bar = tqdm(total=trainer.planned_progress(steps), initial=trainer.progress, desc=progress_label, unit=unit, dynamic_ncols=True,
+               disable=not progress, leave=False)  # fmt: skip
     postfix: dict[str, str] = {}
     if writer is not None:
         writer.best_eval = evaluations.best
