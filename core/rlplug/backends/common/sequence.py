@@ -128,7 +128,10 @@ def trajectory_segments(build: Build) -> TrajectorySegments:
     """The recipe's dataset as ``TrajectorySegments`` (``context_length``, ``return_scale``), seeded from the run's seed."""
     s = build.settings
     _, data = dataset_transitions(build)
-    return TrajectorySegments(data, s["context_length"], s["return_scale"], build.seed, build.device)
+    try:
+        return TrajectorySegments(data, s["context_length"], s["return_scale"], build.seed, build.device)
+    except DatasetError as err:
+        raise DatasetError(f"recipe '{build.recipe.name}': {err}") from None
 
 
 def target_return(build: Build, segments: TrajectorySegments) -> float:
