@@ -364,7 +364,10 @@ def test_dt_learns_the_demonstrated_action_and_refuses_export(builds, tmp_path, 
     observations = np.random.default_rng(0).uniform(-1, 1, (8, 3)).astype(np.float32)
     actions = np.concatenate([trainer.act_deterministic(observations) for _ in range(6)])
     assert np.abs(actions - 1.5).max() < 0.2, actions.reshape(-1)
+    seen = []
+    observe = trainer.observe_rewards
+    trainer.observe_rewards = lambda rewards: seen.append(float(rewards[0])) or observe(rewards)
     returns = trainer.evaluate(1)
-    assert len(returns) == 1 and np.isfinite(returns[0])
+    assert len(seen) == 200 and returns == [pytest.approx(sum(seen), rel=1e-5)]  # every reward of the episode, in turn
     with pytest.raises(ExportUnsupportedError, match="dt acts on its episode's history"):
         trainer.export_policy()
