@@ -62,10 +62,14 @@ TORCHRL_CELLS = {
     "reinforce": ("reinforce", "Tiny-v0", {}),
     "trpo": ("trpo", "TinyContinuous-v0", {}),
     "trpo-discrete": ("trpo", "Tiny-v0", {}),
+    "gail": ("gail", "TinyContinuous-v0", {}),
+    "gail-discrete-penalty": ("gail", "Tiny-v0", {"use_grad_penalty": True}),
+    "dt": ("dt", "TinyContinuous-v0", {}),
 }
 SKRL_CELLS = {name: TORCHRL_CELLS[name] for name in ("ppo", "sac", "sac-discrete", "td3", "ddpg", "dqn", "qrdqn", "c51", "tqc", "redq", "crossq", "iql", "cql", "cql-discrete", "td3bc",
-                                                    "iql-discrete", "bc", "bc-discrete", "mappo", "ippo", "qmix", "qmix-vdn-per-agent", "a2c", "rpo", "reinforce", "trpo", "trpo-discrete")}
-OFFLINE = ("iql", "cql", "td3bc", "bc")  # by algorithm: iql-discrete is offline too
+                                                    "iql-discrete", "bc", "bc-discrete", "mappo", "ippo", "qmix", "qmix-vdn-per-agent", "a2c", "rpo", "reinforce", "trpo", "trpo-discrete",
+                                                    "gail", "gail-discrete-penalty", "dt")}
+OFFLINE = ("iql", "cql", "td3bc", "bc", "dt", "gail")  # by algorithm (iql-discrete is offline too); gail reads demonstrations
 
 
 @pytest.fixture(scope="module")
@@ -115,10 +119,12 @@ def test_torchrl_cell_has_config_parity(cell, name):
     assert torchrl_parity.parity_problems(build) == []
     # the roles a cell of its family builds were all found (a missed attribute would hide a class)
     roles = set(torchrl_parity.constructed(build))
-    # behaviour cloning has no value estimator; QR-DQN's own LossModule and C51's DistributionalDQNLoss compute their
+    # behaviour cloning and DT have no value estimator; QR-DQN's own LossModule and C51's DistributionalDQNLoss compute their
     # TD(0) distributional targets themselves
-    bootstraps = TORCHRL_CELLS[name][0] not in ("bc", "qrdqn", "c51")
-    assert {"loss", "buffer", "storage", "sampler", "writer"} | ({"value_estimator"} if bootstraps else set()) <= roles
+    bootstraps = TORCHRL_CELLS[name][0] not in ("bc", "qrdqn", "c51", "dt")
+    replays = TORCHRL_CELLS[name][0] != "dt"  # DT samples segments of episodes (rlplug's TrajectorySegments)
+    expected = {"loss"} | ({"buffer", "storage", "sampler", "writer"} if replays else set())
+    assert expected | ({"value_estimator"} if bootstraps else set()) | ({"discriminator_loss"} if name.startswith("gail") else set()) <= roles
     # cells collect on the lean path unless told (or, multi-agent, where it does not apply)
     assert ("collector" in roles) == (name in ("mappo", "ippo", "qmix", "qmix-vdn-per-agent", "td3-collector", "ppo-collector"))
 

@@ -43,6 +43,9 @@ NO_TRAINER = {
     "td3bc": f"TorchRL {TORCHRL_VERSION} has no TD3+BC trainer or loss config, and its TD3 trainer cannot step "
              "TD3BCLoss: the trainer calls value_loss, which TD3BCLoss names qvalue_loss",
     "bc": f"TorchRL {TORCHRL_VERSION} has no behaviour-cloning trainer config, and no loss config for BCLoss",
+    "gail": f"TorchRL {TORCHRL_VERSION} has no GAIL trainer config and no loss config for GAILLoss (its PPO trainer steps "
+    "on the env's reward)",
+    "dt": f"TorchRL {TORCHRL_VERSION} has no Decision Transformer trainer config and no loss config for DTLoss",
     "trpo": f"TorchRL {TORCHRL_VERSION} has no TRPO loss or trainer config (its trainers step every loss term with an "
             "optimiser; TRPO's policy moves by a natural-gradient step)",
     "crossq": f"TorchRL {TORCHRL_VERSION} has no CrossQ loss config",

@@ -153,7 +153,7 @@ TABLES: dict[str, Table] = {
         "target_update_interval": TRAINER_TARGETS,
         "exploration_scheduler": Excluded("set by the cell: a LinearSchedule from epsilon_start, epsilon_end, epsilon_decay_timesteps"),
     },
-    # rlplug's own configs (skrl has no IQL / CQL / BC): their defaults are checked against the recipe's too
+    # rlplug's own configs (skrl has no IQL / CQL / BC / DT): their defaults are checked against the recipe's too
     "IQL_CFG": {
         "experiment": EXPERIMENT,
         "gradient_steps": Excluded("library default kept: one gradient step per call; the offline trainer counts updates"),
@@ -169,6 +169,15 @@ TABLES: dict[str, Table] = {
         "experiment": EXPERIMENT,
         "batch_size": Setting("batch_size"),
         "learning_rate": Setting("learning_rate"),
+        "grad_norm_clip": Setting("grad_norm_clip"),
+        "mixed_precision": MIXED_PRECISION,
+    },
+    "DT_CFG": {
+        "experiment": EXPERIMENT,
+        "batch_size": Setting("batch_size"),
+        "learning_rate": Setting("learning_rate"),
+        "weight_decay": Setting("weight_decay"),
+        "warmup_steps": Setting("warmup_steps"),
         "grad_norm_clip": Setting("grad_norm_clip"),
         "mixed_precision": MIXED_PRECISION,
     },

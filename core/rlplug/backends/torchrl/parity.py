@@ -242,6 +242,18 @@ LOSSES: dict[str, Table] = {
                                  "passes 'cross_entropy' there)"),
         "reduction": REDUCTION,
     },
+    "DTLoss": {
+        "actor_network": MODEL,
+        "loss_function": Setting("loss_function"),
+        "reduction": REDUCTION,
+        "device": DEVICE,
+    },
+    "GAILLoss": {
+        "discriminator_network": Excluded("the cell's discriminator, built by its models stage"),
+        "use_grad_penalty": Setting("use_grad_penalty"),
+        "gp_lambda": Setting("gp_lambda"),
+        "reduction": REDUCTION,
+    },
     "DiscreteIQLLoss": {
         "actor_network": MODEL,
         "qvalue_network": MODEL,
@@ -609,7 +621,7 @@ def library_class(cls: type) -> type:
 
 def constructed(build: Any) -> dict[str, Any]:
     """The TorchRL objects a built TorchRL cell holds, by role: loss, value estimator, target updater,
-    buffer, storage, sampler, writer, collector and exploration modules (those it uses)."""
+    buffer, storage, sampler, writer, collector, exploration modules and a discriminator's loss (those it uses)."""
     found: dict[str, Any] = {"loss": build.loss}
     estimator = getattr(build.loss, "_value_estimator", None)
     if estimator is not None:
@@ -618,8 +630,12 @@ def constructed(build: Any) -> dict[str, Any]:
     if updater is not None:
         found["target_updater"] = getattr(updater, "updater", updater)  # LossTargetUpdate wraps TorchRL's
     memory = build.memory
-    found.update(buffer=memory, storage=memory._storage, sampler=memory._sampler, writer=memory._writer)
+    if hasattr(memory, "_storage"):  # a TorchRL replay buffer (a Decision Transformer's segments are rlplug's)
+        found.update(buffer=memory, storage=memory._storage, sampler=memory._sampler, writer=memory._writer)
     trainer = build.trainer
+    discriminator_loss = getattr(getattr(getattr(trainer, "imitation", None), "loss", None), "module", None)
+    if discriminator_loss is not None:  # GAIL's GAILLoss (GAILLossTerms.module)
+        found["discriminator_loss"] = discriminator_loss
     if getattr(trainer, "collector", None) is not None:
         found["collector"] = trainer.collector
     policy = getattr(trainer, "exploration_policy", None)
