@@ -18,16 +18,15 @@ import torch
 import torch.nn.functional as F
 from rlplug import Build
 from rlplug.backends.skrl import (
-    ContextActing,
     OfflineLoopAgent,
     ReturnConditionedActing,
     SkrlOfflineTrainer,
     StagedLossAgent,
     UpdateStage,
     configure_threads,
+    linear_warmup,
     make_decision_transformer,
     seed_skrl,
-    target_return,
     trajectory_segments,
 )
 from skrl.agents.torch import Agent, AgentCfg
@@ -111,8 +110,7 @@ class DT(OfflineLoopAgent, StagedLossAgent, Agent):
         # AdamW (decoupled weight decay) as an Adam, so the trainer puts it on the recipe's optimizer_impl path
         self.policy_optimizer = torch.optim.Adam(self.policy.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay,
                                                  decoupled_weight_decay=True)  # fmt: skip
-        warmup = max(1, cfg.warmup_steps)
-        self.policy_scheduler = torch.optim.lr_scheduler.LambdaLR(self.policy_optimizer, lambda step: min(1.0, (step + 1) / warmup))
+        self.policy_scheduler = linear_warmup(self.policy_optimizer, cfg.warmup_steps)
         self.checkpoint_modules.update(policy=self.policy, policy_optimizer=self.policy_optimizer, segments=self.memory)
 
     def act(self, observations: torch.Tensor, states: torch.Tensor | None, *, timestep: int, timesteps: int) -> tuple[torch.Tensor, dict[str, Any]]:
@@ -144,9 +142,7 @@ class SkrlDTTrainer(ReturnConditionedActing, SkrlOfflineTrainer):
 
     def __init__(self, build: Build) -> None:
         super().__init__(build)
-        s = build.settings
-        self.acting = ContextActing(self.agent.policy.transformer, s["context_length"], target_return(build, build.memory),
-                                    s["return_scale"])  # fmt: skip
+        self.acting = self.make_acting(self.agent.policy.transformer, build.memory)
 
 
 build_trainer = SkrlDTTrainer

@@ -15,23 +15,21 @@ from typing import Any
 import torch
 from rlplug import Build
 from rlplug.backends.torchrl import (
-    ContextActing,
+    SEGMENT_KEYS,
     ReturnConditionedActing,
     TorchRLOfflineTrainer,
     adam,
     configure_threads,
     describe_loss,
+    linear_warmup,
     make_decision_transformer,
     seed_everything,
-    target_return,
     trajectory_segments,
 )
 from tensordict import TensorDict
 from tensordict.nn import TensorDictModule
 from torch import nn
 from torchrl.objectives import DTLoss
-
-SEGMENT_KEYS = ["observation", "action", "return_to_go", "timestep"]
 
 # ---- models -------------------------------------------------------------------------------------
 
@@ -40,7 +38,7 @@ def build_models(build: Build) -> dict[str, Any]:
     """``{"actor"}``: the transformer over a segment's keys, writing ``action_pred``; initialised from ``build.seed``."""
     configure_threads()
     seed_everything(build.seed)
-    return {"actor": TensorDictModule(make_decision_transformer(build), in_keys=SEGMENT_KEYS, out_keys=["action_pred"])}
+    return {"actor": TensorDictModule(make_decision_transformer(build), in_keys=list(SEGMENT_KEYS), out_keys=["action_pred"])}
 
 
 # ---- memory -------------------------------------------------------------------------------------
@@ -75,9 +73,7 @@ class TorchRLDTTrainer(ReturnConditionedActing, TorchRLOfflineTrainer):
 
     def __init__(self, build: Build) -> None:
         super().__init__(build)
-        s = build.settings
-        self.acting = ContextActing(build.models["actor"].module, s["context_length"], target_return(build, self.memory),
-                                    s["return_scale"])  # fmt: skip
+        self.acting = self.make_acting(build.models["actor"].module, self.memory)
 
     def make_optimizers(self, build: Build) -> dict[str, torch.optim.Optimizer]:
         s = build.settings
@@ -86,8 +82,7 @@ class TorchRLDTTrainer(ReturnConditionedActing, TorchRLOfflineTrainer):
                                decoupled_weight_decay=True)}  # fmt: skip
 
     def make_lr_schedulers(self, build: Build, optimizers: dict[str, torch.optim.Optimizer]) -> dict[str, Any]:
-        warmup = max(1, build.settings["warmup_steps"])
-        return {"update": torch.optim.lr_scheduler.LambdaLR(optimizers["update"], lambda step: min(1.0, (step + 1) / warmup))}
+        return {"update": linear_warmup(optimizers["update"], build.settings["warmup_steps"])}
 
     def sample_batch(self) -> TensorDict:
         segment = self.memory.sample(self.build.settings["batch_size"])

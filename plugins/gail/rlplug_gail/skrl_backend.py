@@ -17,6 +17,7 @@ import torch
 from rlplug import Build
 from rlplug.backends.skrl import (
     AdversarialImitation,
+    AdversarialImitationTrainer,
     OnPolicyAgent,
     actor_critic_models,
     discriminator_terms,
@@ -50,9 +51,9 @@ class LossDelegatingGAIL(OnPolicyAgent, PPO):
         super().update(timestep=timestep, timesteps=timesteps)
 
 
-class SkrlGAILTrainer(ppo.SkrlPPOTrainer):
+class SkrlGAILTrainer(AdversarialImitationTrainer, ppo.SkrlPPOTrainer):
     """PPO's trainer with the discriminator's training (``AdversarialImitation``) in the agent's update, its metrics
-    logged and its state checkpointed."""
+    logged and its state checkpointed (``AdversarialImitationTrainer``)."""
 
     agent_class = LossDelegatingGAIL
     recurrent_agent_class = None
@@ -70,16 +71,6 @@ class SkrlGAILTrainer(ppo.SkrlPPOTrainer):
 
     def step(self) -> dict[str, float]:
         return {**super().step(), **self.agent.discriminator_metrics}
-
-    def logged_metrics(self) -> frozenset[str]:
-        return super().logged_metrics() | AdversarialImitation.METRICS
-
-    def state_dict(self) -> dict[str, Any]:
-        return {**super().state_dict(), "imitation": self.imitation.state_dict()}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        super().load_state_dict(state)
-        self.imitation.load_state_dict(state["imitation"])
 
 
 build_trainer = SkrlGAILTrainer

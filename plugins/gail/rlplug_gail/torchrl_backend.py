@@ -14,7 +14,13 @@ from typing import Any
 
 import torch
 from rlplug import Build
-from rlplug.backends.torchrl import AdversarialImitation, actor_critic_modules, gail_loss_terms, make_discriminator
+from rlplug.backends.torchrl import (
+    AdversarialImitation,
+    AdversarialImitationTrainer,
+    actor_critic_modules,
+    gail_loss_terms,
+    make_discriminator,
+)
 from rlplug_ppo import torchrl_backend as ppo
 from rlplug_ppo.torchrl_backend import build_memory, describe_clip_loss, make_clip_loss  # noqa: F401 -- PPO's, unchanged
 from tensordict import TensorDict
@@ -24,9 +30,9 @@ def build_models(build: Build) -> dict[str, Any]:
     return {**actor_critic_modules(build), "discriminator": make_discriminator(build)}
 
 
-class TorchRLGAILTrainer(ppo.TorchRLPPOTrainer):
+class TorchRLGAILTrainer(AdversarialImitationTrainer, ppo.TorchRLPPOTrainer):
     """PPO's trainer with the discriminator's training (``AdversarialImitation``) between a rollout and its advantages,
-    its metrics logged and its state checkpointed."""
+    its metrics logged and its state checkpointed (``AdversarialImitationTrainer``)."""
 
     def __init__(self, build: Build) -> None:
         super().__init__(build)
@@ -44,16 +50,6 @@ class TorchRLGAILTrainer(ppo.TorchRLPPOTrainer):
 
     def update(self, batch: TensorDict, only_terms: tuple[str, ...] | None = None) -> dict[str, float]:
         return {**super().update(batch, only_terms), **self.discriminator_metrics}
-
-    def logged_metrics(self) -> frozenset[str]:
-        return super().logged_metrics() | AdversarialImitation.METRICS
-
-    def state_dict(self) -> dict[str, Any]:
-        return {**super().state_dict(), "imitation": self.imitation.state_dict()}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        super().load_state_dict(state)
-        self.imitation.load_state_dict(state["imitation"])
 
 
 build_trainer = TorchRLGAILTrainer

@@ -155,3 +155,20 @@ def make_discriminator(build: Build) -> Discriminator:
     _, data = dataset_transitions(build)
     return Discriminator(build.observation_space, build.action_space, s["discriminator_hidden_sizes"], s["activation"],
                          data["observation"]).to(build.device)  # fmt: skip
+
+
+class AdversarialImitationTrainer:
+    """What a GAIL trainer adds to its on-policy base, on either backend (mixed in before it): the cell sets
+    ``imitation`` (an ``AdversarialImitation``); its metrics are logged and its state is part of the checkpoint."""
+
+    imitation: AdversarialImitation
+
+    def logged_metrics(self) -> frozenset[str]:
+        return super().logged_metrics() | AdversarialImitation.METRICS
+
+    def state_dict(self) -> dict[str, Any]:
+        return {**super().state_dict(), "imitation": self.imitation.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        self.imitation.load_state_dict(state["imitation"])

@@ -25,6 +25,7 @@ from ...errors import ExportUnsupportedError, SpaceError
 from .offline import dataset_transitions
 
 SEGMENT_KEYS = ("observation", "action", "return_to_go", "timestep")
+"""What a segment holds, each ``[batch, context, ...]``: the transformer's inputs, in its argument order."""
 
 
 class DecisionTransformer(nn.Module):
@@ -103,12 +104,12 @@ class TrajectorySegments:
                                f"{int((last - first).max()) + 1} steps): lower context_length")  # fmt: skip
         self.context, self.best_return = int(context), float(max(returns))
         self.starts = torch.as_tensor(starts, dtype=torch.int64)
-        self.columns = {
-            "observation": data["observation"].reshape(count, -1).float().to(device),
-            "action": data["action"].reshape(count, -1).float().to(device),
-            "return_to_go": torch.as_tensor(to_go / return_scale, dtype=torch.float32, device=device).reshape(count, 1),
-            "timestep": torch.as_tensor(timestep, device=device),
-        }
+        self.columns = dict(zip(SEGMENT_KEYS, (
+            data["observation"].reshape(count, -1).float().to(device),
+            data["action"].reshape(count, -1).float().to(device),
+            torch.as_tensor(to_go / return_scale, dtype=torch.float32, device=device).reshape(count, 1),
+            torch.as_tensor(timestep, device=device),
+        )))  # fmt: skip
         self.generator = torch.Generator().manual_seed(seed)
 
     def sample(self, batch_size: int) -> dict[str, torch.Tensor]:
@@ -132,6 +133,12 @@ def trajectory_segments(build: Build) -> TrajectorySegments:
         return TrajectorySegments(data, s["context_length"], s["return_scale"], build.seed, build.device)
     except DatasetError as err:
         raise DatasetError(f"recipe '{build.recipe.name}': {err}") from None
+
+
+def linear_warmup(optimizer: torch.optim.Optimizer, steps: int) -> torch.optim.lr_scheduler.LambdaLR:
+    """DT's learning-rate warm-up: the rate rises linearly over ``steps`` gradient updates, then stays (stepped after each)."""
+    steps = max(1, steps)
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / steps))
 
 
 def target_return(build: Build, segments: TrajectorySegments) -> float:
@@ -183,10 +190,15 @@ class ContextActing:
 
 class ReturnConditionedActing:
     """A Decision Transformer trainer's acting, on either backend (mixed in before the offline trainer base): the
-    cell sets ``acting`` (a ``ContextActing``); evaluation resets it before each episode and hands it each reward."""
+    cell sets ``acting`` (``make_acting``); evaluation resets it before each episode and hands it each reward."""
 
     acting: ContextActing
     build: Build
+
+    def make_acting(self, model: nn.Module, segments: TrajectorySegments) -> ContextActing:
+        """``ContextActing`` of ``model`` with the recipe's ``context_length``, ``return_scale`` and target return."""
+        s = self.build.settings
+        return ContextActing(model, s["context_length"], target_return(self.build, segments), s["return_scale"])
 
     def act_deterministic(self, observations: Any) -> np.ndarray:
         x = torch.as_tensor(np.asarray(observations, np.float32), device=self.build.device)

@@ -38,11 +38,18 @@ from ..common.sequence import (
     DecisionTransformer,
     ReturnConditionedActing,
     TrajectorySegments,
+    linear_warmup,
     make_decision_transformer,
     target_return,
     trajectory_segments,
 )
-from ..common.imitation import AdversarialImitation, Discriminator, discriminator_terms, make_discriminator
+from ..common.imitation import (
+    AdversarialImitation,
+    AdversarialImitationTrainer,
+    Discriminator,
+    discriminator_terms,
+    make_discriminator,
+)
 from .offline import OfflineLoopAgent, SkrlOfflineTrainer, dataset_memory
 from .offpolicy import ModuleTargetUpdate, SkrlOffPolicyTrainer, hard_copy, module_target_update
 from .staged import StagedLossAgent
@@ -115,6 +122,7 @@ __all__ = [
     "rollout_memory",
     # imitation (GAIL)
     "AdversarialImitation",
+    "AdversarialImitationTrainer",
     "Discriminator",
     "discriminator_terms",
     "make_discriminator",
@@ -135,6 +143,7 @@ __all__ = [
     "DecisionTransformer",
     "ReturnConditionedActing",
     "TrajectorySegments",
+    "linear_warmup",
     "make_decision_transformer",
     "target_return",
     "trajectory_segments",

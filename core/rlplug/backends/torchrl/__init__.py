@@ -62,12 +62,19 @@ from ..common.sequence import (
     ContextActing,
     DecisionTransformer,
     ReturnConditionedActing,
+    SEGMENT_KEYS,
     TrajectorySegments,
+    linear_warmup,
     make_decision_transformer,
     target_return,
     trajectory_segments,
 )
-from ..common.imitation import AdversarialImitation, Discriminator, make_discriminator
+from ..common.imitation import (
+    AdversarialImitation,
+    AdversarialImitationTrainer,
+    Discriminator,
+    make_discriminator,
+)
 from .imitation import GAILLossTerms, gail_loss_terms
 from ..common.stages import UpdateStage
 from .offline import TorchRLOfflineTrainer, dataset_buffer
@@ -157,6 +164,7 @@ __all__ = [
     "team_mask_key",
     # imitation (GAIL)
     "AdversarialImitation",
+    "AdversarialImitationTrainer",
     "Discriminator",
     "GAILLossTerms",
     "gail_loss_terms",
@@ -166,7 +174,9 @@ __all__ = [
     "ContextActing",
     "DecisionTransformer",
     "ReturnConditionedActing",
+    "SEGMENT_KEYS",
     "TrajectorySegments",
+    "linear_warmup",
     "make_decision_transformer",
     "target_return",
     "trajectory_segments",
