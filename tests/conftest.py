@@ -88,9 +88,10 @@ def assert_one_line_error(result: subprocess.CompletedProcess, expected: str) ->
 
 
 def make_build(plugin_module, backend, env_id, num_envs=4, steps=2048, seed=0, registry=None, loss=None, dataset=None,
-               settings=None, **hp_over):  # fmt: skip
-    """A ``Build`` of the one algorithm ``plugin_module`` declares, wired stage by stage through the plugin's
-    hooks, without recipes or discovery. ``plugin_module`` is the entry module's name (``"rlplug_sac"``).
+               settings=None, algorithm=None, **hp_over):  # fmt: skip
+    """A ``Build`` of an algorithm ``plugin_module`` declares (``algorithm``, by default the one named after the module),
+    wired stage by stage through the plugin's hooks, without recipes or discovery. ``plugin_module`` is the entry
+    module's name (``"rlplug_sac"``).
     Offline algorithms take ``dataset``, a dataset directory (see the ``random_dataset`` fixture);
     ``settings`` overrides backend settings as a recipe's raw table does (``{"collector": True}``)."""
     import importlib
@@ -101,7 +102,8 @@ def make_build(plugin_module, backend, env_id, num_envs=4, steps=2048, seed=0, r
     from rlplug.contract.losses import LossRegistry
 
     plugin = importlib.import_module(plugin_module).plugin
-    (spec,) = plugin.rlplug_algorithms()
+    specs = {spec.name: spec for spec in plugin.rlplug_algorithms()}
+    spec = specs[algorithm or (plugin_module.removeprefix("rlplug_") if len(specs) > 1 else next(iter(specs)))]
     hp = {**spec.defaults(), **hp_over}
     recipe = SimpleNamespace(name="test", steps=steps, num_envs=num_envs, seed=seed, dataset=dataset or "")
     if registry is None:

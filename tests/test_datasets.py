@@ -246,7 +246,7 @@ def test_an_expert_dataset_trains_its_policy_once(tmp_path, monkeypatch, capsys)
     monkeypatch.setenv("RLPLUG_DATA_DIR", str(tmp_path / "data"))
     recipes = tmp_path / "demos.toml"
     recipes.write_text('[datasets.cartpole-demos]\nenv = "CartPole-v1"\npolicy = "ppo-cartpole"\npolicy_steps = 512\nexpert_steps = 512\n'
-                       'steps = 300\nseed = 1\n')  # fmt: skip
+                       'steps = 300\nseed = 1\ncollect_envs = 2\n')  # fmt: skip
     lines = []
     info = build_declared(Session(recipe_files=[str(recipes)]), "cartpole-demos", progress=True, log=lines.append)
     bars = capsys.readouterr().err
@@ -256,6 +256,68 @@ def test_an_expert_dataset_trains_its_policy_once(tmp_path, monkeypatch, capsys)
     assert info.transitions == 300
     assert "the behaviour policy is also the expert reference (trained once)" in " ".join(lines)
     assert info.reference["expert_source"]["trained_steps"] == info.metadata["source"]["trained_steps"] == 512
+    assert info.metadata["source"]["envs"] == 2  # collected on two envs, the policy acting on their batch
+
+
+def test_vector_collection_keeps_episodes_contiguous_and_their_final_observations(tmp_path):
+    """Collecting on N envs stores each env's transitions one env after another: within an episode each
+    next_observation is the following row's observation, a terminated episode's last next_observation is the final
+    one (CartPole: out of its bounds), not the next episode's reset, and each env's last transition carries a flag."""
+    from rlplug.data.collect import collect, rollout
+    from rlplug.data.datasets import DatasetError
+
+    arrays = rollout("CartPole-v1", {}, None, 1001, 0.0, 3, False, envs=4)
+    ends = arrays["terminated"] | arrays["truncated"]
+    assert len(ends) == 1001 and ends[-1]
+    inside = ~ends[:-1]
+    np.testing.assert_array_equal(arrays["next_observation"][:-1][inside], arrays["observation"][1:][inside])
+    final = arrays["next_observation"][arrays["terminated"]]
+    assert len(final) > 10 and np.all((np.abs(final[:, 0]) > 2.4) | (np.abs(final[:, 2]) > 0.2095))
+    assert arrays["partial"].sum() <= 4 and np.all(arrays["truncated"][arrays["partial"]])
+    assert np.flatnonzero(arrays["partial"]).tolist() == [i for i in (250, 500, 750, 1000) if arrays["partial"][i]]  # 251, 250, 250, 250
+    with pytest.raises(DatasetError, match="--envs .* must be at least 1, got 0"):
+        collect(None, "never", "CartPole-v1", steps=10, envs=0)
+
+
+def test_a_medium_dataset_takes_its_behaviour_policy_from_the_experts_run(tmp_path, monkeypatch, capsys):
+    """A behaviour policy that is the expert's recipe stopped earlier is the expert's run at those steps: one
+    training, and (for a recipe without a schedule over its budget) the policy a run of that budget trains, so the
+    dataset is the one two trainings gave. A second build reuses both runs."""
+    import rlplug
+    from rlplug.data.collect import _trained_run, build_declared, collect
+    from rlplug.data.datasets import load_data, read_info
+    from rlplug.pipeline.session import Session
+
+    monkeypatch.setenv("RLPLUG_DATA_DIR", str(tmp_path / "data"))
+    recipes = tmp_path / "medium.toml"
+    recipes.write_text('[datasets.cartpole-early]\nenv = "CartPole-v1"\npolicy = "ppo-cartpole"\npolicy_steps = 512\n'
+                       'expert_steps = 1024\nnoise = 0.1\nsteps = 300\nseed = 1\n')  # fmt: skip
+    lines = []
+    info = build_declared(Session(recipe_files=[str(recipes)]), "cartpole-early", progress=True, log=lines.append)
+    bars = capsys.readouterr().err
+    assert "cartpole-early 1/3 behaviour policy" in bars and "cartpole-early 2/3 expert" in bars
+    assert "its run at 512 steps is the behaviour policy" in " ".join(lines)
+    assert info.metadata["source"]["trained_steps"] == 512 and info.reference["expert_source"]["trained_steps"] == 1024
+
+    separate = _trained_run(rlplug.session(), "ppo-cartpole", "skrl", 512, 1, tmp_path / "separate", progress=False)
+    twice = collect(rlplug.session(), "cartpole-twice", "CartPole-v1", policy_run=separate, noise=0.1, steps=300, seed=1,
+                    progress=False)  # fmt: skip
+    ours, theirs = (load_data(read_info(name)) for name in ("cartpole-early", "cartpole-twice"))
+    for key in ("observation", "action", "reward", "terminated", "truncated"):
+        np.testing.assert_array_equal(np.asarray(ours[key]), np.asarray(theirs[key]), err_msg=key)
+
+    runs = tmp_path / "data" / "_runs"
+    stamps = {run: (runs / run / "summary.json").stat().st_mtime_ns for run in ("cartpole-early-policy", "cartpole-early-expert")}
+    build_declared(Session(recipe_files=[str(recipes)]), "cartpole-early", progress=False, overwrite=True, log=lines.append)
+    assert stamps == {run: (runs / run / "summary.json").stat().st_mtime_ns for run in stamps}
+    summary = runs / "cartpole-early-expert" / "summary.json"
+    summary.write_text(json.dumps({**json.loads(summary.read_text()), "steps": 512}))  # as if resuming to 1024 was interrupted
+    build_declared(Session(recipe_files=[str(recipes)]), "cartpole-early", progress=False, overwrite=True, log=lines.append)
+    assert json.loads(summary.read_text())["steps"] == 1024
+    stamps = {run: (runs / run / "summary.json").stat().st_mtime_ns for run in stamps}
+    (runs / "cartpole-early-policy" / "stopped_early.json").write_text('{"policy_steps": 256}')  # another declaration's copy
+    build_declared(Session(recipe_files=[str(recipes)]), "cartpole-early", progress=False, overwrite=True, log=lines.append)
+    assert stamps["cartpole-early-policy"] != (runs / "cartpole-early-policy" / "summary.json").stat().st_mtime_ns
 
 
 def test_a_declared_build_retrains_a_run_from_another_declaration(tmp_path):

@@ -1,4 +1,4 @@
-"""Offline cells added from issue 49 on (bc, iql on Discrete actions, dt; gail, online from demonstrations), one parametrised module over (algorithm, action space, backend):
+"""Offline cells added from issue 49 on (bc, iql on Discrete actions, dt, odt; gail, online from demonstrations), one parametrised module over (algorithm, action space, backend):
 each cell conforms to the contract (declarations, construction, a short train, deterministic evaluation, the
 checkpoint round-trip and resume), its registered loss is the algorithm's formula written out here on a fixed
 batch, and its deterministic action is what that loss fits. A few seconds per case on random datasets."""
@@ -21,10 +21,13 @@ CELLS = {
     ("bc", "discrete"): ("bc-cartpole-medium", "CartPole-v1"),
     ("iql", "discrete"): ("iql-cartpole-medium", "CartPole-v1"),
     ("dt", "continuous"): ("dt-pendulum-medium", "Pendulum-v1"),
+    ("odt", "continuous"): ("odt-pendulum-medium", "Pendulum-v1"),
 }
 # the small settings of an algorithm whose parameters are not SMALL's
 SMALL_OF = {"dt": {"embedding_dim": 16, "n_layers": 1, "context_length": 5, "batch_size": 8, "log_every": 20, "eval_every": 0,
                    "warmup_steps": 10}}
+# odt: an episode played online at updates 20 and 40, so the resume check crosses the online phase
+SMALL_OF["odt"] = {**SMALL_OF["dt"], "online_after": 20, "online_round_updates": 20, "online_buffer_episodes": 12}
 CASES = [(algorithm, space, backend) for (algorithm, space) in CELLS for backend in ("skrl", "torchrl")]
 IDS = [f"{a}-{s}-{b}" for a, s, b in CASES]
 
@@ -371,3 +374,82 @@ def test_dt_learns_the_demonstrated_action_and_refuses_export(builds, tmp_path, 
     assert len(seen) == 200 and returns == [pytest.approx(sum(seen), rel=1e-5)]  # every reward of the episode, in turn
     with pytest.raises(ExportUnsupportedError, match="dt acts on its episode's history"):
         trainer.export_policy()
+
+
+# ---- Online Decision Transformer: a stochastic DT fine-tuned on the episodes it plays ----------------------------------
+
+
+def _episodes_data(lengths, rewards):
+    """Episodes of the given lengths, each step's reward its episode's entry of ``rewards`` (observation = row)."""
+    count = sum(lengths)
+    ends = torch.zeros(count, dtype=torch.bool)
+    ends[torch.tensor(np.cumsum(lengths) - 1)] = True
+    reward = torch.cat([torch.full((n,), float(r)) for n, r in zip(lengths, rewards)])
+    return {"observation": torch.arange(float(count)).reshape(count, 1), "action": torch.zeros(count, 1), "reward": reward,
+            "terminated": torch.zeros(count, dtype=torch.bool), "truncated": ends}  # fmt: skip
+
+
+def test_online_segments_keep_the_best_episodes_then_replace_the_oldest_and_resume_the_same():
+    from rlplug.backends.skrl import OnlineSegments
+
+    # four episodes of 3 steps with returns 3, 30, 6, 15: capacity 3 keeps 6, 15, 30 in ascending return
+    segments = OnlineSegments(_episodes_data([3, 3, 3, 3], [1, 10, 2, 5]), context=2, return_scale=1.0, seed=0, capacity=3)
+    held = lambda s: [float(e["reward"].sum()) for e in s.episodes]  # noqa: E731
+    assert held(segments) == [6.0, 15.0, 30.0]
+    played = [(torch.full((4, 1), 100.0 + k), torch.zeros(4, 1), np.full(4, -1.0 - k)) for k in range(4)]
+    segments.add(*played[0])
+    assert held(segments) == [-4.0, 15.0, 30.0]  # the worst dataset episode leaves first
+    assert segments.columns["return_to_go"][:4, 0].tolist() == [-4.0, -3.0, -2.0, -1.0]  # relabelled with what it earned
+    segments.add(*played[1])
+    state = segments.state_dict()
+    for episode in played[2:]:
+        segments.add(*episode)
+    assert held(segments) == [-16.0, -8.0, -12.0] and segments.played == 4 and segments.played_steps == 16  # slots 0, 1, 2, 0
+    again = OnlineSegments(_episodes_data([3, 3, 3, 3], [1, 10, 2, 5]), context=2, return_scale=1.0, seed=0, capacity=3)
+    again.load_state_dict(state)
+    for episode in played[2:]:
+        again.add(*episode)
+    assert held(again) == held(segments)
+    for key in segments.columns:
+        assert torch.equal(again.columns[key], segments.columns[key])
+    assert torch.equal(again.sample(16)["observation"], segments.sample(16)["observation"])
+
+
+def test_odt_loss_on_skrl_is_torchrls_online_dt_loss_on_the_same_weights_and_segments(builds, random_dataset):
+    dataset = random_dataset("Pendulum-v1")
+    small = {**SMALL_OF["odt"], "dropout": 0.0}
+    skrl_build = builds("rlplug_dt", "skrl", "Pendulum-v1", num_envs=1, steps=100, dataset=dataset, algorithm="odt", **small)
+    torchrl_build = builds("rlplug_dt", "torchrl", "Pendulum-v1", num_envs=1, steps=100, dataset=dataset, algorithm="odt", **small)
+    transformer = torchrl_build.trainer.transformer(torchrl_build)
+    transformer.load_state_dict(skrl_build.models["policy"].transformer.state_dict())
+    batch = skrl_build.trainer.agent.sample_batch()
+    torch.manual_seed(3)  # the entropy's one sample per step: the same draws on both
+    ours = skrl_build.loss(skrl_build.trainer.agent, batch, "policy")
+    from tensordict import TensorDict
+
+    segment = {"observation": batch["observations"], "action": batch["actions"], "return_to_go": batch["returns_to_go"],
+               "timestep": batch["timesteps"]}  # fmt: skip
+    torch.manual_seed(3)
+    upstream = torchrl_build.loss(TensorDict(segment, batch_size=batch["timesteps"].shape))
+    for term in ("loss_log_likelihood", "loss_entropy", "loss_alpha", "alpha", "entropy"):
+        assert torch.allclose(ours[term], upstream[term], rtol=1e-4, atol=1e-6), (term, ours[term], upstream[term])
+
+
+@pytest.mark.parametrize("backend", ["skrl", "torchrl"])
+def test_odt_plays_episodes_online_and_learns_the_demonstrated_action(builds, tmp_path, backend):
+    dataset = _constant_action_dataset(tmp_path / "torque", action=1.5)
+    build = builds("rlplug_dt", backend, "Pendulum-v1", num_envs=1, steps=300, dataset=dataset, algorithm="odt",
+                   **{**SMALL_OF["odt"], "batch_size": 32, "learning_rate": 3e-3, "online_after": 200, "online_round_updates": 50,
+                      "log_every": 100})  # fmt: skip
+    trainer, rows = build.trainer, []
+    trainer.train(300, [lambda trainer, metrics: rows.append(metrics)])
+    segments = build.memory
+    assert segments.played == 2 and segments.played_steps == 400  # at updates 200 and 250: two 200-step episodes
+    assert [row["online/episodes"] for row in rows] == [0.0, 0.0, 2.0] and "online/episode_return" in rows[-1]
+    played = segments.added[-1]
+    assert len(played["reward"]) == 200 and np.all(np.abs(played["action"].numpy()) < 2.0)
+    assert float(np.sum(played["reward"])) == pytest.approx(rows[-1]["online/episode_return"] * 2 - float(np.sum(segments.added[0]["reward"])))
+    trainer.reset_acting_state()
+    observations = np.random.default_rng(0).uniform(-1, 1, (8, 3)).astype(np.float32)
+    actions = np.concatenate([trainer.act_deterministic(observations) for _ in range(6)])
+    assert np.abs(actions - 1.5).max() < 0.25, actions.reshape(-1)  # the squashed mean of the demonstrated torque

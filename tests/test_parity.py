@@ -65,11 +65,13 @@ TORCHRL_CELLS = {
     "gail": ("gail", "TinyContinuous-v0", {}),
     "gail-discrete-penalty": ("gail", "Tiny-v0", {"use_grad_penalty": True}),
     "dt": ("dt", "TinyContinuous-v0", {}),
+    "odt": ("odt", "TinyContinuous-v0", {}),
 }
 SKRL_CELLS = {name: TORCHRL_CELLS[name] for name in ("ppo", "sac", "sac-discrete", "td3", "ddpg", "dqn", "qrdqn", "c51", "tqc", "redq", "crossq", "iql", "cql", "cql-discrete", "td3bc",
                                                     "iql-discrete", "bc", "bc-discrete", "mappo", "ippo", "qmix", "qmix-vdn-per-agent", "a2c", "rpo", "reinforce", "trpo", "trpo-discrete",
-                                                    "gail", "gail-discrete-penalty", "dt")}
-OFFLINE = ("iql", "cql", "td3bc", "bc", "dt", "gail")  # by algorithm (iql-discrete is offline too); gail reads demonstrations
+                                                    "gail", "gail-discrete-penalty", "dt", "odt")}
+PLUGIN_OF = {"odt": "rlplug_dt"}  # an algorithm declared by another algorithm's plugin
+OFFLINE = ("iql", "cql", "td3bc", "bc", "dt", "odt", "gail")  # by algorithm (iql-discrete is offline too); gail reads demonstrations
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +97,7 @@ def cell(builds, datasets):
         overrides = {"num_envs": 2, **overrides}
         if algorithm in OFFLINE:
             overrides.update(num_envs=1, dataset=datasets[env])
-        return builds(f"rlplug_{algorithm}", backend, env, **overrides)
+        return builds(PLUGIN_OF.get(algorithm, f"rlplug_{algorithm}"), backend, env, algorithm=algorithm, **overrides)
 
     yield make
     for build in made:
@@ -106,8 +108,8 @@ def test_every_first_party_cell_is_checked():
     """A new algorithm or backend of a first-party plugin must join the cells above."""
     declared = set()
     for name in PLUGINS:
-        (spec,) = importlib.import_module(f"rlplug_{name}").plugin.rlplug_algorithms()
-        declared |= {(spec.name, backend) for backend in spec.backends}
+        for spec in importlib.import_module(f"rlplug_{name}").plugin.rlplug_algorithms():
+            declared |= {(spec.name, backend) for backend in spec.backends}
     checked = {(algorithm, "torchrl") for algorithm, _, _ in TORCHRL_CELLS.values()}
     checked |= {(algorithm, "skrl") for algorithm, _, _ in SKRL_CELLS.values()}
     assert declared == checked
@@ -121,8 +123,8 @@ def test_torchrl_cell_has_config_parity(cell, name):
     roles = set(torchrl_parity.constructed(build))
     # behaviour cloning and DT have no value estimator; QR-DQN's own LossModule and C51's DistributionalDQNLoss compute their
     # TD(0) distributional targets themselves
-    bootstraps = TORCHRL_CELLS[name][0] not in ("bc", "qrdqn", "c51", "dt")
-    replays = TORCHRL_CELLS[name][0] != "dt"  # DT samples segments of episodes (rlplug's TrajectorySegments)
+    bootstraps = TORCHRL_CELLS[name][0] not in ("bc", "qrdqn", "c51", "dt", "odt")
+    replays = TORCHRL_CELLS[name][0] not in ("dt", "odt")  # DT samples segments of episodes (rlplug's TrajectorySegments)
     expected = {"loss"} | ({"buffer", "storage", "sampler", "writer"} if replays else set())
     assert expected | ({"value_estimator"} if bootstraps else set()) | ({"discriminator_loss"} if name.startswith("gail") else set()) <= roles
     # cells collect on the lean path unless told (or, multi-agent, where it does not apply)

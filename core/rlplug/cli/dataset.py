@@ -22,8 +22,9 @@ def cmd_dataset_collect(args: argparse.Namespace) -> int:
     steps = check_option("transitions", args.steps, "--steps")
     seed = check_option("seed", args.seed, "--seed")
     noise = check_option("noise", args.noise, "--noise")
+    envs = check_option("collect_envs", args.envs, "--envs")
     info = collect(open_session(args), args.name, args.env, policy_run=args.policy, expert_run=args.expert, noise=noise,
-                   steps=steps, seed=seed, overwrite=args.overwrite, progress=not (args.json or args.no_progress))
+                   steps=steps, seed=seed, overwrite=args.overwrite, progress=not (args.json or args.no_progress), envs=envs)
     return _done(args, info)
 
 

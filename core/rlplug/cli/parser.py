@@ -267,6 +267,8 @@ def _add_dataset(sub: argparse._SubParsersAction, common: argparse.ArgumentParse
     collect.add_argument("--noise", type=option_value, default=0.0, help="epsilon (discrete) or Gaussian std as a fraction of the half action range")
     collect.add_argument("--steps", type=option_value, default=100_000, metavar="N", help="transitions to collect (default: 100000)")
     collect.add_argument("--seed", type=option_value, default=0, metavar="S", help="seed of the environments and the policy's noise (default: 0)")
+    collect.add_argument("--envs", type=option_value, default=1, metavar="N",
+                         help="environments stepped together, the policy acting on their batch (default: 1; N > 1 gives other transitions)")
     collect.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     collect.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     collect.set_defaults(func=command("dataset", "cmd_dataset_collect"))

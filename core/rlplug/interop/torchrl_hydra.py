@@ -46,6 +46,7 @@ NO_TRAINER = {
     "gail": f"TorchRL {TORCHRL_VERSION} has no GAIL trainer config and no loss config for GAILLoss (its PPO trainer steps "
     "on the env's reward)",
     "dt": f"TorchRL {TORCHRL_VERSION} has no Decision Transformer trainer config and no loss config for DTLoss",
+    "odt": f"TorchRL {TORCHRL_VERSION} has no Online Decision Transformer trainer config and no loss config for OnlineDTLoss",
     "trpo": f"TorchRL {TORCHRL_VERSION} has no TRPO loss or trainer config (its trainers step every loss term with an "
             "optimiser; TRPO's policy moves by a natural-gradient step)",
     "crossq": f"TorchRL {TORCHRL_VERSION} has no CrossQ loss config",

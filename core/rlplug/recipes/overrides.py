@@ -19,6 +19,7 @@ OPTION_PARAMS: dict[str, Param] = {p.name: p for p in (
     Param("episodes", None, "evaluation episodes", type=int, bounds="[1, 10**6]"),
     Param("noise", 0.0, "behaviour-policy noise: epsilon, or a fraction of the half action range", bounds="[0, 1]"),
     Param("transitions", None, "transitions to collect", type=int, bounds=f"[1, {MAX_STEPS}]"),
+    Param("collect_envs", 1, "environments stepped together while collecting", type=int, bounds="[1, 1024]"),
 )}
 
 

@@ -107,11 +107,15 @@ class DT(OfflineLoopAgent, StagedLossAgent, Agent):
     def __init__(self, *, cfg: DT_CFG, **kwargs: Any) -> None:
         super().__init__(cfg=cfg, **kwargs)
         self.policy = self.models["policy"]
-        # AdamW (decoupled weight decay) as an Adam, so the trainer puts it on the recipe's optimizer_impl path
-        self.policy_optimizer = torch.optim.Adam(self.policy.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay,
-                                                 decoupled_weight_decay=True)  # fmt: skip
-        self.policy_scheduler = linear_warmup(self.policy_optimizer, cfg.warmup_steps)
+        self.policy_optimizer, self.policy_scheduler = self.make_optimizer(cfg)
         self.checkpoint_modules.update(policy=self.policy, policy_optimizer=self.policy_optimizer, segments=self.memory)
+
+    def make_optimizer(self, cfg: DT_CFG) -> tuple[torch.optim.Optimizer, Any]:
+        """AdamW (decoupled weight decay) as an Adam, so the trainer puts it on the recipe's optimizer_impl path, and
+        DT's warm-up."""
+        optimizer = torch.optim.Adam(self.policy.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay,
+                                     decoupled_weight_decay=True)  # fmt: skip
+        return optimizer, linear_warmup(optimizer, cfg.warmup_steps)
 
     def act(self, observations: torch.Tensor, states: torch.Tensor | None, *, timestep: int, timesteps: int) -> tuple[torch.Tensor, dict[str, Any]]:
         raise NotImplementedError("DT acts on its episode's history: the trainer's act_deterministic (ContextActing)")
@@ -123,12 +127,13 @@ class DT(OfflineLoopAgent, StagedLossAgent, Agent):
                 "timesteps": segment["timestep"]}  # fmt: skip
 
 
-def dt_cfg(build: Build) -> DT_CFG:
-    """``DT_CFG`` from the settings; TensorBoard and checkpoint writes are rlplug's, so skrl's are off."""
+def dt_cfg(build: Build, cfg_class: type[DT_CFG] = DT_CFG, **more: Any) -> DT_CFG:
+    """``DT_CFG`` (or a derived agent's ``cfg_class`` with ``more``) from the settings; TensorBoard and checkpoint writes
+    are rlplug's, so skrl's are off."""
     s = build.settings
-    return DT_CFG(batch_size=s["batch_size"], learning_rate=s["learning_rate"], weight_decay=s["weight_decay"],
-                  warmup_steps=s["warmup_steps"], grad_norm_clip=s["grad_norm_clip"],
-                  experiment={"write_interval": 0, "checkpoint_interval": 0})  # fmt: skip
+    return cfg_class(batch_size=s["batch_size"], learning_rate=s["learning_rate"], weight_decay=s["weight_decay"],
+                     warmup_steps=s["warmup_steps"], grad_norm_clip=s["grad_norm_clip"],
+                     experiment={"write_interval": 0, "checkpoint_interval": 0}, **more)  # fmt: skip
 
 
 # ---- trainer ------------------------------------------------------------------------------------

@@ -73,7 +73,11 @@ class TorchRLDTTrainer(ReturnConditionedActing, TorchRLOfflineTrainer):
 
     def __init__(self, build: Build) -> None:
         super().__init__(build)
-        self.acting = self.make_acting(build.models["actor"].module, self.memory)
+        self.acting = self.make_acting(self.transformer(build), self.memory)
+
+    def transformer(self, build: Build) -> nn.Module:
+        """The ``DecisionTransformer`` the actor runs (acting reads it directly)."""
+        return build.models["actor"].module
 
     def make_optimizers(self, build: Build) -> dict[str, torch.optim.Optimizer]:
         s = build.settings

@@ -197,6 +197,8 @@ TABLES: dict[str, Table] = {
 TABLES["REINFORCE_CFG"] = {**TABLES["A2C_CFG"], "gae_lambda": Excluded("fixed by the cell: 1.0, Monte-Carlo returns")}
 # RPO_CFG is PPO_CFG and the perturbation's half-width
 TABLES["RPO_CFG"] = {**TABLES["PPO_CFG"], "alpha": Setting("alpha")}
+# Online DT's agent is DT's with a temperature
+TABLES["ODT_CFG"] = {**TABLES["DT_CFG"], "initial_alpha": Setting("initial_alpha"), "alpha_learning_rate": Setting("alpha_learning_rate")}
 # IPPO_CFG is MAPPO_CFG (skrl's IPPO and MAPPO share their update; the critic's input differs)
 TABLES["IPPO_CFG"] = TABLES["MAPPO_CFG"]
 # skrl's TRPO_CFG: A2C_CFG's fields less the entropy term and mixed precision, plus the trust region's; sb3-contrib's defaults

@@ -248,6 +248,18 @@ LOSSES: dict[str, Table] = {
         "reduction": REDUCTION,
         "device": DEVICE,
     },
+    "OnlineDTLoss": {
+        "actor_network": MODEL,
+        "alpha_init": Setting("initial_alpha", differs="Online DT's init_temperature 0.1; TorchRL defaults to 1.0"),
+        "min_alpha": Excluded("library default kept: the temperature is not clamped (Online DT's is not)"),
+        "max_alpha": Excluded("library default kept: the temperature is not clamped (Online DT's is not)"),
+        "fixed_alpha": Excluded("library default kept: the temperature is tuned, as Online DT's"),
+        "target_entropy": Excluded("resolved by the cell: 'auto' is -action_dim of the build's action space (the actor "
+                                   "carries no spec to infer it from)"),
+        "samples_mc_entropy": Excluded("library default kept: one sample per step, as the skrl cell draws"),
+        "reduction": REDUCTION,
+        "scalar_output_mode": SCALAR_OUTPUT,
+    },
     "GAILLoss": {
         "discriminator_network": Excluded("the cell's discriminator, built by its models stage"),
         "use_grad_penalty": Setting("use_grad_penalty"),
