@@ -7,6 +7,7 @@ Sections (each run in its own process; each writes ``benchmarks/results/<section
   startup         ``startup.py``: cold start of the listing commands, `train` ready to step
   backend_ratio   ``backend_ratio.py``: TorchRL ÷ skrl seconds per step on every shared recipe, interleaved, profiled (~40 min)
   floor           ``sac_updates.py``, ``td3_updates.py``, ``iql_updates.py``, ``cql_updates.py``: updates/s ÷ a plain PyTorch loop
+  sac_floor       ``sac_floor.py`` + ``sb3_time_to_target.py`` at 256x256: SAC against a fused plain floor and SB3 (~15 min)
   optimizer       ``optimizer_impl.py``: Adam loop / foreach / fused (and torch.compile) on the update cells
   ensemble        ``ensemble_critics.py``: N critics as one batched module (EnsembleMlp, vmap) against the per-critic loop
   ensemble_cells  ``ensemble_cells.py``: each cell's gradient steps/s with batched_critics false and true (N = 2, 5, 10)
@@ -108,6 +109,14 @@ def run_section(section: str, scratch: Path) -> None:
     elif section == "floor":
         data = {workload: run_json(command) for workload, command in FLOOR_RUNS.items()}
         store(section, "; ".join(shown(c) for c in FLOOR_RUNS.values()), data)
+    elif section == "sac_floor":
+        floor_command = [PY, str(HERE / "sac_floor.py"), "--updates", "300", "--rounds", "3", "--compile", "--json"]
+        out = scratch / "sac_floor_time.json"
+        # the cells' default per-critic path: the floor table measures batched_critics = true slower at N = 2
+        time_command = [PY, str(HERE / "sb3_time_to_target.py"), "--recipe", "sac-pendulum", "--seeds", "42,0,1", "--set",
+                        "hidden_sizes=[256,256]", "--json", str(out)]  # fmt: skip
+        data = {"floor": run_json(floor_command), "time_to_target": run_json(time_command, out)}
+        store(section, f"{shown(floor_command)}; {shown(time_command[:-2])}", data)
     elif section == "optimizer":
         out = scratch / "optimizer.json"
         command = [PY, str(HERE / "optimizer_impl.py"), "--updates", "200", "--rounds", "3", "--compile", "--json", str(out)]

@@ -27,7 +27,7 @@ if str(Path(__file__).resolve().parent) not in sys.path:  # loaded by path (the 
 
 from aggregate import aggregate_rows  # noqa: E402
 
-SECTIONS = ("bench", "overhead", "startup", "backend_ratio", "floor", "optimizer", "ensemble", "ensemble_cells", "compile", "time_to_target", "scaling",
+SECTIONS = ("bench", "overhead", "startup", "backend_ratio", "floor", "sac_floor", "optimizer", "ensemble", "ensemble_cells", "compile", "time_to_target", "scaling",
             "vector_modes", "wide_envs", "env_steps", "torch_envs", "eval_speed")
 STORED = SECTIONS  # backend_ratio: backend_ratio.py's interleaved runs, and the ratios the bench rows give
 
@@ -39,6 +39,7 @@ GOALS = {
     "backend_ratio": 1.3,  # TorchRL wall ÷ skrl wall, at most
     "floor": 0.85,  # rlplug updates/s ÷ plain PyTorch updates/s, at least
     "time_to_target": 0.7,  # rlplug seconds ÷ SB3 seconds, at most
+    "sac_floor_time": 0.6,  # rlplug SAC's seconds to target ÷ SB3's at SB3's 256x256 networks, at most (issue 48)
     "eval_speed": 1.5,  # `rlplug eval` seconds ÷ a plain script's (the same policy and episodes), at most
 }
 
@@ -48,6 +49,7 @@ TITLES = {
     "startup": "Startup",
     "backend_ratio": "TorchRL backend ÷ skrl backend",
     "floor": "Update floor",
+    "sac_floor": "SAC at the CPU's limit: a fused floor, SB3 and rlplug at 256x256",
     "optimizer": "Adam implementation",
     "ensemble": "Critic ensembles: one batched module against the per-critic loop",
     "ensemble_cells": "Critic ensembles inside the cells (batched_critics)",
@@ -537,6 +539,43 @@ def spread_from(summary: dict[str, float]) -> str:
     return f"{summary['mean']:.3f} ({summary['min']:.3f}–{summary['max']:.3f})"
 
 
+def render_sac_floor(envelope: dict[str, Any]) -> list[str]:
+    floor, goal = envelope["data"]["floor"], GOALS["floor"]
+    rows = []
+    for name, r in floor["results"].items():
+        judged = name.startswith("rlplug")
+        met = statistics.mean(r["ratio"]) >= goal or statistics.mean(r["ratio_cpu"]) >= goal
+        rows.append([name, f"{statistics.mean(r['plain']):.0f}", f"{statistics.mean(r['rlplug']):.0f}", spread(r["ratio"]),
+                     spread(r["ratio_cpu"]), verdict(met) if judged else "-"])
+    lines = [f"## {TITLES['sac_floor']}", "", provenance(envelope), "",
+             "Gradient updates/s of SAC's whole update (critics, actor, temperature, targets) at SB3's sizes (256x256, batch "
+             "256, one torch thread) against the fused floor: a plain PyTorch update with both critics and both targets "
+             "as one batched module each (one `baddbmm` per layer for the pair), fused Adams and a `foreach` target "
+             "update (benchmarks/sac_floor.py), rounds interleaved in one process. `plain (per-critic)` is the unfused "
+             "textbook loop of the Update floor section; `SB3` is `SAC.train(gradient_steps=1)`; `fused+compile` is "
+             f"the floor's update under `torch.compile`. Goal for rlplug's cells: ≥ {goal} of the floor.", ""]
+    lines += table(["contender", "floor updates/s", "its updates/s", "÷ floor, wall", "÷ floor, CPU", f"≥ {goal}"], rows) + [""]
+    for name, cost in floor.get("extra", {}).items():
+        r = floor["results"][name]
+        gain = 1 / statistics.mean(r["plain"]) - 1 / statistics.mean(r["rlplug"])
+        payback = f"pays back after {cost['compile_s'] / gain:,.0f} updates" if gain > 0 else "never pays back: it is not faster"
+        lines += [f"`{name}`: {cost['compile_s']:.0f} s to compile; {payback}.", ""]
+    sb3 = floor["results"].get("SB3")
+    timed = envelope["data"].get("time_to_target", {}).get("sac-pendulum")
+    if sb3 and timed:
+        wall, time_goal = timed["wall"], GOALS["sac_floor_time"]
+        bound = statistics.mean(sb3["rlplug"]) / statistics.mean(sb3["plain"])
+        ratio = wall.get("ratio_of_means")
+        shown = "-" if ratio is None else f"{ratio:.3f}"
+        lines += [f"Time to sac-pendulum's target at these sizes ({', '.join(timed.get('overrides') or [])}; "
+                  f"benchmarks/sb3_time_to_target.py, seeds {', '.join(str(s) for s in timed.get('seeds') or [])}): rlplug ÷ SB3 "
+                  f"{shown} (ratio of the mean times; goal ≤ {time_goal}: {verdict(ratio is not None and ratio <= time_goal)}). "
+                  f"A learner updating at the floor's rate needs {bound:.2f} of SB3's time for the same number of updates, "
+                  "so below that only fewer updates to the target (sample efficiency), not a faster update, can bring the "
+                  "ratio.", ""]
+    return lines
+
+
 def render_time_to_target(envelope: dict[str, Any]) -> list[str]:
     goal = GOALS["time_to_target"]
     rows = []
@@ -620,6 +659,7 @@ def render(results: dict[str, dict[str, Any]], row_cells: Callable[[dict[str, An
         "startup": render_startup,
         "backend_ratio": render_backend_ratio,
         "floor": render_floor,
+        "sac_floor": render_sac_floor,
         "optimizer": render_optimizer,
         "ensemble": render_ensemble,
         "ensemble_cells": render_ensemble_cells,

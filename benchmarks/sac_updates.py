@@ -73,7 +73,10 @@ class PlainSAC:
         self.critic_opt.zero_grad()
         critic_loss.backward()
         self.critic_opt.step()
+        self.policy_step(obs, alpha)
 
+    def policy_step(self, obs: torch.Tensor, alpha: torch.Tensor) -> None:
+        """The actor's and the temperature's steps, then the soft target update (sac_floor.py's fused update shares it)."""
         new_act, log_prob = self.policy(obs)
         self.critics.requires_grad_(False)
         actor_loss = (alpha * log_prob - self.q(self.critics, obs, new_act)).mean()
@@ -92,15 +95,15 @@ class PlainSAC:
             torch._foreach_lerp_(targets, sources, self.tau)
 
 
-def rlplug_updater(backend: str, recipe: str = "sac-pendulum", hidden: int | None = HIDDEN):
+def rlplug_updater(backend: str, recipe: str = "sac-pendulum", hidden: int | None = HIDDEN, overrides: tuple[str, ...] = ()):
     """A zero-argument callable taking one gradient step of ``recipe``'s cell on ``backend`` (an
     off-policy recipe: td3_updates.py reuses this with ``td3-pendulum``), its networks ``hidden`` wide
-    (the floor's sizes; ``None``: the recipe's)."""
+    (the floor's sizes; ``None``: the recipe's), with more recipe ``overrides`` (sac_floor.py's)."""
     import rlplug
 
     warmup = 2 * BATCH
     build = rlplug.build(recipe, backend=backend, overrides=[f"learning_starts={warmup}", f"log_every={warmup}",
-                                                               *([f"hidden_sizes=[{hidden},{hidden}]"] if hidden else [])])
+                                                               *([f"hidden_sizes=[{hidden},{hidden}]"] if hidden else []), *overrides])
     trainer = build.trainer
     trainer.train(warmup)  # random actions only: fills the replay, takes no gradient step
     if backend == "skrl":

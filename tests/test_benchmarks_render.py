@@ -470,3 +470,18 @@ def test_merge_bench_refuses_to_merge_into_one_of_its_inputs(tmp_path):
                           cwd=script.parent)  # fmt: skip
     assert done.returncode == 2 and "is also an input; copy it first" in done.stderr
     assert table.read_text() == before
+
+
+def test_sac_floor_section_judges_the_cells_and_bounds_the_time_to_target(render):
+    floor = {"results": {
+        "rlplug skrl": {"plain": [100.0, 100.0], "rlplug": [90.0, 92.0], "ratio": [0.9, 0.92], "ratio_cpu": [0.9, 0.92]},
+        "rlplug torchrl": {"plain": [100.0], "rlplug": [80.0], "ratio": [0.8], "ratio_cpu": [0.8]},
+        "SB3": {"plain": [100.0], "rlplug": [84.0], "ratio": [0.84], "ratio_cpu": [0.84]},
+        "fused+compile": {"plain": [100.0, 100.0], "rlplug": [90.0, 90.0], "ratio": [0.9, 0.9], "ratio_cpu": [0.9, 0.9]},
+    }, "extra": {"fused+compile": {"compile_s": 40.0}}}
+    timed = {"sac-pendulum": {"seeds": [42, 0, 1], "overrides": ["hidden_sizes=[256,256]"], "wall": {"ratio_of_means": 0.9}}}
+    text = "\n".join(render.render_sac_floor(envelope("sac_floor", {"floor": floor, "time_to_target": timed})))
+    assert "| rlplug skrl | 100 | 91 | 0.910 (0.900–0.920) | 0.910 (0.900–0.920) | yes |" in text
+    assert "| rlplug torchrl | 100 | 80 | 0.800 | 0.800 | **no** |" in text and "| SB3 | 100 | 84 | 0.840 | 0.840 | - |" in text
+    assert "never pays back: it is not faster" in text
+    assert "rlplug ÷ SB3 0.900 (ratio of the mean times; goal ≤ 0.6: **no**)" in text and "needs 0.84 of SB3's time" in text
