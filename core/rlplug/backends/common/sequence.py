@@ -358,11 +358,12 @@ ONLINE_SEED_OFFSET = 500_000
 
 class OnlineFineTuning(ReturnConditionedActing):
     """Online Decision Transformer's fine-tuning (Zheng et al., 2022), mixed in before an offline trainer base whose
-    memory (``build.memory``) is ``OnlineSegments``: from ``online_after`` updates on, every ``online_round_updates``-th update first
-    plays one episode of the env, each action a sample of the stochastic head conditioned on the evaluation's target
-    return plus ``online_target_offset``, and adds it to the segments relabelled with the returns it earned. The
-    segments carry the episodes and the noise, so checkpoints need nothing more. Logs ``online/episode_return``
-    (the iteration's episodes), ``online/episodes`` and ``online/env_steps``."""
+    memory (``build.memory``) is ``OnlineSegments``: from ``online_after`` updates on, every
+    ``online_round_updates``-th update first plays one episode of the env (at most ``max_episode_steps``), each
+    action a sample of the stochastic head conditioned on the evaluation's target return plus
+    ``online_target_offset``, and adds it to the segments relabelled with the returns it earned. The segments carry
+    the episodes and the noise, so checkpoints need nothing more. Logs ``online/episode_return`` (the iteration's
+    episodes), ``online/episodes`` and ``online/env_steps``."""
 
     updates: int
 
@@ -389,8 +390,9 @@ class OnlineFineTuning(ReturnConditionedActing):
         columns: dict[str, list[Any]] = {"observation": [], "action": [], "reward": []}
         try:
             observation, _ = env.reset(seed=self.build.seed + ONLINE_SEED_OFFSET + segments.played)
-            done = False
-            while not done:
+            done, steps = False, 0
+            while not done and steps < s["max_episode_steps"]:  # an env without a time limit is cut where the timesteps end
+                steps += 1
                 x = torch.as_tensor(np.asarray(observation, np.float32), device=self.build.device).reshape(1, -1)
                 action = acting.act(x, noise=segments.noise)
                 observation, reward, terminated, truncated, _ = env.step(action[0].cpu().numpy())
