@@ -106,11 +106,11 @@ def sb3_updater() -> tuple[object, object]:
     import gymnasium as gym
     import numpy as np
     from stable_baselines3 import SAC
-    from stable_baselines3.common.logger import configure
+    from stable_baselines3.common.logger import Logger
 
     env = gym.make("Pendulum-v1")
     model = SAC("MlpPolicy", env, batch_size=BATCH, buffer_size=20_000, learning_starts=0, seed=0, device="cpu")
-    model.set_logger(configure(None, [""]))
+    model.set_logger(Logger(None, []))  # no output (configure(None, ...) would make a directory in /tmp)
     rng = np.random.default_rng(0)
     for _ in range(20_000):
         obs, nxt = rng.normal(size=(1, OBS)).astype(np.float32), rng.normal(size=(1, OBS)).astype(np.float32)
