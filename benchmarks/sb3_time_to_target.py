@@ -107,6 +107,7 @@ def run_sb3(recipe: str, seed: int) -> dict:
     from stable_baselines3 import PPO, SAC
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.logger import Logger
 
     setup = SETUPS[recipe]
     if recipe == "ppo-cartpole":
@@ -127,6 +128,7 @@ def run_sb3(recipe: str, seed: int) -> dict:
             return True
 
     clock = TargetClock(setup)
+    model.set_logger(Logger(None, []))  # no output (learn's own configure would make a directory in /tmp per run)
     model.learn(total_timesteps=setup.max_steps, callback=Stopper())
     env.close()
     return clock.result("sb3")

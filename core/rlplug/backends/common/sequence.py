@@ -11,8 +11,7 @@ episode is trained exactly as evaluation meets it, and a segment starting mid-ep
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import gymnasium as gym
@@ -23,6 +22,7 @@ from torch import nn
 from ...contract.hookspecs import Build
 from ...data.datasets import DatasetError
 from ...errors import ExportUnsupportedError, SpaceError
+from .nets import tanh_log_det
 from .offline import dataset_transitions
 
 SEGMENT_KEYS = ("observation", "action", "return_to_go", "timestep")
@@ -108,9 +108,7 @@ class SquashedGaussian:
         return self.centre + self.half_range * torch.tanh(u), self._log_prob(u)
 
     def _log_prob(self, u: torch.Tensor) -> torch.Tensor:
-        # log |d action / d u| = log half_range + log(1 - tanh(u)^2), the latter as 2 (log 2 - u - softplus(-2u))
-        jacobian = torch.log(self.half_range) + 2 * (math.log(2.0) - u - torch.nn.functional.softplus(-2 * u))
-        return (self.base.log_prob(u) - jacobian).sum(-1)
+        return (self.base.log_prob(u) - tanh_log_det(u, self.half_range)).sum(-1)
 
 
 def make_decision_transformer(build: Build) -> DecisionTransformer:
@@ -237,19 +235,21 @@ class OnlineSegments(TrajectorySegments):
 def trajectory_segments(build: Build) -> TrajectorySegments:
     """The recipe's dataset as ``TrajectorySegments`` (``context_length``, ``return_scale``), seeded from the run's seed."""
     s = build.settings
-    _, data = dataset_transitions(build)
-    try:
-        return TrajectorySegments(data, s["context_length"], s["return_scale"], build.seed, build.device)
-    except DatasetError as err:
-        raise DatasetError(f"recipe '{build.recipe.name}': {err}") from None
+    return _recipe_segments(build, lambda data: TrajectorySegments(data, s["context_length"], s["return_scale"], build.seed, build.device))
 
 
 def online_segments(build: Build) -> OnlineSegments:
     """The recipe's dataset as Online DT's ``OnlineSegments`` (``online_buffer_episodes`` held), seeded from the run's seed."""
     s = build.settings
+    return _recipe_segments(build, lambda data: OnlineSegments(
+        data, s["context_length"], s["return_scale"], build.seed, s["online_buffer_episodes"], build.device))
+
+
+def _recipe_segments(build: Build, segments: Callable[[dict[str, torch.Tensor]], TrajectorySegments]) -> TrajectorySegments:
+    """``segments`` of the recipe's dataset, a refusal of the data naming the recipe."""
     _, data = dataset_transitions(build)
     try:
-        return OnlineSegments(data, s["context_length"], s["return_scale"], build.seed, s["online_buffer_episodes"], build.device)
+        return segments(data)
     except DatasetError as err:
         raise DatasetError(f"recipe '{build.recipe.name}': {err}") from None
 

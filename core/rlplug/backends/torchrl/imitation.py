@@ -6,8 +6,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 from tensordict import TensorDict
 from tensordict.nn import TensorDictModule
