@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import torch
@@ -25,12 +24,6 @@ def mlp(input_size: int, hidden_sizes: Sequence[int], output_size: int, activati
         size = hidden
     layers.append(nn.Linear(size, output_size))
     return nn.Sequential(*layers)
-
-
-def tanh_log_det(u: torch.Tensor, half_range: torch.Tensor) -> torch.Tensor:
-    """``log |d(center + half_range * tanh(u)) / du|``, with ``log(1 - tanh(u)^2)`` computed stably as
-    ``2 * (log 2 - u - softplus(-2u))``: the change-of-variables term of a squashed Gaussian."""
-    return 2.0 * (math.log(2.0) - u - torch.nn.functional.softplus(-2.0 * u)) + torch.log(half_range)
 
 
 class DuelingMlp(nn.Module):

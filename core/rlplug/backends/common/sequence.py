@@ -11,6 +11,7 @@ episode is trained exactly as evaluation meets it, and a segment starting mid-ep
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -22,7 +23,6 @@ from torch import nn
 from ...contract.hookspecs import Build
 from ...data.datasets import DatasetError
 from ...errors import ExportUnsupportedError, SpaceError
-from .nets import tanh_log_det
 from .offline import dataset_transitions
 
 SEGMENT_KEYS = ("observation", "action", "return_to_go", "timestep")
@@ -108,7 +108,11 @@ class SquashedGaussian:
         return self.centre + self.half_range * torch.tanh(u), self._log_prob(u)
 
     def _log_prob(self, u: torch.Tensor) -> torch.Tensor:
-        return (self.base.log_prob(u) - tanh_log_det(u, self.half_range)).sum(-1)
+        # skrl's tanh_log_det with the operands the other way round, kept: the order decides the order in which
+        # autograd sums u's gradients, and calling tanh_log_det changed odt's trained weights in the last bits
+        # log |d action / d u| = log half_range + log(1 - tanh(u)^2), the latter as 2 (log 2 - u - softplus(-2u))
+        jacobian = torch.log(self.half_range) + 2 * (math.log(2.0) - u - torch.nn.functional.softplus(-2 * u))
+        return (self.base.log_prob(u) - jacobian).sum(-1)
 
 
 def make_decision_transformer(build: Build) -> DecisionTransformer:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ...contract.multiagent_trainer import MultiAgentTrainerBase
 from ...contract.trainer import TrainerBase
 from ..common.encoders import observation_encoder, standardised_observations
-from ..common.nets import BatchRenorm, mlp, tanh_log_det, with_batch_renorm
+from ..common.nets import BatchRenorm, mlp, with_batch_renorm
 from ..common.gsde import StateDependentHead, StateDependentNoise, collecting, state_dependent_noise
 from ..common.optim import adam
 from ..common.parallel import sync_gradients
@@ -26,6 +26,7 @@ from .models import (
     q_model,
     register_action_bounds,
     stochastic_policy,
+    tanh_log_det,
     value_model,
 )
 from .multiagent import SkrlMultiAgentRolloutTrainer, agent_models

@@ -5,6 +5,7 @@ action bounds, and the deterministic action of a stochastic policy."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -353,6 +354,12 @@ def register_action_bounds(model: nn.Module, space: gym.spaces.Box, device: Any 
     high = torch.as_tensor(space.high, dtype=torch.float32, device=device)
     model.register_buffer("action_center", (high + low) / 2)
     model.register_buffer("action_half_range", (high - low) / 2)
+
+
+def tanh_log_det(u: torch.Tensor, half_range: torch.Tensor) -> torch.Tensor:
+    """``log |d(center + half_range * tanh(u)) / du|``, with ``log(1 - tanh(u)^2)`` computed stably as
+    ``2 * (log 2 - u - softplus(-2u))``: the change-of-variables term of a squashed Gaussian."""
+    return 2.0 * (math.log(2.0) - u - torch.nn.functional.softplus(-2.0 * u)) + torch.log(half_range)
 
 
 def policy_mean_or_argmax(policy: Model, observations: torch.Tensor) -> torch.Tensor:
