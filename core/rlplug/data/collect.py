@@ -265,7 +265,7 @@ def collect(
 
 def _collect(session: Any, name: str, env_id: str, policy_run: str | Path | None, expert_run: str | Path | None, noise: float,
              steps: int, seed: int, overwrite: bool, progress: bool, extra_source: dict[str, Any] | None,
-             progress_label: str, envs: int = 1) -> DatasetInfo:  # fmt: skip
+             progress_label: str, envs: int) -> DatasetInfo:  # fmt: skip
     env_kwargs: dict[str, Any] = {}
     with env_errors(env_id, env_kwargs, "dataset collect --env"):
         observation_space, action_space = probe_spaces(env_id, env_kwargs)

@@ -66,7 +66,11 @@ class DecisionTransformer(nn.Module):
         out = self.head(self.observation_tokens(observation, action, return_to_go, timestep))
         if self.stochastic:
             out = out[..., : out.shape[-1] // 2]
-        return self.centre + self.half_range * torch.tanh(out)
+        return self.squash(out)
+
+    def squash(self, u: torch.Tensor) -> torch.Tensor:
+        """The action inside the bounds: ``centre + half_range * tanh(u)``."""
+        return self.centre + self.half_range * torch.tanh(u)
 
     def distribution(self, observation: torch.Tensor, action: torch.Tensor, return_to_go: torch.Tensor,
                      timestep: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
@@ -311,7 +315,7 @@ class ContextActing:
             else:
                 loc, scale = (x[:, -1] for x in self.model.distribution(h["observation"], h["action"], h["return_to_go"], h["timestep"]))
                 sample = loc + scale * torch.randn(loc.shape, generator=noise).to(loc.device)
-                action = centre + self.model.half_range * torch.tanh(sample)
+                action = self.model.squash(sample)
         finally:
             self.model.train(training)
         h["action"] = torch.cat([h["action"][:, :-1], action[:, None]], 1)
@@ -407,7 +411,7 @@ class OnlineFineTuning(ReturnConditionedActing):
         finally:
             env.close()
         segments.add(torch.stack(columns["observation"]), torch.stack(columns["action"]), np.asarray(columns["reward"]))
-        return float(np.sum(columns["reward"]))
+        return episode_return(columns)  # summed as the segments' returns-to-go are
 
     def step(self) -> dict[str, float]:
         metrics = super().step()  # type: ignore[misc]
